@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// Build information, set by the linker:
+//
+//	go build -ldflags "-X main.version=1.2.3 -X main.commit=abc -X main.buildTime=2026-11-22T10:00:00Z"
+//
+// Without them, version and commit come from the module's build info.
+var (
+	version   = ""
+	commit    = ""
+	buildTime = ""
+)
+
+// buildInfo is what `sous version` prints and the daemon reports.
+type buildInfo struct {
+	Version, Commit, Time string
+}
+
+func currentBuild() buildInfo {
+	b := buildInfo{Version: version, Commit: commit, Time: buildTime}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if b.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			b.Version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if b.Commit == "" {
+					b.Commit = s.Value
+				}
+			case "vcs.time":
+				if b.Time == "" {
+					b.Time = s.Value
+				}
+			}
+		}
+	}
+	if b.Version == "" {
+		b.Version = "dev"
+	}
+	if b.Commit == "" {
+		b.Commit = "unknown"
+	}
+	if b.Time == "" {
+		b.Time = "unknown"
+	}
+	return b
+}
+
+// IO is where a command reads and writes; tests give it buffers.
+type IO struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// exitError carries a specific exit code out of a command.
+type exitError struct {
+	code int
+	err  error // nil: nothing more to print
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks errors in how the command was called (exit code 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// Main runs the sous command line and returns the process exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	streams := &IO{In: stdin, Out: stdout, ErrOut: stderr}
+	root := newRootCmd(streams)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "sous:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "sous:", err)
+	var ue *usageError
+	if errors.As(err, &ue) || isCobraUsageError(err) {
+		return 2
+	}
+	return 1
+}
+
+// isCobraUsageError recognises cobra's own flag and argument errors.
+func isCobraUsageError(err error) bool {
+	var fe *flagError
+	return errors.As(err, &fe)
+}
+
+// flagError wraps errors from flag parsing so Main can give them exit code 2.
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+func (e *flagError) Unwrap() error { return e.err }
+
+func newRootCmd(streams *IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sous",
+		Short: "Script multi-step agent workflows in Starlark",
+		Long: `sous runs Starlark recipes whose builtins spawn processes, feed stdin with
+exactly-once offsets, reattach to running processes, create git worktrees,
+extract archives and drive Claude Code sessions. Every builtin speaks
+claustrum's protocol to a daemon: embedded in sous by default, or remote over a
+Unix socket.`,
+		Example: `  sous run recipes/hello.star
+  sous run build.star -a pkg=./... --socket /run/sous.sock
+  sous doc spawn`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &flagError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
+	})
+	root.AddCommand(newVersionCmd(streams))
+	for _, add := range commandGroups {
+		root.AddCommand(add(streams))
+	}
+	return root
+}
+
+// commandGroups lists the constructors of the top-level commands beyond
+// version; each command file registers its own in an init function so the
+// files stay independent. The slice is written only during package
+// initialisation.
+var commandGroups []func(*IO) *cobra.Command
+
+func newVersionCmd(streams *IO) *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print the version, commit, build time and platform",
+		Example: "  sous version",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b := currentBuild()
+			fmt.Fprintf(streams.Out, "sous %s\ncommit: %s\nbuilt: %s\ngo: %s %s/%s\n",
+				b.Version, b.Commit, b.Time, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,518 @@
+// Package client is the Go client of claustrum's protocol, for every target:
+// an embedded in-process daemon, a Unix socket, or any byte stream that
+// reaches a daemon (an ssh bridge).
+//
+// It matches responses to requests by id, routes stream frames to the
+// process that follows them, and survives a dropped connection: it dials
+// again, reattaches every process it follows from the last seq it saw, and
+// retries what is safe to retry. Stdin is always written with offsets, so a
+// retried write is never applied twice and output is never lost or repeated.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// Options tune a Client.
+type Options struct {
+	// ReconnectTimeout is how long the client keeps dialing after a
+	// connection drops before it gives up (default 30 s). Zero uses the
+	// default; a negative value disables reconnecting.
+	ReconnectTimeout time.Duration
+	// Logger receives reconnect notices.
+	Logger *slog.Logger
+}
+
+// DialFunc opens a new byte stream to the daemon.
+type DialFunc func(ctx context.Context) (io.ReadWriteCloser, error)
+
+// Client talks to one daemon. It is safe for concurrent use.
+type Client struct {
+	dial  func(ctx context.Context, recv receiver) (link, error)
+	opt   Options
+	local bool
+
+	mu       sync.Mutex
+	cur      link          // nil while reconnecting
+	ready    chan struct{} // closed when cur is usable again
+	nextID   uint64
+	pending  map[uint64]*call
+	procs    map[string]*Proc
+	features map[string]bool
+	dead     error // set when the client is closed or gave up reconnecting
+	closeCh  chan struct{}
+}
+
+// ErrClosed is returned by calls on a closed client.
+var ErrClosed = errors.New("client closed")
+
+// Embedded returns a client for an in-process daemon. It never reconnects:
+// there is nothing in between to break.
+func Embedded(srv *daemon.Server) *Client {
+	c := newClient(Options{ReconnectTimeout: -1})
+	c.local = true
+	c.dial = func(_ context.Context, recv receiver) (link, error) { return newLocalLink(srv, recv), nil }
+	l, _ := c.dial(context.Background(), c)
+	c.cur = l
+	close(c.ready)
+	return c
+}
+
+// Dial connects to a daemon through dial, sending token with every request.
+func Dial(ctx context.Context, dial DialFunc, token string, opt Options) (*Client, error) {
+	c := newClient(opt)
+	c.dial = func(ctx context.Context, recv receiver) (link, error) {
+		rwc, err := dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return newStreamLink(rwc, token, recv), nil
+	}
+	l, err := c.dial(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c.cur = l
+	close(c.ready)
+	// Prove the daemon answers (and the token is right) before handing out
+	// the client: a wrong token should fail here, in one clear line.
+	if err := c.Call(ctx, "server.ping", nil, nil); err != nil {
+		c.Close()
+		var we *wire.Error
+		if errors.As(err, &we) && we.Code == wire.CodeUnauthorized {
+			return nil, fmt.Errorf("daemon refused the token (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token): %w", err)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// DialUnix connects to a daemon's Unix socket.
+func DialUnix(ctx context.Context, path, token string, opt Options) (*Client, error) {
+	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "unix", path)
+		if err != nil {
+			return nil, fmt.Errorf("connect to daemon at %s: %w", path, err)
+		}
+		return conn, nil
+	}
+	return Dial(ctx, dial, token, opt)
+}
+
+func newClient(opt Options) *Client {
+	if opt.ReconnectTimeout == 0 {
+		opt.ReconnectTimeout = 30 * time.Second
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Client{
+		opt:     opt,
+		ready:   make(chan struct{}),
+		pending: make(map[uint64]*call),
+		procs:   make(map[string]*Proc),
+		closeCh: make(chan struct{}),
+	}
+}
+
+// Close drops the connection. Processes on the daemon keep running (an
+// embedded daemon is stopped by its owner).
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		return nil
+	}
+	c.dead = ErrClosed
+	l := c.cur
+	c.cur = nil
+	close(c.closeCh)
+	c.mu.Unlock()
+	if l != nil {
+		l.close()
+	}
+	c.failAll(ErrClosed)
+	return nil
+}
+
+// call is one request awaiting its response.
+type call struct {
+	method string
+	params json.RawMessage
+	retry  bool // safe to send again after a reconnect
+	via    link // the link it was sent on
+	done   chan struct{}
+	result json.RawMessage
+	err    error
+}
+
+// retryable lists the methods that are safe to resend when the connection
+// drops before their response: reads, and writes that are idempotent
+// (stdin carries an offset; kill and reattach converge).
+var retryable = map[string]bool{
+	"server.ping": true, "server.version": true, "server.capabilities": true,
+	"files.list": true, "files.validate": true, "files.stat": true, "files.read": true,
+	"git.info": true, "git.status": true, "git.list_branches": true,
+	"process.stdin": true, "process.kill": true, "process.killAndWait": true, "process.list": true,
+}
+
+// ErrConnectionLost is wrapped by calls that were in flight when the
+// connection dropped and cannot safely be repeated.
+var ErrConnectionLost = errors.New("connection to the daemon lost")
+
+// Call sends method with params (any JSON-marshalable value, or nil) and
+// decodes the result into result (nil to discard). A JSON-RPC error comes
+// back as a *wire.Error.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	var raw json.RawMessage
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return fmt.Errorf("%s: encode params: %w", method, err)
+		}
+		raw = b
+	}
+	res, err := c.callRaw(ctx, method, raw)
+	if err != nil {
+		return err
+	}
+	if result != nil {
+		if err := json.Unmarshal(res, result); err != nil {
+			return fmt.Errorf("%s: decode result: %w", method, err)
+		}
+	}
+	return nil
+}
+
+func (c *Client) callRaw(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	cl := &call{method: method, params: params, retry: retryable[method], done: make(chan struct{})}
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = cl
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+
+	if err := c.transmit(ctx, id, cl); err != nil {
+		return nil, err
+	}
+	select {
+	case <-cl.done:
+		return cl.result, cl.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+	}
+}
+
+// transmit sends cl on the current link, waiting for a reconnect if one is
+// under way.
+func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
+	for {
+		c.mu.Lock()
+		if c.dead != nil {
+			err := c.dead
+			c.mu.Unlock()
+			return fmt.Errorf("%s: %w", cl.method, err)
+		}
+		l, ready := c.cur, c.ready
+		if l != nil {
+			cl.via = l
+		}
+		c.mu.Unlock()
+		if l == nil {
+			select {
+			case <-ready:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("%s: %w", cl.method, ctx.Err())
+			}
+		}
+		if err := l.send(id, cl.method, cl.params); err != nil {
+			if !isConnErr(err) {
+				return err
+			}
+			// The reader will notice the break and reconnect; the call is
+			// resent (or failed) from there.
+		}
+		return nil
+	}
+}
+
+func isConnErr(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, io.EOF) ||
+		errors.As(err, new(*net.OpError))
+}
+
+// response implements receiver.
+func (c *Client) response(l link, id uint64, result json.RawMessage, err error) {
+	c.mu.Lock()
+	cl := c.pending[id]
+	if cl == nil || cl.via != l {
+		c.mu.Unlock()
+		return // a response to a call already answered or abandoned
+	}
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if result != nil {
+		result = append(json.RawMessage(nil), result...)
+	}
+	cl.result, cl.err = result, err
+	close(cl.done)
+}
+
+// frames implements receiver.
+func (c *Client) frames(_ link, procID string, frames []wire.Frame) {
+	c.mu.Lock()
+	p := c.procs[procID]
+	c.mu.Unlock()
+	if p == nil {
+		return // nobody follows it (any more)
+	}
+	for i := range frames {
+		p.deliver(&frames[i])
+	}
+}
+
+// closed implements receiver: the link broke.
+func (c *Client) closed(l link, err error) {
+	c.mu.Lock()
+	if c.cur != l || c.dead != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.cur = nil
+	c.ready = make(chan struct{})
+	c.mu.Unlock()
+	if c.opt.ReconnectTimeout < 0 {
+		c.giveUp(fmt.Errorf("%w: %v", ErrConnectionLost, err))
+		return
+	}
+	c.opt.Logger.Warn("connection to daemon lost; reconnecting", "err", err)
+	go c.reconnect(err)
+}
+
+// reconnect dials until it succeeds or ReconnectTimeout passes, then
+// reattaches every followed process from its last seq and resends the calls
+// that are safe to resend.
+func (c *Client) reconnect(cause error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opt.ReconnectTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.closeCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	delay := 20 * time.Millisecond
+	for {
+		l, err := c.dial(ctx, c)
+		if err == nil {
+			if err = c.resume(ctx, l); err == nil {
+				return
+			}
+			l.close()
+		}
+		select {
+		case <-ctx.Done():
+			c.giveUp(fmt.Errorf("%w (%v); reconnecting failed: %v", ErrConnectionLost, cause, err))
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// resume brings a fresh link into service.
+func (c *Client) resume(ctx context.Context, l link) error {
+	c.mu.Lock()
+	procs := make([]*Proc, 0, len(c.procs))
+	for _, p := range c.procs {
+		procs = append(procs, p)
+	}
+	c.mu.Unlock()
+
+	// Reattach on the new link before anyone else uses it, so replayed
+	// frames are routed and deduplicated by seq.
+	for _, p := range procs {
+		if p.finished() {
+			continue
+		}
+		var res wire.ReattachResult
+		if err := c.callOn(ctx, l, "process.reattach", map[string]any{"id": p.ID, "fromSeq": p.LastSeq()}, &res); err != nil {
+			return err
+		}
+		if !res.Found {
+			if p.isSpawning() {
+				continue // its spawn never reached the daemon: Spawn sends it again
+			}
+			p.fail(fmt.Errorf("process %s is gone from the daemon after reconnecting (was the daemon restarted?)", p.ID))
+			continue
+		}
+		p.resumed(res)
+	}
+
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		return c.dead
+	}
+	c.cur = l
+	close(c.ready)
+	var resend []uint64
+	var lost []*call
+	for id, cl := range c.pending {
+		if cl.via == l || cl.via == nil { // nil: not sent yet; transmit will use l
+			continue
+		}
+		if cl.retry {
+			resend = append(resend, id)
+			cl.via = l
+		} else {
+			lost = append(lost, cl)
+			delete(c.pending, id)
+		}
+	}
+	c.mu.Unlock()
+	c.opt.Logger.Info("reconnected to daemon", "processes", len(procs), "resent", len(resend))
+
+	for _, cl := range lost {
+		cl.err = fmt.Errorf("%s: %w while the call was in flight; it may or may not have taken effect", cl.method, ErrConnectionLost)
+		close(cl.done)
+	}
+	for _, id := range resend {
+		c.mu.Lock()
+		cl := c.pending[id]
+		c.mu.Unlock()
+		if cl != nil {
+			l.send(id, cl.method, cl.params)
+		}
+	}
+	return nil
+}
+
+// callOn makes a call on a specific link (used while resuming, before the
+// link is current).
+func (c *Client) callOn(ctx context.Context, l link, method string, params, result any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	cl := &call{method: method, params: raw, via: l, done: make(chan struct{})}
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = cl
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	if err := l.send(id, method, raw); err != nil {
+		return err
+	}
+	select {
+	case <-cl.done:
+		if cl.err != nil {
+			return cl.err
+		}
+		return json.Unmarshal(cl.result, result)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// giveUp fails the client for good.
+func (c *Client) giveUp(err error) {
+	c.mu.Lock()
+	if c.dead == nil {
+		c.dead = err
+		close(c.ready)
+	}
+	c.mu.Unlock()
+	c.opt.Logger.Error("daemon connection lost", "err", err)
+	c.failAll(err)
+}
+
+func (c *Client) failAll(err error) {
+	c.mu.Lock()
+	calls := c.pending
+	c.pending = make(map[uint64]*call)
+	procs := make([]*Proc, 0, len(c.procs))
+	for _, p := range c.procs {
+		procs = append(procs, p)
+	}
+	c.mu.Unlock()
+	for _, cl := range calls {
+		cl.err = fmt.Errorf("%s: %w", cl.method, err)
+		close(cl.done)
+	}
+	for _, p := range procs {
+		p.fail(err)
+	}
+}
+
+// Err is the reason the client stopped working, or nil.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead
+}
+
+// HasFeature reports whether the daemon advertises an extension in
+// server.capabilities.features. The answer is fetched once.
+func (c *Client) HasFeature(ctx context.Context, name string) (bool, error) {
+	c.mu.Lock()
+	f := c.features
+	c.mu.Unlock()
+	if f == nil {
+		var caps wire.CapabilitiesResult
+		if err := c.Call(ctx, "server.capabilities", nil, &caps); err != nil {
+			return false, err
+		}
+		f = make(map[string]bool, len(caps.Features))
+		for _, name := range caps.Features {
+			f[name] = true
+		}
+		for _, m := range caps.Methods {
+			f["method:"+m] = true
+		}
+		c.mu.Lock()
+		c.features = f
+		c.mu.Unlock()
+	}
+	return f[name], nil
+}
+
+// RequireFeature fails with a message naming the extension when the daemon
+// lacks it.
+func (c *Client) RequireFeature(ctx context.Context, name, what string) error {
+	ok, err := c.HasFeature(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s needs the daemon extension %q, which this daemon does not advertise (upgrade it or use the embedded daemon)", what, name)
+	}
+	return nil
+}
+
+// Local reports whether the daemon runs in this process.
+func (c *Client) Local() bool { return c.local }

@@ -1,0 +1,204 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// link is one connection to a daemon. The client owns at most one at a time
+// and replaces it when it breaks.
+type link interface {
+	// send transmits one request. The response arrives through the
+	// receiver given when the link was made.
+	send(id uint64, method string, params json.RawMessage) error
+	close()
+}
+
+// receiver is what a link feeds. Frames handed to frames are valid only
+// during the call: their Data may be reused afterwards.
+type receiver interface {
+	response(l link, id uint64, result json.RawMessage, err error)
+	frames(l link, procID string, frames []wire.Frame)
+	closed(l link, err error)
+}
+
+// ---- NDJSON over a byte stream (Unix socket, ssh bridge) ----
+
+// streamLink speaks NDJSON over any byte stream.
+type streamLink struct {
+	rwc   io.ReadWriteCloser
+	token string
+	recv  receiver
+
+	wmu  sync.Mutex
+	wbuf []byte
+
+	closeOnce sync.Once
+}
+
+func newStreamLink(rwc io.ReadWriteCloser, token string, recv receiver) *streamLink {
+	l := &streamLink{rwc: rwc, token: token, recv: recv}
+	go l.read()
+	return l
+}
+
+func (l *streamLink) send(id uint64, method string, params json.RawMessage) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	b := append(l.wbuf[:0], `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendUint(b, id, 10)
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, method)
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	b = append(b, `,"auth":`...)
+	b = appendJSONString(b, l.token)
+	b = append(b, "}\n"...)
+	l.wbuf = b
+	if len(b) > wire.MaxLine+1 {
+		return fmt.Errorf("%s: request of %d bytes exceeds the daemon's 1 MiB line limit", method, len(b))
+	}
+	if _, err := l.rwc.Write(b); err != nil {
+		l.rwc.Close()
+		return err
+	}
+	if cap(l.wbuf) > 4<<20 {
+		l.wbuf = nil // do not pin a huge buffer after one big write
+	}
+	return nil
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
+func (l *streamLink) close() {
+	l.closeOnce.Do(func() { l.rwc.Close() })
+}
+
+// maxResponseLine bounds a response line from the daemon (files.read of a
+// large file is the biggest legitimate one).
+const maxResponseLine = 256 << 20
+
+func (l *streamLink) read() {
+	r := bufio.NewReaderSize(l.rwc, 256<<10)
+	var (
+		frame   wire.Frame
+		one     = make([]wire.Frame, 1)
+		long    []byte
+		lastErr error
+	)
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line (a big response): gather it.
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(long) < maxResponseLine {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil {
+			lastErr = err
+			break
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			continue
+		}
+		if wire.IsFrameLine(line) {
+			id, perr := wire.ParseFrame(line, &frame)
+			if perr == nil {
+				one[0] = frame
+				l.recv.frames(l, string(id), one)
+				frame.Data = one[0].Data // keep the grown buffer for reuse
+				continue
+			}
+			if !errors.Is(perr, wire.ErrNotFrame) {
+				lastErr = fmt.Errorf("daemon sent a malformed stream frame: %w", perr)
+				break
+			}
+		}
+		var resp wire.Response
+		if err := json.Unmarshal(line, &resp); err != nil {
+			lastErr = fmt.Errorf("daemon sent a malformed line: %w", err)
+			break
+		}
+		id, err := strconv.ParseUint(string(resp.ID), 10, 64)
+		if err != nil {
+			// An error about a request we could not have sent (id null:
+			// a parse error) means the stream is out of step.
+			if resp.Error != nil {
+				lastErr = fmt.Errorf("daemon: %s", resp.Error.Message)
+			} else {
+				lastErr = fmt.Errorf("daemon sent a response with id %s", resp.ID)
+			}
+			break
+		}
+		if resp.Error != nil {
+			l.recv.response(l, id, nil, resp.Error)
+		} else {
+			l.recv.response(l, id, resp.Result, nil)
+		}
+	}
+	l.close()
+	if errors.Is(lastErr, io.EOF) {
+		lastErr = io.ErrUnexpectedEOF
+	}
+	l.recv.closed(l, lastErr)
+}
+
+// ---- in process ----
+
+// localLink calls an in-process daemon directly: no encoding, no auth, and
+// frames arrive as the daemon's own values.
+type localLink struct {
+	sess *daemon.Session
+	recv receiver
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+func newLocalLink(srv *daemon.Server, recv receiver) *localLink {
+	ctx, stop := context.WithCancel(context.Background())
+	l := &localLink{recv: recv, ctx: ctx, stop: stop}
+	l.sess = srv.Local(l)
+	return l
+}
+
+func (l *localLink) send(id uint64, method string, params json.RawMessage) error {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		res, err := l.sess.Call(l.ctx, method, params)
+		l.recv.response(l, id, res, err)
+	}()
+	return nil
+}
+
+// SendFrames implements daemon.FrameSink.
+func (l *localLink) SendFrames(id string, _ []byte, frames []wire.Frame) error {
+	l.recv.frames(l, id, frames)
+	return nil
+}
+
+func (l *localLink) close() {
+	l.stop()
+	l.sess.Close()
+	l.wg.Wait()
+}

@@ -1,0 +1,333 @@
+package client
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// FrameHandler receives a process's frames in seq order, each exactly once,
+// on the connection's reader goroutine. It must return promptly and must not
+// wait on the client. f.Data is valid only during the call.
+type FrameHandler func(f *wire.Frame)
+
+// SpawnSpec describes a process to start.
+type SpawnSpec struct {
+	ID      string
+	Command string
+	Args    []string
+	Cwd     string
+	Env     map[string]*string // nil values unset inherited variables
+}
+
+// Proc is a process the client follows.
+type Proc struct {
+	c         *Client
+	ID        string
+	Pid       int
+	StartTime float64
+	handler   FrameHandler
+
+	mu         sync.Mutex
+	lastSeq    int64
+	lost       int64 // frames the daemon no longer had when we (re)attached
+	exited     bool
+	exitCode   int
+	err        error
+	done       chan struct{}
+	spawning   bool // process.spawn not answered yet
+	reattached bool // a reconnect found it on the daemon
+
+	stdinMu  sync.Mutex
+	stdinOff int64 // the offset of our next stdin byte
+}
+
+func newProc(c *Client, id string, h FrameHandler) *Proc {
+	if h == nil {
+		h = func(*wire.Frame) {}
+	}
+	return &Proc{c: c, ID: id, handler: h, done: make(chan struct{})}
+}
+
+// register makes p the follower of its id. A previous follower of the same
+// id on this client stops following (the daemon replaces the process too).
+func (c *Client) register(p *Proc) {
+	c.mu.Lock()
+	old := c.procs[p.ID]
+	c.procs[p.ID] = p
+	c.mu.Unlock()
+	if old != nil {
+		old.fail(fmt.Errorf("process %s was replaced by a new process with the same id", p.ID))
+	}
+}
+
+func (c *Client) unregister(p *Proc) {
+	c.mu.Lock()
+	if c.procs[p.ID] == p {
+		delete(c.procs, p.ID)
+	}
+	c.mu.Unlock()
+}
+
+// Spawn starts a process and follows its output from the first frame.
+func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Proc, error) {
+	if spec.ID == "" {
+		return nil, errors.New("spawn: empty process id")
+	}
+	for attempt := 0; ; attempt++ {
+		p := newProc(c, spec.ID, h)
+		p.spawning = true
+		c.register(p)
+		params := map[string]any{"id": spec.ID, "command": spec.Command, "wantPid": true}
+		if len(spec.Args) > 0 {
+			params["args"] = spec.Args
+		}
+		if spec.Cwd != "" {
+			params["cwd"] = spec.Cwd
+		}
+		if len(spec.Env) > 0 {
+			params["env"] = spec.Env
+		}
+		var res wire.SpawnResult
+		err := c.Call(ctx, "process.spawn", params, &res)
+		p.mu.Lock()
+		p.spawning = false
+		found := p.reattached
+		p.mu.Unlock()
+		if err == nil {
+			p.Pid, p.StartTime = res.Pid, res.StartTime
+			return p, nil
+		}
+		if errors.Is(err, ErrConnectionLost) && found {
+			return p, nil // the daemon had started it before the connection broke
+		}
+		c.unregister(p)
+		if errors.Is(err, ErrConnectionLost) && attempt == 0 && c.Err() == nil {
+			continue // it never started: the reconnect did not find it
+		}
+		return nil, err
+	}
+}
+
+// Reattach follows a process already on the daemon, replaying its frames
+// after fromSeq. A process the daemon does not know gives found=false and a
+// nil Proc.
+func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h FrameHandler) (*Proc, wire.ReattachResult, error) {
+	p := newProc(c, id, h)
+	p.lastSeq = fromSeq
+	c.register(p)
+	var res wire.ReattachResult
+	if err := c.Call(ctx, "process.reattach", map[string]any{"id": id, "fromSeq": fromSeq, "wantPid": true}, &res); err != nil {
+		c.unregister(p)
+		return nil, res, err
+	}
+	if !res.Found {
+		c.unregister(p)
+		return nil, res, nil
+	}
+	p.Pid, p.StartTime = res.Pid, res.StartTime
+	p.mu.Lock()
+	if res.FirstSeq > fromSeq+1 && p.lastSeq < res.FirstSeq {
+		p.lost += res.FirstSeq - fromSeq - 1
+	}
+	p.mu.Unlock()
+	p.stdinMu.Lock()
+	p.stdinOff = res.StdinApplied
+	p.stdinMu.Unlock()
+	return p, res, nil
+}
+
+// deliver hands one frame to the handler unless it was seen before.
+func (p *Proc) deliver(f *wire.Frame) {
+	p.mu.Lock()
+	if f.Seq <= p.lastSeq || p.exited || p.err != nil {
+		p.mu.Unlock()
+		return // a replayed frame we already have
+	}
+	if f.Seq > p.lastSeq+1 && p.lastSeq > 0 {
+		p.lost += f.Seq - p.lastSeq - 1
+	}
+	p.lastSeq = f.Seq
+	p.mu.Unlock()
+	p.handler(f)
+	if f.Stream == wire.Exit {
+		p.mu.Lock()
+		p.exited, p.exitCode = true, f.ExitCode
+		close(p.done)
+		p.mu.Unlock()
+		p.c.unregister(p)
+	}
+}
+
+// resumed records what a reconnect's reattach found.
+func (p *Proc) resumed(res wire.ReattachResult) {
+	p.mu.Lock()
+	p.reattached = true
+	p.mu.Unlock()
+}
+
+func (p *Proc) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited || p.err != nil {
+		return
+	}
+	p.err = err
+	close(p.done)
+}
+
+func (p *Proc) isSpawning() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spawning
+}
+
+func (p *Proc) finished() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exited || p.err != nil
+}
+
+// LastSeq is the seq of the last frame delivered.
+func (p *Proc) LastSeq() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastSeq
+}
+
+// Lost is the number of frames the daemon no longer retained when this
+// client attached or reattached (an honestly truncated replay).
+func (p *Proc) Lost() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lost
+}
+
+// Done is closed when the exit frame arrived or following failed.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Exited reports the exit code once the exit frame arrived.
+func (p *Proc) Exited() (code int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitCode, p.exited
+}
+
+// Err is why following failed (the connection was lost for good), or nil.
+func (p *Proc) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Wait blocks until the process exits and returns its exit code (-1 when a
+// signal ended it).
+func (p *Proc) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited {
+		return p.exitCode, nil
+	}
+	return 0, p.err
+}
+
+// stdinChunk keeps every process.stdin request under the daemon's 1 MiB
+// line limit once base64-encoded.
+const stdinChunk = 512 << 10
+
+// Write appends data to the process's stdin, in chunks, each with its offset,
+// and returns the daemon's applied high-water mark.
+func (p *Proc) Write(ctx context.Context, data []byte) (int64, error) {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	applied := p.stdinOff
+	for first := true; first || len(data) > 0; first = false {
+		n := min(len(data), stdinChunk)
+		a, _, err := p.writeAt(ctx, data[:n], p.stdinOff, false)
+		if err != nil {
+			return applied, err
+		}
+		applied = a
+		p.stdinOff = max(p.stdinOff+int64(n), a)
+		data = data[n:]
+	}
+	return applied, nil
+}
+
+// WriteAt writes data claiming it starts at offset: the daemon drops what it
+// already applied and refuses a gap (a *wire.Error with CodeStdinGap).
+func (p *Proc) WriteAt(ctx context.Context, data []byte, offset int64) (applied int64, duplicate bool, err error) {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if len(data) > stdinChunk {
+		for len(data) > 0 {
+			n := min(len(data), stdinChunk)
+			if applied, duplicate, err = p.writeAt(ctx, data[:n], offset, false); err != nil {
+				return applied, duplicate, err
+			}
+			offset += int64(n)
+			data = data[n:]
+		}
+	} else if applied, duplicate, err = p.writeAt(ctx, data, offset, false); err != nil {
+		return applied, duplicate, err
+	}
+	p.stdinOff = max(p.stdinOff, applied)
+	return applied, duplicate, nil
+}
+
+// CloseStdin closes the process's stdin after everything written so far.
+func (p *Proc) CloseStdin(ctx context.Context) error {
+	if err := p.c.RequireFeature(ctx, wire.FeatureStdinClose, "closing a process's stdin"); err != nil {
+		return err
+	}
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	_, _, err := p.writeAt(ctx, nil, p.stdinOff, true)
+	return err
+}
+
+func (p *Proc) writeAt(ctx context.Context, data []byte, offset int64, closeAfter bool) (int64, bool, error) {
+	params := map[string]any{"id": p.ID, "data": base64.StdEncoding.EncodeToString(data), "offset": offset}
+	if closeAfter {
+		params["close"] = true
+	}
+	var res wire.StdinResult
+	if err := p.c.Call(ctx, "process.stdin", params, &res); err != nil {
+		return 0, false, err
+	}
+	return res.Applied, res.Duplicate, nil
+}
+
+// Kill signals the process group (default SIGTERM) without waiting.
+func (p *Proc) Kill(ctx context.Context, signal string) error {
+	params := map[string]any{"id": p.ID}
+	if signal != "" {
+		params["signal"] = signal
+	}
+	return p.c.Call(ctx, "process.kill", params, nil)
+}
+
+// KillAndWait signals the group and waits up to grace for the process to die,
+// escalating to SIGKILL when escalate is set.
+func (p *Proc) KillAndWait(ctx context.Context, signal string, grace time.Duration, escalate bool) (wire.KillAndWaitResult, error) {
+	params := map[string]any{"id": p.ID, "escalate": escalate}
+	if signal != "" {
+		params["signal"] = signal
+	}
+	if grace > 0 {
+		params["timeoutMs"] = max(grace.Milliseconds(), 1)
+	}
+	var res wire.KillAndWaitResult
+	err := p.c.Call(ctx, "process.killAndWait", params, &res)
+	return res, err
+}

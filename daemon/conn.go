@@ -1,0 +1,273 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// maxInFlight bounds the requests of one connection handled at once; the
+// reader stops reading while the bound is reached, which pushes back on a
+// flooding client instead of growing goroutines without limit.
+const maxInFlight = 128
+
+// conn is one NDJSON connection: a reader that dispatches each line on its
+// own goroutine, and a writer shared by responses and stream frames.
+type conn struct {
+	s    *Server
+	nc   net.Conn
+	sess *Session
+
+	wmu  sync.Mutex // one writer at a time; each write is whole lines
+	bufs sync.Pool
+
+	closeOnce sync.Once
+	handlers  sync.WaitGroup
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc}
+	c.bufs.New = func() any { b := make([]byte, 0, 64<<10); return &b }
+	c.sess = newSession(s, c)
+	return c
+}
+
+func (c *conn) serve() {
+	c.s.log.Info("connection", "state", "open", "remote", c.nc.RemoteAddr().String())
+	defer c.s.log.Info("connection", "state", "closed")
+	defer c.close()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	sem := make(chan struct{}, maxInFlight)
+	for {
+		line, err := readLine(r, wire.MaxLine)
+		if err != nil {
+			if errors.Is(err, errLineTooLong) {
+				c.s.log.Warn("request line over 1 MiB: closing the connection")
+			}
+			break
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		sem <- struct{}{}
+		c.handlers.Add(1)
+		go func() {
+			defer func() { <-sem; c.handlers.Done() }()
+			c.handle(line)
+		}()
+	}
+	c.sess.Close() // stops subscriptions so handlers blocked on them return
+	c.handlers.Wait()
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line without its newline, in a fresh slice the
+// caller owns. A line longer than max is an error: the contract closes the
+// connection without reading further.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		n := len(line) + len(frag)
+		if err == nil {
+			n-- // the newline does not count
+		}
+		if n > max {
+			return nil, errLineTooLong
+		}
+		switch {
+		case err == nil:
+			if line == nil {
+				return append([]byte(nil), frag[:len(frag)-1]...), nil
+			}
+			return append(line, frag[:len(frag)-1]...), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			line = append(line, frag...)
+		case errors.Is(err, io.EOF) && len(line)+len(frag) > 0:
+			// A last line without a newline is still a request.
+			return append(line, frag...), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// handle validates and runs one request line, in the contract's order:
+// parse, auth, version, method, params.
+func (c *conn) handle(line []byte) {
+	var req wire.Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		c.writeResponse(nil, nil, &wire.Error{Code: wire.CodeParseError, Message: wire.MsgParseError})
+		return
+	}
+	if !c.s.authorized(req.Auth) {
+		c.s.stats.Refused.Add(1)
+		c.s.log.Warn("[Server] Unauthorized request", "method", req.Method, "id", string(req.ID))
+		c.writeResponse(req.ID, nil, &wire.Error{Code: wire.CodeUnauthorized, Message: wire.MsgUnauthorized})
+		return
+	}
+	if req.JSONRPC != "2.0" {
+		c.writeResponse(req.ID, nil, &wire.Error{Code: wire.CodeInvalidRequest, Message: wire.MsgInvalidVersion})
+		return
+	}
+	if req.Method == "server.shutdown" {
+		// No reply: the daemon stops and closes the connection.
+		c.s.log.Info("shutdown requested")
+		c.s.requestShutdown()
+		return
+	}
+	result, after, err := c.sess.dispatch(c.sess.ctx, req.Method, req.Params)
+	if err != nil {
+		c.writeResponse(req.ID, nil, toWireError(err))
+		return
+	}
+	raw, merr := json.Marshal(result)
+	if merr != nil {
+		c.writeResponse(req.ID, nil, wire.Internal(merr))
+		return
+	}
+	c.writeResponse(req.ID, raw, nil)
+	if after != nil {
+		after()
+	}
+}
+
+func toWireError(err error) *wire.Error {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	return wire.Internal(err)
+}
+
+// writeResponse writes one response line. The id is echoed raw (null when
+// the request had none or could not be parsed).
+func (c *conn) writeResponse(id, result json.RawMessage, rerr *wire.Error) {
+	bp := c.bufs.Get().(*[]byte)
+	b := append((*bp)[:0], `{"jsonrpc":"2.0","id":`...)
+	if len(id) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, id...)
+	}
+	if rerr != nil {
+		b = append(b, `,"error":{"code":`...)
+		b = strconv.AppendInt(b, int64(rerr.Code), 10)
+		b = append(b, `,"message":`...)
+		msg, _ := json.Marshal(rerr.Message)
+		b = append(b, msg...)
+		b = append(b, '}')
+	} else {
+		b = append(b, `,"result":`...)
+		b = append(b, result...)
+	}
+	b = append(b, "}\n"...)
+	c.write(b)
+	*bp = b
+	c.bufs.Put(bp)
+}
+
+// SendFrames encodes a batch of frames and writes it in one go.
+func (c *conn) SendFrames(_ string, quotedID []byte, frames []wire.Frame) error {
+	bp := c.bufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	for i := range frames {
+		b = wire.AppendFrame(b, quotedID, &frames[i])
+	}
+	err := c.write(b)
+	*bp = b
+	c.bufs.Put(bp)
+	return err
+}
+
+func (c *conn) write(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.nc.Write(b)
+	if err != nil {
+		c.nc.Close() // a broken writer ends the connection; the reader notices
+	}
+	return err
+}
+
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.nc.Close()
+		c.sess.Close()
+	})
+}
+
+// Session is one client's state: the processes it follows. A socket
+// connection has one; the embedded client creates one with Server.Local.
+type Session struct {
+	s      *Server
+	sink   FrameSink
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	subs   map[string]*subscription
+	closed bool
+	pumps  sync.WaitGroup
+}
+
+// FrameSink receives the frames of the processes a session follows, one
+// process's frames in seq order. It may block to push back; an error ends the
+// subscription.
+type FrameSink interface {
+	SendFrames(id string, quotedID []byte, frames []wire.Frame) error
+}
+
+func newSession(s *Server, sink FrameSink) *Session {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Session{s: s, sink: sink, ctx: ctx, cancel: cancel, subs: make(map[string]*subscription)}
+}
+
+// Call runs one method for an in-process client; the caller is trusted, so
+// there is no auth and no version check. The result is JSON, exactly what a
+// socket client would receive.
+func (se *Session) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if method == "server.shutdown" {
+		se.s.requestShutdown()
+		return json.RawMessage(`{}`), nil
+	}
+	result, after, err := se.dispatch(ctx, method, params)
+	if err != nil {
+		return nil, toWireError(err)
+	}
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return nil, wire.Internal(err)
+	}
+	if after != nil {
+		after()
+	}
+	return raw, nil
+}
+
+// Close ends every subscription of the session. Processes keep running.
+func (se *Session) Close() {
+	se.mu.Lock()
+	if se.closed {
+		se.mu.Unlock()
+		return
+	}
+	se.closed = true
+	subs := se.subs
+	se.subs = nil
+	se.mu.Unlock()
+	se.cancel()
+	for _, sub := range subs {
+		sub.cur.Close()
+	}
+	se.pumps.Wait()
+}

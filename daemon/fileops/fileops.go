@@ -1,0 +1,214 @@
+// Package fileops implements claustrum's files.* methods (seeds/001) as plain
+// Go functions: Stat, List, Read, Validate and ExtractTar. The daemon's
+// dispatcher decodes params, calls these and encodes the results; nothing here
+// knows about JSON-RPC. A *wire.Error return is sent as that error object; any
+// other error becomes -32603 carrying its text.
+//
+// # files.stat, files.list, files.read, files.validate
+//
+// Stat follows symlinks and reports any stat failure (missing path, over-long
+// path, permission) as the empty {exists:false} result, as claustrum does.
+//
+// List skips hidden names (leading "."), sorts by name and resolves isDir by
+// following symlinks: a symlink to a directory is a directory, a dangling one
+// is not. Only symlinks cost an extra stat; other entries use the type the
+// directory read already returned.
+//
+// Read returns {exists:false} only for a path that does not exist; a
+// directory or a file larger than maxBytes is -32602 and other failures are
+// plain errors. The file is opened non-blocking so that a FIFO without a
+// writer reads as empty instead of hanging the daemon, and when maxBytes is
+// given at most maxBytes+1 bytes are ever read, so a file that grows after
+// the size check (or a device such as /dev/zero) cannot exhaust memory.
+// Without maxBytes the whole file is read, as the contract says.
+//
+// Validate reports a missing path as "Path does not exist" and any other stat
+// failure (permission, a file used as a directory) as valid:false with the
+// stat error's text.
+//
+// # files.extract_tar
+//
+// ExtractTar unpacks a gzip-compressed tar archive into destDir with every
+// side effect of the contract, in this order:
+//
+//  1. archivePath and destDir are required (-32602); destDir must be absolute
+//     and not "/" ({success:false}, archive untouched, no fileCount).
+//  2. The archive is opened and immediately unlinked: from here on it is
+//     consumed whatever the outcome, and every result carries fileCount. An
+//     archive that cannot be opened gives {success:false, error:<open error>}
+//     without fileCount.
+//  3. The gzip header is read before destDir is touched, so an archive that is
+//     not gzip at all ("gzip: invalid header", or "gzip: EOF" for an empty
+//     file) fails without destroying anything. Every error of the gzip layer,
+//     at the header or mid-stream, starts with "gzip: ".
+//  4. destDir is wiped and recreated 0700. The old tree is first renamed to a
+//     fresh hidden sibling (".<name>.old-*") and deleted after the new tree is
+//     written, because on ext4 creating thousands of files right after
+//     deleting thousands costs several times more kernel time. The sibling is
+//     deleted before ExtractTar returns, whatever the outcome: after the call
+//     the old content is gone, as with a plain RemoveAll. Where the rename is
+//     impossible (destDir is a mount point, or its parent is not writable)
+//     destDir is removed in place instead. A failure to delete the old tree
+//     is reported as "clean destDir: …" (no .synced marker), and its remains
+//     are left in the sibling.
+//  5. Entries are unpacked: directories 0700, regular files 0600 whatever the
+//     header mode (subject to the process umask, like any create), owners and
+//     times are not restored. Files are created with O_CREAT|O_EXCL|O_NOFOLLOW,
+//     so nothing ever writes through a symlink; a regular file repeated later
+//     in the archive replaces the earlier one, as tar does.
+//  6. On success an empty ".synced" marker is written at destDir's root.
+//
+// fileCount counts the regular-file entries written (a file repeated in the
+// archive counts each time); directories and the marker do not count. Every
+// failure reports fileCount 0, because the tree is then incomplete.
+//
+// Entries are refused, failing the whole extraction, when:
+//   - the name is absolute, longer than 4096 bytes (PATH_MAX), contains NUL,
+//     or resolves outside destDir: "unsafe path in archive: <name>". A "../"
+//     that resolves back inside destDir is allowed. A non-directory whose name
+//     resolves to destDir itself ("", ".") is unsafe too. The name is checked
+//     before the type, so a symlink named "../x" is reported as unsafe. Names
+//     longer than 1024 bytes are shortened in the message to keep the
+//     response small.
+//   - the type is anything but a regular file or a directory: hardlink ('1'),
+//     symlink ('2'), devices ('3', '4'), FIFO ('6'), contiguous file ('7'),
+//     GNU sparse ('S', also PAX-format sparse files, which would otherwise let
+//     a few bytes of archive expand into an arbitrarily large file of holes)
+//     and unknown types: "unsupported tar entry type <c>: <name>", with <c>
+//     written as \xNN when it is not printable ASCII. PAX extended headers and
+//     GNU long names are consumed by archive/tar and never surface; PAX global
+//     headers ('g', which git archive writes first) carry no file and are
+//     skipped.
+//
+// A failure after unpacking started leaves what was already written in
+// destDir (as the reference does) but never writes the .synced marker, so a
+// reader can tell a complete tree from a partial one.
+//
+// Memory is bounded whatever the archive: entries are streamed through one
+// fixed buffer, decompression runs one goroutine ahead through a few fixed
+// chunks (so decompressing and writing overlap, as `tar xzf` overlaps with
+// its gzip child), and no per-entry state is kept. The only unbounded cost is
+// disk: a small gzip can legitimately expand about a thousandfold.
+package fileops
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// Stat implements files.stat.
+func Stat(path string) wire.StatResult {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return wire.StatResult{}
+	}
+	return wire.StatResult{Exists: true, IsDir: fi.IsDir(), Size: fi.Size(), Mode: fi.Mode().String()}
+}
+
+// List implements files.list.
+func List(path string) (wire.ListResult, error) {
+	des, err := os.ReadDir(path)
+	if err != nil {
+		return wire.ListResult{}, err
+	}
+	// Non-nil so that an empty directory marshals as [] rather than null.
+	entries := make([]wire.ListEntry, 0, len(des))
+	for _, de := range des {
+		name := de.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		full := filepath.Join(path, name)
+		isDir := de.IsDir()
+		if de.Type()&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(full)
+			isDir = err == nil && fi.IsDir()
+		}
+		entries = append(entries, wire.ListEntry{Name: name, Path: full, IsDir: isDir})
+	}
+	return wire.ListResult{Entries: entries}, nil
+}
+
+// Read implements files.read.
+func Read(path string, maxBytes *int64) (wire.ReadResult, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return wire.ReadResult{}, nil
+		}
+		return wire.ReadResult{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return wire.ReadResult{}, err
+	}
+	if fi.IsDir() {
+		return wire.ReadResult{}, wire.InvalidParams("files.read: path is a directory")
+	}
+	size := fi.Size()
+	if maxBytes != nil && size > *maxBytes {
+		return wire.ReadResult{}, errExceeds()
+	}
+
+	var r io.Reader = f
+	if maxBytes != nil && *maxBytes >= 0 && *maxBytes < 1<<62 {
+		// One byte past the limit tells a file that grew since the stat
+		// from one that is exactly maxBytes long.
+		r = io.LimitReader(f, *maxBytes+1)
+	}
+	buf, err := readAll(r, size)
+	if err != nil {
+		return wire.ReadResult{}, err
+	}
+	if maxBytes != nil && int64(len(buf)) > *maxBytes {
+		return wire.ReadResult{}, errExceeds()
+	}
+	return wire.ReadResult{Content: string(buf), Exists: true}, nil
+}
+
+func errExceeds() *wire.Error { return wire.InvalidParams("files.read: file exceeds maxBytes") }
+
+// readAll reads r to EOF into a buffer sized from the stat size, so that a
+// regular file is read without regrowing; size is only a hint (files under
+// /proc report 0 and devices have no size).
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	const minCap = 512
+	c := int64(minCap)
+	if size > 0 && size < 1<<40 {
+		c = size + 1 // +1 so the EOF read does not force a regrow
+	}
+	buf := make([]byte, 0, c)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Validate implements files.validate.
+func Validate(path string) wire.ValidateResult {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return wire.ValidateResult{Error: "Path does not exist"}
+	}
+	if err != nil {
+		return wire.ValidateResult{Error: err.Error()}
+	}
+	return wire.ValidateResult{Valid: true, IsDir: fi.IsDir()}
+}

@@ -1,0 +1,325 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/fileops"
+	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// handler runs one method. after, when set, runs once the response has been
+// written (spawn starts streaming only then, so its reply comes first).
+type handler func(ctx context.Context, se *Session, params json.RawMessage) (result any, after func(), err error)
+
+// extensionMethods follow the 19 of the contract in server.capabilities.
+var extensionMethods = []string{"process.list"}
+
+// features advertised in server.capabilities.
+var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureProcessList}
+
+// namespaces maps each namespace to its methods. server.* takes no params;
+// the others require a params object.
+var namespaces = map[string]map[string]handler{
+	"server": {
+		"ping":         serverPing,
+		"version":      serverVersion,
+		"capabilities": serverCapabilities,
+	},
+	"files": {
+		"list":        withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.List(p.Path) }),
+		"validate":    withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.Validate(p.Path), nil }),
+		"stat":        withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.Stat(p.Path), nil }),
+		"read":        withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.Read(p.Path, p.MaxBytes) }),
+		"extract_tar": withPath(filesExtractTar),
+	},
+	"git": {
+		"info": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+			return se.s.git.Info(ctx, p.Path)
+		}),
+		"status": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+			return se.s.git.Status(ctx, p.Path)
+		}),
+		"list_branches": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+			return se.s.git.Branches(ctx, p.Path)
+		}),
+		"worktree_create": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+			return se.s.git.WorktreeCreate(ctx, p)
+		}),
+		"worktree_remove": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+			return se.s.git.WorktreeRemove(ctx, p)
+		}),
+	},
+	"process": {
+		"spawn":       processSpawn,
+		"stdin":       processStdin,
+		"kill":        processKill,
+		"killAndWait": processKillAndWait,
+		"reattach":    processReattach,
+		"list":        processList,
+	},
+}
+
+// dispatch resolves the method and runs it: the "method" and "params" steps
+// of the validation order.
+func (se *Session) dispatch(ctx context.Context, method string, params json.RawMessage) (any, func(), error) {
+	ns, name, ok := strings.Cut(method, ".")
+	if !ok {
+		return nil, nil, wire.Errorf(wire.CodeMethodNotFound, "Invalid method format: %s", method)
+	}
+	methods, ok := namespaces[ns]
+	if !ok {
+		return nil, nil, wire.Errorf(wire.CodeMethodNotFound, "Unknown namespace: %s", ns)
+	}
+	h, ok := methods[name]
+	if !ok {
+		return nil, nil, wire.Errorf(wire.CodeMethodNotFound, "Unknown method: %s", method)
+	}
+	return h(ctx, se, params)
+}
+
+// decodeParams binds a params object into T. Absent params, a non-object, or
+// a field of the wrong type are all -32602 Invalid params; unknown fields are
+// ignored.
+func decodeParams[T any](raw json.RawMessage) (T, error) {
+	var v T
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return v, wire.InvalidParams(wire.MsgInvalidParams)
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, wire.InvalidParams(wire.MsgInvalidParams)
+	}
+	return v, nil
+}
+
+func withPath(f func(context.Context, *Session, wire.PathParams) (any, error)) handler {
+	return func(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
+		p, err := decodeParams[wire.PathParams](raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := f(ctx, se, p)
+		return r, nil, err
+	}
+}
+
+func withGit(f func(context.Context, *Session, wire.GitParams) (any, error)) handler {
+	return func(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
+		p, err := decodeParams[wire.GitParams](raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := f(ctx, se, p)
+		return r, nil, err
+	}
+}
+
+// ---- server.* (params ignored, whatever their type) ----
+
+func serverPing(context.Context, *Session, json.RawMessage) (any, func(), error) {
+	return wire.PingResult{Pong: true}, nil, nil
+}
+
+func serverVersion(_ context.Context, se *Session, _ json.RawMessage) (any, func(), error) {
+	return wire.VersionResult{Version: se.s.cfg.Version, Platform: runtime.GOOS, Arch: runtime.GOARCH}, nil, nil
+}
+
+func serverCapabilities(_ context.Context, se *Session, _ json.RawMessage) (any, func(), error) {
+	methods := append(append([]string(nil), wire.Methods...), extensionMethods...)
+	return wire.CapabilitiesResult{Version: se.s.cfg.Version, Methods: methods, Features: features}, nil, nil
+}
+
+// ---- files.extract_tar ----
+
+func filesExtractTar(_ context.Context, _ *Session, p wire.PathParams) (any, error) {
+	return fileops.ExtractTar(p.ArchivePath, p.DestDir)
+}
+
+// ---- process.* ----
+
+func processSpawn(_ context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
+	p, err := decodeParams[wire.ProcessParams](raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.ID == "" {
+		return nil, nil, wire.InvalidParams("Process ID is required")
+	}
+	if p.Command == "" {
+		return nil, nil, wire.InvalidParams("Command is required")
+	}
+	pr, err := se.s.reg.Spawn(proc.Spec{ID: p.ID, Command: p.Command, Args: p.Args, Cwd: p.Cwd, Env: p.Env})
+	if err != nil {
+		return nil, nil, wire.Internal(err)
+	}
+	se.s.stats.Spawns.Add(1)
+	res := wire.SpawnResult{Success: true}
+	if p.WantPid {
+		res.Pid, res.StartTime = pr.Pid, pr.StartTime
+	}
+	return res, func() { se.follow(pr, 0, -1) }, nil
+}
+
+func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
+	p, err := decodeParams[wire.ProcessParams](raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := base64.StdEncoding.DecodeString(p.Data)
+	if err != nil {
+		return nil, nil, wire.InvalidParams("Invalid base64 data")
+	}
+	if p.ID == "" {
+		return nil, nil, wire.InvalidParams("Process ID is required")
+	}
+	pr := se.s.reg.Get(p.ID)
+	if pr == nil {
+		return nil, nil, wire.InvalidParams("Process not found")
+	}
+	if !pr.Running() {
+		return nil, nil, wire.InvalidParams("Process not running")
+	}
+	applied, dup, err := pr.WriteStdin(ctx, data, p.Offset)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !dup {
+		se.s.stats.StdinBytes.Add(int64(len(data)))
+	}
+	if p.Close {
+		pr.CloseStdin()
+	}
+	return wire.StdinResult{Success: true, Applied: applied, Duplicate: dup}, nil, nil
+}
+
+func processKill(_ context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
+	p, err := decodeParams[wire.ProcessParams](raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.ID == "" {
+		return nil, nil, wire.InvalidParams("Process ID is required")
+	}
+	sig, err := ParseSignal(p.Signal)
+	if err != nil {
+		return nil, nil, err
+	}
+	pr := se.s.reg.Get(p.ID)
+	if pr == nil {
+		return nil, nil, wire.InvalidParams("Process not found")
+	}
+	pr.Signal(sig) // skipped once reaped: the pgid may be someone else's by then
+	return wire.SuccessResult{Success: true}, nil, nil
+}
+
+func processKillAndWait(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
+	p, err := decodeParams[wire.ProcessParams](raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.ID == "" {
+		return nil, nil, wire.InvalidParams("Process ID is required")
+	}
+	sig, err := ParseSignal(p.Signal)
+	if err != nil {
+		return nil, nil, err
+	}
+	pr := se.s.reg.Get(p.ID)
+	if pr == nil {
+		return wire.KillAndWaitResult{}, nil, nil
+	}
+	var grace time.Duration
+	if p.TimeoutMs != nil && *p.TimeoutMs > 0 {
+		grace = time.Duration(min(*p.TimeoutMs, proc.MaxGrace.Milliseconds())) * time.Millisecond
+	}
+	escalate := p.Escalate == nil || *p.Escalate
+	return pr.KillAndWait(ctx, sig, grace, escalate), nil, nil
+}
+
+func processReattach(_ context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
+	p, err := decodeParams[wire.ProcessParams](raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.ID == "" {
+		return nil, nil, wire.InvalidParams("Process ID is required")
+	}
+	pr := se.s.reg.Get(p.ID)
+	if pr == nil {
+		return wire.ReattachResult{}, nil, nil
+	}
+	se.s.stats.Reattaches.Add(1)
+	running := pr.Running()
+	st := pr.Log.Stats()
+	res := wire.ReattachResult{
+		Found:        true,
+		Running:      running,
+		FirstSeq:     st.FirstSeq,
+		LastSeq:      st.LastSeq,
+		StdinApplied: pr.StdinApplied(),
+	}
+	if p.WantPid {
+		res.Pid, res.StartTime = pr.Pid, pr.StartTime
+	}
+	// Replay what is retained up to lastSeq before answering, then follow.
+	if err := se.follow(pr, p.FromSeq, st.LastSeq); err != nil {
+		return nil, nil, wire.Internal(err)
+	}
+	return res, nil, nil
+}
+
+func processList(_ context.Context, se *Session, _ json.RawMessage) (any, func(), error) {
+	list := wire.ProcessListResult{Processes: []wire.ProcessInfo{}}
+	for _, pr := range se.s.reg.List() {
+		info := wire.ProcessInfo{
+			ID:        pr.ID,
+			Pid:       pr.Pid,
+			Command:   pr.Command,
+			Args:      pr.Args,
+			StartTime: pr.StartTime,
+			LastSeq:   pr.Log.Stats().LastSeq,
+		}
+		if info.Args == nil {
+			info.Args = []string{}
+		}
+		if code, exited := pr.ExitCode(); exited {
+			info.ExitCode = &code
+		} else {
+			info.Running = true
+		}
+		list.Processes = append(list.Processes, info)
+	}
+	return list, nil, nil
+}
+
+// ParseSignal accepts "TERM", "SIGTERM", "sigterm" or a number; empty means
+// SIGTERM.
+func ParseSignal(name string) (syscall.Signal, error) {
+	if name == "" {
+		return syscall.SIGTERM, nil
+	}
+	if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	up := strings.TrimPrefix(strings.ToUpper(name), "SIG")
+	if sig, ok := signals[up]; ok {
+		return sig, nil
+	}
+	return 0, wire.InvalidParams("Invalid signal: " + name)
+}
+
+var signals = map[string]syscall.Signal{
+	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
+	"TERM": syscall.SIGTERM, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "STOP": syscall.SIGSTOP,
+	"CONT": syscall.SIGCONT, "ALRM": syscall.SIGALRM, "PIPE": syscall.SIGPIPE, "ABRT": syscall.SIGABRT,
+	"WINCH": syscall.SIGWINCH, "TSTP": syscall.SIGTSTP,
+}

@@ -1,0 +1,481 @@
+// Package proc runs the daemon's child processes: each in its own process
+// group, its stdout and stderr read into a streamlog.Log as frames, its stdin
+// fed through an exactly-once offset queue, and its reaping ordered with
+// signalling so that a reaped group is never signalled (its pgid could belong
+// to someone else by then).
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/seed5ad92d46/sous/daemon/streamlog"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// Options configure a Registry.
+type Options struct {
+	Log      streamlog.Options // per process
+	Env      []string          // the environment children inherit (default os.Environ())
+	Dir      string            // the default working directory (default the daemon's)
+	Logger   *slog.Logger
+	StdinMax int // bytes of stdin queued per process before writers wait (default 8 MiB)
+	// DrainAfterExit is how long output keeps being read after the child
+	// exits while descendants still hold its pipes and stay quiet (default 250 ms).
+	DrainAfterExit time.Duration
+	// OnExit, when set, is called after a process's exit frame is appended.
+	OnExit func(*Process)
+	// OnOutput, when set, is called with the byte count of every output read.
+	OnOutput func(n int)
+}
+
+// Registry holds the daemon's processes by id.
+type Registry struct {
+	opt Options
+
+	mu    sync.Mutex
+	procs map[string]*Process
+	wg    sync.WaitGroup // every process's goroutines
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(opt Options) *Registry {
+	if opt.Env == nil {
+		opt.Env = os.Environ()
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.DrainAfterExit <= 0 {
+		opt.DrainAfterExit = 250 * time.Millisecond
+	}
+	return &Registry{opt: opt, procs: make(map[string]*Process)}
+}
+
+// Spec describes a process to spawn.
+type Spec struct {
+	ID      string
+	Command string
+	Args    []string
+	Cwd     string
+	Env     map[string]*string // merged over the inherited environment; nil unsets
+}
+
+// Process is one child.
+type Process struct {
+	ID        string
+	Command   string
+	Args      []string
+	Pid       int
+	StartTime float64 // the daemon's wall clock at spawn, epoch seconds
+	Log       *streamlog.Log
+
+	cmd    *exec.Cmd
+	pipes  [2]*os.File // stdout and stderr, the daemon's ends
+	stdin  *stdinQueue
+	ctx    context.Context // ends when the process is discarded
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	reaped   bool
+	exitCode int
+	reapedCh chan struct{} // closed once reaped
+	doneCh   chan struct{} // closed once the exit frame is in the log
+}
+
+// Spawn starts a process. A live process with the same id is torn down first
+// (its subscribers dropped, its group killed) and replaced.
+func (r *Registry) Spawn(spec Spec) (*Process, error) {
+	env := mergeEnv(r.opt.Env, spec.Env)
+	dir := spec.Cwd
+	if dir == "" {
+		dir = r.opt.Dir
+	}
+	path, err := lookPath(spec.Command, env, dir)
+	if err != nil {
+		return nil, err
+	}
+
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW)
+		return nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW, outR, outW)
+		return nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+	}
+
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        append([]string{spec.Command}, spec.Args...),
+		Env:         env,
+		Dir:         dir,
+		Stdin:       stdinR,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		closeAll(stdinR, stdinW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+	}
+	closeAll(stdinR, outW, errW) // the child's ends
+
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Process{
+		ID:        spec.ID,
+		Command:   spec.Command,
+		Args:      append([]string(nil), spec.Args...),
+		Pid:       cmd.Process.Pid,
+		StartTime: float64(time.Now().UnixNano()) / 1e9,
+		Log:       streamlog.New(r.opt.Log),
+		cmd:       cmd,
+		pipes:     [2]*os.File{outR, errR},
+		stdin:     newStdinQueue(r.opt.StdinMax),
+		ctx:       ctx,
+		cancel:    cancel,
+		reapedCh:  make(chan struct{}),
+		doneCh:    make(chan struct{}),
+	}
+
+	r.mu.Lock()
+	old := r.procs[spec.ID]
+	r.procs[spec.ID] = p
+	r.mu.Unlock()
+	if old != nil {
+		old.discard()
+	}
+
+	r.opt.Logger.Info("spawn", "id", spec.ID, "command", spec.Command, "args", len(spec.Args), "pid", p.Pid)
+	r.wg.Add(3)
+	go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
+	go func() { defer r.wg.Done(); r.supervise(p) }()
+	go func() { defer r.wg.Done(); p.reap() }()
+	return p, nil
+}
+
+// supervise reads the output pipes until they end, then appends the exit frame.
+//
+// After the child exits, descendants may still hold its pipes open (a shell
+// that started something in the background). Output keeps flowing while they
+// write; once they stay quiet for DrainAfterExit the pipes are abandoned, so
+// the exit frame is not held hostage by a daemonized grandchild.
+func (r *Registry) supervise(p *Process) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.readPipe(p, p.pipes[0], wire.Stdout) }()
+	go func() { defer wg.Done(); r.readPipe(p, p.pipes[1], wire.Stderr) }()
+	<-p.reapedCh
+	for _, f := range p.pipes {
+		f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))
+	}
+	wg.Wait()
+	p.stdin.stop()
+	code, _ := p.ExitCode()
+	p.Log.Append(p.ctx, wire.Frame{Stream: wire.Exit, ExitCode: code}) // fails only when discarded
+	close(p.doneCh)
+	r.opt.Logger.Info("exit", "id", p.ID, "pid", p.Pid, "exitCode", code)
+	if r.opt.OnExit != nil {
+		r.opt.OnExit(p)
+	}
+}
+
+// readPipe turns one pipe into frames of at most one 32 KiB read each, until
+// EOF, the drain deadline, or the process being discarded.
+func (r *Registry) readPipe(p *Process, f *os.File, stream wire.Stream) {
+	defer f.Close()
+	buf := make([]byte, wire.MaxFrameData)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			var data []byte
+			if n >= wire.MaxFrameData/2 {
+				data, buf = buf[:n], make([]byte, wire.MaxFrameData) // hand the buffer over, no copy
+			} else {
+				data = append([]byte(nil), buf[:n]...) // small: do not pin 32 KiB
+			}
+			if r.opt.OnOutput != nil {
+				r.opt.OnOutput(n)
+			}
+			if _, aerr := p.Log.Append(p.ctx, wire.Frame{Stream: stream, Data: data}); aerr != nil {
+				return // discarded
+			}
+			select {
+			case <-p.reapedCh: // draining: stay while the descendants still talk
+				f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))
+			default:
+			}
+		}
+		if err != nil {
+			return // EOF, the drain deadline, or released by discard
+		}
+	}
+}
+
+// reap waits for the child to exit without reaping it, then reaps it under
+// the lock that signalling takes, so no signal can reach a recycled pgid.
+func (p *Process) reap() {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	p.mu.Lock()
+	err := p.cmd.Wait()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = -1
+			} else {
+				code = ee.ExitCode()
+			}
+		} else {
+			code = -1
+		}
+	}
+	p.exitCode = code
+	p.reaped = true
+	close(p.reapedCh)
+	p.mu.Unlock()
+}
+
+// Running reports whether the child has not been reaped yet.
+func (p *Process) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.reaped
+}
+
+// ExitCode is the child's exit code (-1 when a signal ended it) once reaped.
+func (p *Process) ExitCode() (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitCode, p.reaped
+}
+
+// Reaped is closed once the child has been reaped.
+func (p *Process) Reaped() <-chan struct{} { return p.reapedCh }
+
+// Done is closed once the exit frame is in the log.
+func (p *Process) Done() <-chan struct{} { return p.doneCh }
+
+// Signal sends sig to the child's process group unless the child has been
+// reaped. It reports whether the signal was sent.
+func (p *Process) Signal(sig syscall.Signal) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return false
+	}
+	// The leader is at worst a zombie here, which keeps the pgid reserved.
+	syscall.Kill(-p.Pid, sig)
+	return true
+}
+
+// WriteStdin applies process.stdin to the child.
+func (p *Process) WriteStdin(ctx context.Context, data []byte, offset *int64) (applied int64, duplicate bool, err error) {
+	return p.stdin.Offer(ctx, data, offset)
+}
+
+// CloseStdin closes the child's stdin once the queued data is written.
+func (p *Process) CloseStdin() { p.stdin.Close() }
+
+// StdinApplied is the stdin high-water mark.
+func (p *Process) StdinApplied() int64 { return p.stdin.Applied() }
+
+// Grace bounds for KillAndWait, from seeds/001.
+const (
+	DefaultGrace = 3000 * time.Millisecond
+	MaxGrace     = 600000 * time.Millisecond
+)
+
+// KillAndWait sends sig to the group and waits up to grace for the child to be
+// reaped, escalating to SIGKILL if asked.
+func (p *Process) KillAndWait(ctx context.Context, sig syscall.Signal, grace time.Duration, escalate bool) wire.KillAndWaitResult {
+	if !p.Signal(sig) {
+		return wire.KillAndWaitResult{Found: true, Died: true, AlreadyExited: true}
+	}
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	grace = min(grace, MaxGrace)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.reapedCh:
+		return wire.KillAndWaitResult{Found: true, Died: true}
+	case <-ctx.Done():
+		return wire.KillAndWaitResult{Found: true, Died: !p.Running()}
+	case <-t.C:
+	}
+	if !escalate {
+		return wire.KillAndWaitResult{Found: true, Died: !p.Running()}
+	}
+	p.Signal(syscall.SIGKILL)
+	select {
+	case <-p.reapedCh:
+		return wire.KillAndWaitResult{Found: true, Died: true, Escalated: true}
+	case <-ctx.Done():
+		return wire.KillAndWaitResult{Found: true, Died: !p.Running(), Escalated: true}
+	}
+}
+
+// discard tears a replaced process down: its readers are dropped first so no
+// stray frame arrives under the reused id, then its group is killed.
+func (p *Process) discard() {
+	p.release()
+	p.Signal(syscall.SIGKILL)
+}
+
+// release lets go of the daemon's side of the process: readers of its log are
+// dropped, its pipes abandoned, its stdin stopped.
+func (p *Process) release() {
+	p.Log.Close()
+	p.cancel()
+	for _, f := range p.pipes {
+		f.SetReadDeadline(time.Now())
+	}
+	p.stdin.stop()
+}
+
+// Get returns the process with id, or nil.
+func (r *Registry) Get(id string) *Process {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.procs[id]
+}
+
+// List returns every process, ordered by start time.
+func (r *Registry) List() []*Process {
+	r.mu.Lock()
+	ps := make([]*Process, 0, len(r.procs))
+	for _, p := range r.procs {
+		ps = append(ps, p)
+	}
+	r.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool { return ps[i].StartTime < ps[j].StartTime })
+	return ps
+}
+
+// Shutdown stops every running child: SIGTERM to each group, SIGKILL after
+// grace. With keep, children are left running (they lose their stdio) and
+// only the daemon's side is released. It returns the number of children that
+// were running, and waits for the registry's goroutines.
+func (r *Registry) Shutdown(keep bool, grace time.Duration) int {
+	running := 0
+	var wg sync.WaitGroup
+	for _, p := range r.List() {
+		if !p.Running() {
+			continue
+		}
+		running++
+		if keep {
+			p.release()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.KillAndWait(context.Background(), syscall.SIGTERM, grace, true)
+		}()
+	}
+	wg.Wait()
+	if !keep {
+		r.wg.Wait()
+	}
+	for _, p := range r.List() {
+		p.Log.Close()
+		p.cancel()
+	}
+	return running
+}
+
+// mergeEnv overlays overrides on base; a nil value unsets the variable.
+func mergeEnv(base []string, overrides map[string]*string) []string {
+	if len(overrides) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(overrides))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := overrides[k]; ok {
+			continue
+		}
+		out = append(out, kv)
+	}
+	keys := make([]string, 0, len(overrides))
+	for k := range overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v := overrides[k]; v != nil {
+			out = append(out, k+"="+*v)
+		}
+	}
+	return out
+}
+
+// lookPath resolves command the way a shell would, with the child's PATH.
+func lookPath(command string, env []string, dir string) (string, error) {
+	if command == "" {
+		return "", errors.New("spawn: empty command")
+	}
+	if strings.Contains(command, "/") {
+		path := command
+		if !filepath.IsAbs(path) && dir != "" {
+			path = filepath.Join(dir, path)
+		}
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("spawn %s: %w", command, err)
+		}
+		return path, nil
+	}
+	pathEnv := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) && dir != "" {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, command)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("spawn %s: executable file not found in $PATH", command)
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}

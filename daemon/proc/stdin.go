@@ -1,0 +1,147 @@
+package proc
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// stdinQueue accepts stdin data with the exactly-once offset contract and
+// feeds it to the child from its own goroutine, so a child that does not read
+// its stdin never blocks a request for longer than the queue's bound.
+//
+// applied is the count of bytes accepted for delivery (the contract's
+// high-water mark); it advances when data is queued, not when the child reads
+// it.
+type stdinQueue struct {
+	mu      sync.Mutex
+	notify  chan struct{}
+	chunks  [][]byte
+	queued  int   // bytes in chunks
+	applied int64 // high-water mark
+	closing bool  // close the pipe once chunks drain
+	dead    bool  // the writer has stopped (child gone or pipe closed)
+	limit   int
+}
+
+const defaultStdinQueueLimit = 8 << 20
+
+func newStdinQueue(limit int) *stdinQueue {
+	if limit <= 0 {
+		limit = defaultStdinQueueLimit
+	}
+	return &stdinQueue{notify: make(chan struct{}), limit: limit}
+}
+
+func (q *stdinQueue) broadcast() {
+	close(q.notify)
+	q.notify = make(chan struct{})
+}
+
+// Offer applies the offset rules of process.stdin to data and queues the fresh
+// part. offset nil means append. It returns the high-water mark after the call
+// and whether the data was a duplicate.
+func (q *stdinQueue) Offer(ctx context.Context, data []byte, offset *int64) (applied int64, duplicate bool, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if offset != nil {
+		off := *offset
+		switch {
+		case off > q.applied:
+			return q.applied, false, &wire.Error{Code: wire.CodeStdinGap, Message: wire.MsgStdinGap}
+		case off+int64(len(data)) <= q.applied && (len(data) > 0 || off < q.applied):
+			return q.applied, true, nil
+		case off < q.applied:
+			data = data[q.applied-off:]
+		}
+	}
+	if len(data) == 0 {
+		return q.applied, false, nil
+	}
+	// Wait for room; the mutex is released while waiting so the writer drains.
+	for q.queued > 0 && q.queued+len(data) > q.limit && !q.dead {
+		wait := q.notify
+		q.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			q.mu.Lock()
+			return q.applied, false, ctx.Err()
+		}
+		q.mu.Lock()
+	}
+	q.applied += int64(len(data))
+	if !q.dead && !q.closing {
+		// The caller's buffer is ours: it was decoded for this request.
+		q.chunks = append(q.chunks, data)
+		q.queued += len(data)
+		q.broadcast()
+	}
+	return q.applied, false, nil
+}
+
+// Close asks for the child's stdin to be closed once queued data is written.
+func (q *stdinQueue) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closing = true
+	q.broadcast()
+}
+
+// Applied is the high-water mark.
+func (q *stdinQueue) Applied() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.applied
+}
+
+// stop makes the writer exit and drops what is queued (the child is gone).
+func (q *stdinQueue) stop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.dead = true
+	q.chunks, q.queued = nil, 0
+	q.broadcast()
+}
+
+// run writes queued chunks to w until the queue is closed or stopped, then
+// closes w.
+func (q *stdinQueue) run(w io.WriteCloser) {
+	defer w.Close()
+	for {
+		q.mu.Lock()
+		for len(q.chunks) == 0 && !q.closing && !q.dead {
+			wait := q.notify
+			q.mu.Unlock()
+			<-wait
+			q.mu.Lock()
+		}
+		if q.dead || len(q.chunks) == 0 { // dead, or closing with nothing left
+			q.dead = true
+			q.mu.Unlock()
+			return
+		}
+		chunk := q.chunks[0]
+		q.chunks[0] = nil
+		q.chunks = q.chunks[1:]
+		q.mu.Unlock()
+
+		_, err := w.Write(chunk)
+
+		q.mu.Lock()
+		q.queued -= len(chunk)
+		if err != nil {
+			// The child closed its stdin or died. Data already accepted stays
+			// counted as applied: it was accepted, the reader went away.
+			q.dead = true
+			q.chunks, q.queued = nil, 0
+			q.broadcast()
+			q.mu.Unlock()
+			return
+		}
+		q.broadcast()
+		q.mu.Unlock()
+	}
+}

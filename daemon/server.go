@@ -1,0 +1,331 @@
+// Package daemon implements claustrum's JSON-RPC protocol (seeds/001): the
+// server that owns processes, files, git and archives, reached over a Unix
+// socket (NDJSON lines) or in process by the embedded client (no encoding at
+// all: frames are handed over as Go values).
+//
+// The wire types live in daemon/wire, processes in daemon/proc, replay in
+// daemon/streamlog, files and archives in daemon/fileops, git in
+// daemon/gitops. This package binds them to the protocol: validation order,
+// error codes, subscriptions, lifecycle.
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/gitops"
+	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/streamlog"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Token is the shared secret every request must carry in "auth". The
+	// embedded (in-process) sessions do not authenticate.
+	Token string
+	// Version is what server.version and server.capabilities report.
+	Version string
+	// StateDir receives spilled replay frames. Empty: replay is kept in
+	// memory only and honestly truncated (firstSeq) beyond ReplayMemLimit.
+	StateDir string
+	// ReplayMemLimit is the per-process bytes of frames kept in memory.
+	ReplayMemLimit int
+	// ReplayDiskLimit is the per-process bytes of frames spilled to StateDir.
+	ReplayDiskLimit int64
+	// KeepChildren leaves children running across a graceful shutdown.
+	KeepChildren bool
+	// ShutdownGrace is how long children get between SIGTERM and SIGKILL at
+	// shutdown (default 2 s).
+	ShutdownGrace time.Duration
+	// Dir is the daemon's working directory: the default cwd of children and
+	// the default repo of git worktree ops (default: the process's cwd).
+	Dir string
+	// Env is the environment children inherit (default os.Environ()).
+	Env []string
+	// Logger receives structured logs; never tokens or output.
+	Logger *slog.Logger
+}
+
+// Server is a claustrum daemon.
+type Server struct {
+	cfg       Config
+	tokenHash [sha256.Size]byte
+	log       *slog.Logger
+	reg       *proc.Registry
+	git       *gitops.Git
+	stats     Stats
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closed    bool
+
+	shutdownOnce sync.Once
+	shutdownReq  chan struct{} // closed by server.shutdown
+	closeOnce    sync.Once
+	closeErr     error
+	connWG       sync.WaitGroup
+}
+
+// Stats are the daemon's counters (exported as metrics by the CLI).
+type Stats struct {
+	Connections atomic.Int64
+	Spawns      atomic.Int64
+	Exits       atomic.Int64
+	Reattaches  atomic.Int64
+	StreamBytes atomic.Int64 // child output bytes read
+	StdinBytes  atomic.Int64 // stdin bytes accepted
+	Refused     atomic.Int64 // requests refused for auth
+}
+
+// New returns a Server ready to Serve.
+func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		cfg.Dir = wd
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 2 * time.Second
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	s := &Server{
+		cfg:         cfg,
+		tokenHash:   sha256.Sum256([]byte(cfg.Token)),
+		log:         cfg.Logger,
+		git:         &gitops.Git{Dir: cfg.Dir},
+		listeners:   make(map[net.Listener]struct{}),
+		conns:       make(map[*conn]struct{}),
+		shutdownReq: make(chan struct{}),
+	}
+	logOpt := streamlog.Options{MemLimit: cfg.ReplayMemLimit, DiskLimit: cfg.ReplayDiskLimit}
+	if cfg.StateDir != "" {
+		spill := filepath.Join(cfg.StateDir, "replay")
+		if err := os.MkdirAll(spill, 0o700); err != nil {
+			return nil, fmt.Errorf("daemon: state dir: %w", err)
+		}
+		logOpt.SpillDir = spill
+	}
+	s.reg = proc.NewRegistry(proc.Options{
+		Log:      logOpt,
+		Env:      cfg.Env,
+		Dir:      cfg.Dir,
+		Logger:   cfg.Logger,
+		OnExit:   func(*proc.Process) { s.stats.Exits.Add(1) },
+		OnOutput: func(n int) { s.stats.StreamBytes.Add(int64(n)) },
+	})
+	return s, nil
+}
+
+// Stats returns the daemon's counters.
+func (s *Server) Stats() *Stats { return &s.stats }
+
+// Registry exposes the process registry (for tests and the CLI).
+func (s *Server) Registry() *proc.Registry { return s.reg }
+
+// authorized compares a token with the daemon's in constant time. Hashing
+// first makes the comparison independent of the token's length too.
+func (s *Server) authorized(token string) bool {
+	h := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(h[:], s.tokenHash[:]) == 1
+}
+
+// ListenUnix creates the daemon's socket at path with mode 0600. A stale
+// socket file (nobody accepting) is replaced; a live one is an error.
+func ListenUnix(path string) (net.Listener, error) {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("listen unix %s: a daemon is already serving this socket", path)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(path)
+	}
+	ln, err := listenPrivate(path)
+	if err != nil {
+		return nil, fmt.Errorf("listen unix: %w", err)
+	}
+	return ln, nil
+}
+
+// listenPrivate binds the socket inside a fresh 0700 directory, makes it 0600
+// and renames it into place, so there is no moment when another user could
+// connect. (Changing the umask instead would race with children forked by an
+// embedded daemon.) Paths too long for the detour are bound directly.
+func listenPrivate(path string) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".sous-")
+	if err == nil {
+		defer os.RemoveAll(dir)
+		tmp := filepath.Join(dir, "s")
+		if len(tmp) < 100 {
+			ln, err := net.Listen("unix", tmp)
+			if err != nil {
+				return nil, err
+			}
+			ul := ln.(*net.UnixListener)
+			ul.SetUnlinkOnClose(false)
+			if err := os.Chmod(tmp, 0o600); err != nil {
+				ln.Close()
+				return nil, err
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				ln.Close()
+				return nil, err
+			}
+			return &unlinkListener{UnixListener: ul, path: path}, nil
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// unlinkListener removes the socket file it was renamed to when closed.
+type unlinkListener struct {
+	*net.UnixListener
+	path string
+	once sync.Once
+}
+
+func (l *unlinkListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() { os.Remove(l.path) })
+	return err
+}
+
+// Serve accepts connections on ln until the server is closed or ln fails.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) || isTemporary(err) {
+				// Out of file descriptors and the like: back off, keep serving.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept", "err", err, "retry", delay)
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		delay = 0
+		s.ServeConn(nc)
+	}
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// ServeConn serves one NDJSON connection in the background (Unix socket,
+// ssh bridge, or a test's net.Pipe).
+func (s *Server) ServeConn(nc net.Conn) {
+	c := newConn(s, nc)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
+	s.mu.Unlock()
+	s.stats.Connections.Add(1)
+	go func() {
+		defer s.connWG.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// ShutdownRequested is closed when a client called server.shutdown.
+func (s *Server) ShutdownRequested() <-chan struct{} { return s.shutdownReq }
+
+func (s *Server) requestShutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdownReq) })
+}
+
+// Close shuts the daemon down: listeners and connections close, then every
+// child process group is stopped (SIGTERM, SIGKILL after the grace) unless
+// KeepChildren is set. It waits for the server's goroutines.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		for ln := range s.listeners {
+			ln.Close()
+		}
+		conns := make([]*conn, 0, len(s.conns))
+		for c := range s.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		for _, c := range conns {
+			c.close()
+		}
+		n := s.reg.Shutdown(s.cfg.KeepChildren, s.cfg.ShutdownGrace)
+		if s.cfg.KeepChildren && n > 0 {
+			s.log.Info(fmt.Sprintf("[Server] -keep-children: leaving %d running child process(es) alive across shutdown", n))
+		}
+		s.connWG.Wait()
+		s.requestShutdown()
+	})
+	return s.closeErr
+}
+
+// Local returns an in-process session for the embedded client. Frames for
+// the processes it follows are handed to sink as Go values.
+func (s *Server) Local(sink FrameSink) *Session {
+	return newSession(s, sink)
+}
+
+// CallContext is the context a handler runs under; it ends when the
+// session's connection goes away or the daemon closes.
+type CallContext = context.Context

@@ -1,0 +1,358 @@
+// Package streamlog keeps the frames of one process for replay and delivers
+// them to readers, with bounded memory.
+//
+// A Log numbers frames from seq 1. It holds the newest frames in memory up to
+// Options.MemLimit bytes. Older frames are either spilled to segment files
+// under Options.SpillDir (replay stays exact from seq 1, up to DiskLimit bytes
+// on disk) or, without a spill dir, dropped. Whatever is dropped is reported
+// honestly: FirstSeq is the oldest seq still retained.
+//
+// Readers are Cursors. A live cursor is never overtaken: when retained data
+// would have to be dropped before a cursor has read it, Append blocks instead,
+// which in turn stops the daemon reading the child's pipe, so the child is
+// slowed down exactly as a pipe would slow it. Nothing a subscriber is
+// following is ever lost; only late replays can be truncated.
+package streamlog
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// Options bound a Log.
+type Options struct {
+	// MemLimit is the number of bytes of frames kept in memory (default 4 MiB).
+	MemLimit int
+	// SpillDir, when set, receives frames evicted from memory, so replay from
+	// seq 1 stays exact. The directory must exist.
+	SpillDir string
+	// DiskLimit caps the bytes spilled to disk (default 1 GiB); the oldest
+	// segments are dropped beyond it.
+	DiskLimit int64
+	// SegmentSize is the size at which a new spill segment starts (default 64 MiB).
+	SegmentSize int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.MemLimit <= 0 {
+		o.MemLimit = 4 << 20
+	}
+	if o.DiskLimit <= 0 {
+		o.DiskLimit = 1 << 30
+	}
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = 64 << 20
+	}
+	if o.SegmentSize > o.DiskLimit {
+		o.SegmentSize = o.DiskLimit
+	}
+	return o
+}
+
+// ErrClosed is returned to readers and writers of a closed Log.
+var ErrClosed = errors.New("stream log closed")
+
+// Log is the replay log of one process. It is safe for concurrent use.
+type Log struct {
+	opt Options
+
+	mu       sync.Mutex
+	notify   chan struct{} // closed and replaced whenever the log changes
+	mem      []wire.Frame  // mem[0].Seq == memFirst when non-empty
+	memBytes int
+	segs     []*segment // spilled frames, oldest first; all below mem
+	disk     int64
+	first    int64 // oldest retained seq (last+1 when nothing is retained)
+	last     int64
+	ended    bool // the exit frame is in
+	closed   bool
+	cursors  map[*Cursor]struct{}
+	spillErr error // the first spill failure; spilling stops after it
+}
+
+// New returns an empty Log.
+func New(opt Options) *Log {
+	return &Log{
+		opt:     opt.withDefaults(),
+		notify:  make(chan struct{}),
+		first:   1,
+		cursors: make(map[*Cursor]struct{}),
+	}
+}
+
+// broadcast wakes everyone waiting for a change. Called with mu held.
+func (l *Log) broadcast() {
+	close(l.notify)
+	l.notify = make(chan struct{})
+}
+
+// Append adds a frame, assigning its seq, and returns that seq. It blocks
+// while a live cursor still needs data that would have to be dropped to make
+// room; ctx ends the wait. The frame's Data must not be modified afterwards.
+func (l *Log) Append(ctx context.Context, f wire.Frame) (int64, error) {
+	l.mu.Lock()
+	for {
+		if l.closed {
+			l.mu.Unlock()
+			return 0, ErrClosed
+		}
+		if l.makeRoom(f.Size()) {
+			break
+		}
+		wait := l.notify
+		l.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	l.last++
+	f.Seq = l.last
+	if len(l.mem) == 0 && len(l.segs) == 0 {
+		l.first = f.Seq
+	}
+	l.mem = append(l.mem, f)
+	l.memBytes += f.Size()
+	if f.Stream == wire.Exit {
+		l.ended = true
+	}
+	l.broadcast()
+	seq := f.Seq
+	l.mu.Unlock()
+	return seq, nil
+}
+
+// makeRoom evicts old frames until n more bytes fit in memory. It reports
+// false when a live cursor blocks the eviction. Called with mu held.
+func (l *Log) makeRoom(n int) bool {
+	for len(l.mem) > 0 && l.memBytes+n > l.opt.MemLimit {
+		oldest := &l.mem[0]
+		if l.opt.SpillDir != "" && l.spillErr == nil {
+			if err := l.spill(oldest); err != nil {
+				l.spillErr = err // degrade to truncation rather than failing the child
+				continue
+			}
+		} else {
+			if l.minCursor() <= oldest.Seq {
+				return false
+			}
+			if len(l.segs) == 0 {
+				l.first = oldest.Seq + 1
+			}
+		}
+		l.memBytes -= oldest.Size()
+		l.mem[0] = wire.Frame{}
+		l.mem = l.mem[1:]
+		if len(l.mem) == 0 {
+			l.mem = nil // let the backing array go
+		}
+	}
+	// Keep the disk within its limit, never dropping what a cursor still needs.
+	for len(l.segs) > 1 && l.disk > l.opt.DiskLimit {
+		oldest := l.segs[0]
+		if l.minCursor() <= oldest.last {
+			return false
+		}
+		l.disk -= oldest.size
+		oldest.remove()
+		l.segs = l.segs[1:]
+		l.first = l.segs[0].first
+	}
+	return true
+}
+
+// minCursor is the lowest seq any live cursor still needs. Called with mu held.
+func (l *Log) minCursor() int64 {
+	min := int64(1<<63 - 1)
+	for c := range l.cursors {
+		if c.next < min {
+			min = c.next
+		}
+	}
+	return min
+}
+
+// spill writes f to the current segment. Called with mu held.
+func (l *Log) spill(f *wire.Frame) error {
+	var seg *segment
+	if n := len(l.segs); n > 0 && l.segs[n-1].size < l.opt.SegmentSize {
+		seg = l.segs[n-1]
+	} else {
+		s, err := newSegment(l.opt.SpillDir, f.Seq)
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, s)
+		seg = s
+	}
+	before := seg.size
+	if err := seg.append(f); err != nil {
+		return err
+	}
+	l.disk += seg.size - before
+	return nil
+}
+
+// Stats describes what a Log retains.
+type Stats struct {
+	FirstSeq int64 // oldest retained seq; 0 when the log is empty
+	LastSeq  int64 // newest seq; 0 when the log is empty
+	Ended    bool  // the exit frame has been appended
+	MemBytes int
+	Disk     int64
+}
+
+// Stats reports what the log retains now.
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := Stats{LastSeq: l.last, Ended: l.ended, MemBytes: l.memBytes, Disk: l.disk}
+	if l.last > 0 {
+		s.FirstSeq = l.first
+	}
+	return s
+}
+
+// Close discards the log: readers and writers get ErrClosed and spilled
+// segments are deleted.
+func (l *Log) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.closed = true
+	for _, s := range l.segs {
+		s.remove()
+	}
+	l.segs, l.mem = nil, nil
+	l.broadcast()
+}
+
+// Cursor reads a Log in seq order from a starting point.
+type Cursor struct {
+	log  *Log
+	next int64 // the next seq to deliver
+}
+
+// NewCursor returns a live cursor that delivers the frames after fromSeq
+// (exclusive), starting at the oldest retained frame when older ones are gone.
+func (l *Log) NewCursor(fromSeq int64) *Cursor {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := &Cursor{log: l, next: max(fromSeq+1, l.first)}
+	if !l.closed {
+		l.cursors[c] = struct{}{}
+	}
+	return c
+}
+
+// Close stops the cursor; the log no longer waits for it.
+func (c *Cursor) Close() {
+	l := c.log
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.cursors[c]; ok {
+		delete(l.cursors, c)
+		l.broadcast()
+	}
+}
+
+// Next appends to buf the next frames, about maxBytes of data at most (always
+// at least one frame), and advances the cursor past them. It waits for new
+// frames while the log is open and the exit frame not yet read; after the exit
+// frame it returns io.EOF. Frames read back from disk have freshly allocated
+// Data; frames from memory share the log's.
+func (c *Cursor) Next(ctx context.Context, buf []wire.Frame, maxBytes int) ([]wire.Frame, error) {
+	l := c.log
+	l.mu.Lock()
+	for {
+		if l.closed {
+			l.mu.Unlock()
+			return buf, ErrClosed
+		}
+		if _, live := l.cursors[c]; !live {
+			l.mu.Unlock()
+			return buf, ErrClosed
+		}
+		if c.next < l.first {
+			c.next = l.first // only possible for a cursor created after a truncation
+		}
+		if c.next <= l.last {
+			break
+		}
+		if l.ended {
+			l.mu.Unlock()
+			return buf, io.EOF
+		}
+		wait := l.notify
+		l.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return buf, ctx.Err()
+		}
+		l.mu.Lock()
+	}
+
+	// From memory.
+	if len(l.mem) > 0 && c.next >= l.mem[0].Seq {
+		i := int(c.next - l.mem[0].Seq)
+		size := 0
+		for ; i < len(l.mem) && (size == 0 || size < maxBytes); i++ {
+			buf = append(buf, l.mem[i])
+			size += len(l.mem[i].Data)
+		}
+		c.next = buf[len(buf)-1].Seq + 1
+		l.broadcast() // an appender may be waiting for this cursor
+		l.mu.Unlock()
+		return buf, nil
+	}
+
+	// From disk. The segment cannot be dropped while this cursor needs it,
+	// so it is read without holding the lock.
+	var seg *segment
+	for _, s := range l.segs {
+		if c.next >= s.first && c.next <= s.last {
+			seg = s
+			break
+		}
+	}
+	if seg == nil {
+		l.mu.Unlock()
+		return buf, errors.New("stream log: retained frame missing") // a bug, not a state
+	}
+	if err := seg.flush(); err != nil {
+		l.mu.Unlock()
+		return buf, err
+	}
+	from, pos := seg.locate(c.next)
+	end := seg.size
+	l.mu.Unlock()
+
+	n0 := len(buf)
+	buf, err := seg.read(buf, from, pos, end, c.next, maxBytes)
+	if err != nil {
+		return buf, err
+	}
+	l.mu.Lock()
+	if len(buf) > n0 {
+		c.next = buf[len(buf)-1].Seq + 1
+	}
+	l.broadcast()
+	l.mu.Unlock()
+	return buf, nil
+}
+
+// Pos is the seq the cursor delivers next.
+func (c *Cursor) Pos() int64 {
+	c.log.mu.Lock()
+	defer c.log.mu.Unlock()
+	return c.next
+}

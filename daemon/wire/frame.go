@@ -1,0 +1,364 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Stream names which of a process's streams a frame belongs to.
+type Stream uint8
+
+// The streams of a process. Exit is the last frame of every process.
+const (
+	Stdout Stream = iota + 1
+	Stderr
+	Exit
+)
+
+func (s Stream) String() string {
+	switch s {
+	case Stdout:
+		return "stdout"
+	case Stderr:
+		return "stderr"
+	case Exit:
+		return "exit"
+	}
+	return "stream(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseStream maps a wire stream name to a Stream.
+func ParseStream(name string) (Stream, bool) {
+	switch name {
+	case "stdout":
+		return Stdout, true
+	case "stderr":
+		return Stderr, true
+	case "exit":
+		return Exit, true
+	}
+	return 0, false
+}
+
+// Frame is one stream notification, decoded: Data holds raw bytes, not base64.
+// A Frame's Data is never modified once the frame is published, so frames are
+// shared between the replay log and every subscriber without copying.
+type Frame struct {
+	Seq      int64
+	Stream   Stream
+	Data     []byte
+	ExitCode int
+}
+
+// Size is the number of bytes the frame accounts for in memory budgets.
+func (f *Frame) Size() int { return len(f.Data) + 64 }
+
+// QuoteID returns the JSON string literal of a process id, so the hot path can
+// splice it into every frame without escaping it again.
+func QuoteID(id string) []byte {
+	b, _ := json.Marshal(id) // a string always marshals
+	return b
+}
+
+// AppendFrame appends the NDJSON line of f (newline included) for the process
+// whose quoted id is quotedID. It is the encoder of the hot path: no
+// reflection, base64 straight into dst.
+func AppendFrame(dst, quotedID []byte, f *Frame) []byte {
+	dst = append(dst, `{"type":"stream","processId":`...)
+	dst = append(dst, quotedID...)
+	dst = append(dst, `,"stream":"`...)
+	dst = append(dst, f.Stream.String()...)
+	dst = append(dst, `","seq":`...)
+	dst = strconv.AppendInt(dst, f.Seq, 10)
+	if f.Stream == Exit {
+		dst = append(dst, `,"exitCode":`...)
+		dst = strconv.AppendInt(dst, int64(f.ExitCode), 10)
+	} else {
+		dst = append(dst, `,"data":"`...)
+		n := base64.StdEncoding.EncodedLen(len(f.Data))
+		dst = growBy(dst, n)
+		base64.StdEncoding.Encode(dst[len(dst):len(dst)+n], f.Data)
+		dst = dst[:len(dst)+n]
+		dst = append(dst, '"')
+	}
+	return append(dst, "}\n"...)
+}
+
+func growBy(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	nb := make([]byte, len(b), 2*cap(b)+n)
+	copy(nb, b)
+	return nb
+}
+
+var streamPrefix = []byte(`"type":"stream"`)
+
+// IsFrameLine reports whether line looks like a stream notification rather than
+// a response. Responses never carry a "type" member.
+func IsFrameLine(line []byte) bool {
+	// Our daemon and claustrum put "type" first; accept any position.
+	return bytes.Contains(line, streamPrefix)
+}
+
+// ErrNotFrame is returned by ParseFrame for a line that is not a stream frame.
+var ErrNotFrame = errors.New("not a stream frame")
+
+// ParseFrame decodes a stream notification line into f, reusing f.Data's
+// storage for the decoded bytes, and returns the process id. The id is returned
+// as a slice of line (or of scratch storage when it had escapes): callers that
+// keep it must copy it. Members may come in any order; unknown members are
+// skipped.
+func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
+	p := parser{b: line}
+	p.ws()
+	if !p.eat('{') {
+		return nil, ErrNotFrame
+	}
+	var sawType, sawID, sawStream, sawSeq bool
+	var rawData []byte
+	var dataEscaped bool
+	f.Seq, f.ExitCode, f.Stream = 0, 0, 0
+	for first := true; ; first = false {
+		p.ws()
+		if p.eat('}') {
+			break
+		}
+		if !first && !p.eat(',') {
+			return nil, p.errf("want , or }")
+		}
+		p.ws()
+		key, kesc, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if kesc {
+			key = unescape(key)
+		}
+		p.ws()
+		if !p.eat(':') {
+			return nil, p.errf("want :")
+		}
+		p.ws()
+		switch string(key) {
+		case "type":
+			v, _, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			if string(v) != "stream" {
+				return nil, ErrNotFrame
+			}
+			sawType = true
+		case "processId":
+			v, esc, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			if esc {
+				v = unescape(v)
+			}
+			id, sawID = v, true
+		case "stream":
+			v, _, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			s, ok := ParseStream(string(v))
+			if !ok {
+				return nil, fmt.Errorf("frame: unknown stream %q", v)
+			}
+			f.Stream, sawStream = s, true
+		case "seq":
+			n, err := p.int()
+			if err != nil {
+				return nil, err
+			}
+			f.Seq, sawSeq = n, true
+		case "exitCode":
+			n, err := p.int()
+			if err != nil {
+				return nil, err
+			}
+			f.ExitCode = int(n)
+		case "data":
+			if p.peek() == 'n' { // null
+				if err := p.skip(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			v, esc, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			rawData, dataEscaped = v, esc
+		default:
+			if err := p.skip(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !sawType {
+		return nil, ErrNotFrame
+	}
+	if !sawID || !sawStream || !sawSeq {
+		return nil, errors.New("frame: missing processId, stream or seq")
+	}
+	f.Data = f.Data[:0]
+	if f.Stream != Exit && len(rawData) > 0 {
+		if dataEscaped {
+			rawData = unescape(rawData) // e.g. "\/" from encoders that escape slashes
+		}
+		n := base64.StdEncoding.DecodedLen(len(rawData))
+		if cap(f.Data) < n {
+			f.Data = make([]byte, n)
+		}
+		m, err := base64.StdEncoding.Decode(f.Data[:n], rawData)
+		if err != nil {
+			return nil, fmt.Errorf("frame: data: %w", err)
+		}
+		f.Data = f.Data[:m]
+	}
+	return id, nil
+}
+
+type parser struct {
+	b []byte
+	i int
+}
+
+func (p *parser) errf(msg string) error {
+	return fmt.Errorf("frame: at byte %d: %s", p.i, msg)
+}
+
+func (p *parser) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\r', '\n':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) peek() byte {
+	if p.i < len(p.b) {
+		return p.b[p.i]
+	}
+	return 0
+}
+
+func (p *parser) eat(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str scans a string literal and returns its raw contents (escapes not
+// decoded) and whether it contained any escape.
+func (p *parser) str() ([]byte, bool, error) {
+	if !p.eat('"') {
+		return nil, false, p.errf("want string")
+	}
+	start, esc := p.i, false
+	for p.i < len(p.b) {
+		switch c := p.b[p.i]; {
+		case c == '"':
+			s := p.b[start:p.i]
+			p.i++
+			return s, esc, nil
+		case c == '\\':
+			esc = true
+			p.i += 2
+		case c < 0x20:
+			return nil, false, p.errf("control character in string")
+		default:
+			p.i++
+		}
+	}
+	return nil, false, p.errf("unterminated string")
+}
+
+func (p *parser) int() (int64, error) {
+	start := p.i
+	p.eat('-')
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+	}
+	n, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
+	if err != nil {
+		return 0, p.errf("want integer")
+	}
+	return n, nil
+}
+
+// skip passes over one JSON value of any kind.
+func (p *parser) skip() error {
+	depth := 0
+	for {
+		p.ws()
+		switch c := p.peek(); {
+		case c == '"':
+			if _, _, err := p.str(); err != nil {
+				return err
+			}
+		case c == '{' || c == '[':
+			depth++
+			p.i++
+			continue
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return p.errf("unexpected close")
+			}
+			depth--
+			p.i++
+		case c == ',' || c == ':':
+			if depth == 0 {
+				return p.errf("unexpected separator")
+			}
+			p.i++
+			continue
+		case c == 0:
+			return p.errf("unexpected end")
+		default: // number, true, false, null
+			start := p.i
+			for p.i < len(p.b) && !bytes.ContainsRune([]byte(" \t\r\n,}]:"), rune(p.b[p.i])) {
+				p.i++
+			}
+			if p.i == start {
+				return p.errf("bad value")
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+		p.ws()
+		if c := p.peek(); c == ',' || c == ':' {
+			p.i++
+		}
+	}
+}
+
+// unescape decodes the escapes of a raw JSON string body. Invalid escapes are
+// kept as they are; a frame's id and data never carry them from a sane peer.
+func unescape(s []byte) []byte {
+	quoted := make([]byte, 0, len(s)+2)
+	quoted = append(quoted, '"')
+	quoted = append(quoted, s...)
+	quoted = append(quoted, '"')
+	var out string
+	if err := json.Unmarshal(quoted, &out); err != nil || !utf8.ValidString(out) {
+		return s
+	}
+	return []byte(out)
+}

@@ -1,0 +1,301 @@
+// Package wire holds claustrum's JSON-RPC wire contract: request and response
+// envelopes, error codes and messages, the params and results of every method,
+// and the stream frames. The daemon and the client both use it, so the two sides
+// cannot drift apart.
+//
+// The contract is seeds/001 (see ../../../shared/seeds). Field order in the
+// result structs is the order the reference daemon emits, because callers
+// compare frames byte for byte.
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// MaxLine is the largest request line the daemon serves, in bytes, not counting
+// the newline. A longer line closes the connection with no reply.
+const MaxLine = 1024*1024 - 1
+
+// MaxFrameData is the most output bytes one stdout or stderr frame carries.
+const MaxFrameData = 32 * 1024
+
+// Error codes of the protocol.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternal       = -32603
+	CodeUnauthorized   = -32001
+	CodeStdinGap       = -32003
+)
+
+// Fixed error messages. Methods add their own (see the method docs in seeds/001).
+const (
+	MsgParseError     = "Parse error"
+	MsgInvalidVersion = "Invalid JSON-RPC version"
+	MsgUnauthorized   = "Unauthorized: invalid or missing auth token"
+	MsgInvalidParams  = "Invalid params"
+	MsgStdinGap       = "stdin offset gap: offset ahead of applied bytes"
+)
+
+// Error is a JSON-RPC error object. It is also a Go error, so handlers can
+// return it through ordinary error paths.
+type Error struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// InvalidParams is the -32602 error with the given message.
+func InvalidParams(msg string) *Error { return &Error{Code: CodeInvalidParams, Message: msg} }
+
+// Internal is the -32603 error carrying err's text.
+func Internal(err error) *Error { return &Error{Code: CodeInternal, Message: err.Error()} }
+
+// Request is one JSON-RPC request line. ID is kept raw so that numeric and
+// string ids are echoed back exactly as sent.
+type Request struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Auth    string          `json:"auth,omitempty"`
+}
+
+// Response is one JSON-RPC response line. Exactly one of Result and Error is set.
+type Response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// Methods lists the 19 methods of the protocol in the order
+// server.capabilities returns them.
+var Methods = []string{
+	"server.ping", "server.version", "server.capabilities", "server.shutdown",
+	"files.list", "files.validate", "files.stat", "files.read", "files.extract_tar",
+	"git.info", "git.status", "git.list_branches", "git.worktree_create", "git.worktree_remove",
+	"process.spawn", "process.stdin", "process.kill", "process.killAndWait", "process.reattach",
+}
+
+// Feature names advertised in server.capabilities.features.
+const (
+	FeatureStdinOffset = "process.stdin.offset" // the resumable stdin contract (always present)
+	FeatureStdinClose  = "process.stdin.close"  // process.stdin {"close":true}
+	FeatureProcessList = "process.list"         // the process.list method
+)
+
+// ---- server.* ----
+
+// PingResult is server.ping's result.
+type PingResult struct {
+	Pong bool `json:"pong"`
+}
+
+// VersionResult is server.version's result.
+type VersionResult struct {
+	Version  string `json:"version"`
+	Platform string `json:"platform"`
+	Arch     string `json:"arch"`
+}
+
+// CapabilitiesResult is server.capabilities' result.
+type CapabilitiesResult struct {
+	Version  string   `json:"version"`
+	Methods  []string `json:"methods"`
+	Features []string `json:"features"`
+}
+
+// ---- files.* ----
+
+// PathParams binds the params of every files.* method, as claustrum does: a
+// field that belongs to the namespace participates in decoding even where the
+// method does not read it.
+type PathParams struct {
+	Path        string `json:"path"`
+	MaxBytes    *int64 `json:"maxBytes,omitempty"`
+	ArchivePath string `json:"archivePath,omitempty"`
+	DestDir     string `json:"destDir,omitempty"`
+}
+
+// StatResult is files.stat's result.
+type StatResult struct {
+	Exists bool   `json:"exists"`
+	IsDir  bool   `json:"isDir"`
+	Size   int64  `json:"size"`
+	Mode   string `json:"mode"`
+}
+
+// ListEntry is one entry of files.list.
+type ListEntry struct {
+	Name  string `json:"name"`
+	Path  string `json:"path"`
+	IsDir bool   `json:"isDir"`
+}
+
+// ListResult is files.list's result.
+type ListResult struct {
+	Entries []ListEntry `json:"entries"`
+}
+
+// ReadResult is files.read's result.
+type ReadResult struct {
+	Content string `json:"content"`
+	Exists  bool   `json:"exists"`
+}
+
+// ValidateResult is files.validate's result.
+type ValidateResult struct {
+	Valid bool   `json:"valid"`
+	IsDir bool   `json:"isDir"`
+	Error string `json:"error,omitempty"`
+}
+
+// ExtractResult is files.extract_tar's result. FileCount is emitted whenever
+// the archive was opened (success, or a failure found while reading it).
+type ExtractResult struct {
+	Success   bool   `json:"success"`
+	FileCount *int   `json:"fileCount,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// ---- git.* ----
+
+// GitParams binds the params of every git.* method.
+type GitParams struct {
+	Path         string `json:"path"`
+	BaseRepo     string `json:"baseRepo,omitempty"`
+	BranchName   string `json:"branchName,omitempty"`
+	WorktreePath string `json:"worktreePath,omitempty"`
+	SourceBranch string `json:"sourceBranch,omitempty"`
+}
+
+// GitInfoResult is git.info's result for a repository. For a path outside any
+// repository only IsRepo, RepoSlug and DefaultBranch are sent
+// (see GitInfoNotRepo).
+type GitInfoResult struct {
+	IsRepo        bool   `json:"isRepo"`
+	Repo          string `json:"repo"`
+	Branch        string `json:"branch"`
+	Root          string `json:"root"`
+	RepoSlug      string `json:"repoSlug"`
+	DefaultBranch string `json:"defaultBranch"`
+}
+
+// GitInfoNotRepo is git.info's result outside a repository.
+type GitInfoNotRepo struct {
+	IsRepo        bool   `json:"isRepo"`
+	RepoSlug      string `json:"repoSlug"`
+	DefaultBranch string `json:"defaultBranch"`
+}
+
+// GitStatusResult is git.status's result.
+type GitStatusResult struct {
+	IsRepo  bool     `json:"isRepo"`
+	Clean   bool     `json:"clean"`
+	Changes []string `json:"changes,omitempty"`
+}
+
+// GitBranchesResult is git.list_branches' result.
+type GitBranchesResult struct {
+	IsRepo   bool     `json:"isRepo"`
+	Branches []string `json:"branches"`
+}
+
+// WorktreeResult is the result of git.worktree_create and git.worktree_remove.
+type WorktreeResult struct {
+	Success      bool   `json:"success"`
+	Path         string `json:"path,omitempty"`
+	SourceBranch string `json:"sourceBranch,omitempty"`
+	Error        string `json:"error,omitempty"`
+	ErrorCode    string `json:"errorCode,omitempty"`
+}
+
+// Worktree error codes.
+const (
+	ErrCodeNotARepo          = "not_a_repo"
+	ErrCodeWorktreeAddFailed = "worktree_add_failed"
+)
+
+// ---- process.* ----
+
+// ProcessParams binds the params of every process.* method.
+type ProcessParams struct {
+	ID        string             `json:"id"`
+	Command   string             `json:"command,omitempty"`
+	Args      []string           `json:"args,omitempty"`
+	Cwd       string             `json:"cwd,omitempty"`
+	Env       map[string]*string `json:"env,omitempty"` // a null value unsets an inherited variable (extension)
+	WantPid   bool               `json:"wantPid,omitempty"`
+	Data      string             `json:"data,omitempty"`
+	Offset    *int64             `json:"offset,omitempty"`
+	Close     bool               `json:"close,omitempty"` // process.stdin.close extension
+	Signal    string             `json:"signal,omitempty"`
+	TimeoutMs *int64             `json:"timeoutMs,omitempty"`
+	Escalate  *bool              `json:"escalate,omitempty"`
+	FromSeq   int64              `json:"fromSeq,omitempty"`
+}
+
+// SpawnResult is process.spawn's result.
+type SpawnResult struct {
+	Success   bool    `json:"success"`
+	Pid       int     `json:"pid,omitempty"`
+	StartTime float64 `json:"startTime,omitempty"`
+}
+
+// StdinResult is process.stdin's result.
+type StdinResult struct {
+	Success   bool  `json:"success"`
+	Applied   int64 `json:"applied"`
+	Duplicate bool  `json:"duplicate,omitempty"`
+}
+
+// SuccessResult is the plain {"success":true} result.
+type SuccessResult struct {
+	Success bool `json:"success"`
+}
+
+// KillAndWaitResult is process.killAndWait's result.
+type KillAndWaitResult struct {
+	Found         bool `json:"found"`
+	Died          bool `json:"died"`
+	AlreadyExited bool `json:"alreadyExited,omitempty"`
+	Escalated     bool `json:"escalated,omitempty"`
+}
+
+// ReattachResult is process.reattach's result.
+type ReattachResult struct {
+	Found        bool    `json:"found"`
+	Running      bool    `json:"running"`
+	FirstSeq     int64   `json:"firstSeq"`
+	LastSeq      int64   `json:"lastSeq"`
+	StdinApplied int64   `json:"stdinApplied"`
+	Pid          int     `json:"pid,omitempty"`
+	StartTime    float64 `json:"startTime,omitempty"`
+}
+
+// ProcessInfo is one entry of process.list (extension).
+type ProcessInfo struct {
+	ID        string   `json:"id"`
+	Running   bool     `json:"running"`
+	Pid       int      `json:"pid"`
+	Command   string   `json:"command"`
+	Args      []string `json:"args"`
+	ExitCode  *int     `json:"exitCode,omitempty"`
+	StartTime float64  `json:"startTime"`
+	LastSeq   int64    `json:"lastSeq"`
+}
+
+// ProcessListResult is process.list's result (extension).
+type ProcessListResult struct {
+	Processes []ProcessInfo `json:"processes"`
+}
