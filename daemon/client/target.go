@@ -1,0 +1,125 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/seed5ad92d46/sous/daemon"
+)
+
+// Target names a daemon: "embedded" (or ""), "unix:///path/to.sock", or a
+// bare socket path.
+type Target struct {
+	URL   string
+	Token string // for socket targets; see TokenFromEnv
+	// Embedded configures the in-process daemon when URL is "embedded".
+	Embedded daemon.Config
+	Options  Options
+}
+
+// TokenFromEnv returns SOUS_TOKEN, else CLAUDE_RPC_TOKEN, else "".
+func TokenFromEnv(getenv func(string) string) string {
+	if t := getenv("SOUS_TOKEN"); t != "" {
+		return t
+	}
+	return getenv("CLAUDE_RPC_TOKEN")
+}
+
+// ReadTokenFile reads a token file: one trailing newline (\n or \r\n) is
+// stripped, everything else is kept verbatim.
+func ReadTokenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	return StripTokenNewline(string(b)), nil
+}
+
+// StripTokenNewline removes one trailing "\n" or "\r\n".
+func StripTokenNewline(s string) string {
+	if strings.HasSuffix(s, "\r\n") {
+		return s[:len(s)-2]
+	}
+	return strings.TrimSuffix(s, "\n")
+}
+
+// Kind classifies a target URL: "embedded", "unix", "ssh" or "ws".
+func Kind(target string) (kind, rest string, err error) {
+	switch {
+	case target == "" || target == "embedded":
+		return "embedded", "", nil
+	case strings.HasPrefix(target, "unix://"):
+		u, err := url.Parse(target)
+		if err != nil {
+			return "", "", fmt.Errorf("target %q: %w", target, err)
+		}
+		path := u.Path
+		if u.Host != "" { // unix://relative/path is a mistake worth naming
+			return "", "", fmt.Errorf("target %q: want unix:///absolute/path (three slashes)", target)
+		}
+		if path == "" {
+			return "", "", fmt.Errorf("target %q: no socket path", target)
+		}
+		return "unix", path, nil
+	case strings.HasPrefix(target, "ssh://"):
+		return "ssh", target, nil
+	case strings.HasPrefix(target, "ws://") || strings.HasPrefix(target, "wss://"):
+		return "ws", target, nil
+	case strings.HasPrefix(target, "/") || strings.HasPrefix(target, "./") || strings.HasPrefix(target, "../"):
+		return "unix", target, nil
+	}
+	return "", "", fmt.Errorf("target %q: want \"embedded\", unix:///path/to.sock, ssh://[user@]host[:port][/socket] or ws://host:port", target)
+}
+
+// Open connects to the target. For "embedded" it starts an in-process daemon
+// whose processes are stopped when the returned client's Shutdown runs.
+func Open(ctx context.Context, t Target) (*Conn, error) {
+	kind, rest, err := Kind(t.URL)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "embedded":
+		srv, err := daemon.New(t.Embedded)
+		if err != nil {
+			return nil, err
+		}
+		return &Conn{Client: Embedded(srv), server: srv, target: "embedded"}, nil
+	case "unix":
+		c, err := DialUnix(ctx, rest, t.Token, t.Options)
+		if err != nil {
+			return nil, err
+		}
+		return &Conn{Client: c, target: t.URL}, nil
+	default:
+		return nil, fmt.Errorf("target %s: the %s transport is not available in this build yet", t.URL, kind)
+	}
+}
+
+// Conn is a Client together with what it owns: for an embedded target, the
+// daemon itself.
+type Conn struct {
+	*Client
+	server *daemon.Server
+	target string
+}
+
+// Target is the URL this connection was opened with.
+func (c *Conn) Target() string { return c.target }
+
+// Server is the in-process daemon of an embedded target, or nil.
+func (c *Conn) Server() *daemon.Server { return c.server }
+
+// Shutdown closes the connection; for an embedded target it also stops the
+// daemon and every process it started (SIGTERM, then SIGKILL after the
+// daemon's ShutdownGrace).
+func (c *Conn) Shutdown() error {
+	c.Client.Close()
+	if c.server != nil {
+		return c.server.Close()
+	}
+	return nil
+}
