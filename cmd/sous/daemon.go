@@ -1,0 +1,374 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/client"
+)
+
+func init() { commandGroups = append(commandGroups, newDaemonCmd) }
+
+func newDaemonCmd(streams *IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Run, start, stop or bridge to a sous daemon",
+		Long: `A daemon owns processes, files, git and archives and speaks claustrum's
+JSON-RPC protocol on a Unix socket (mode 0600). sous run uses an embedded
+daemon by default; a standalone daemon lets processes outlive the runner and
+be reattached from other runs, hosts (over ssh) and tools.`,
+		Example: `  echo "$TOKEN" > /tmp/tok && sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok
+  SOUS_TOKEN=$TOKEN sous run --socket /tmp/sous.sock recipe.star
+  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock`,
+	}
+	cmd.AddCommand(newDaemonServeCmd(streams), newDaemonStartCmd(streams), newDaemonStopCmd(streams), newDaemonBridgeCmd(streams))
+	return cmd
+}
+
+// defaultSocket is claustrum's default: ~/.claude/remote/rpc.sock. The
+// directory is not created.
+func defaultSocket() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(".claude", "remote", "rpc.sock")
+	}
+	return filepath.Join(home, ".claude", "remote", "rpc.sock")
+}
+
+// serveOptions are the flags shared by serve and start.
+type serveOptions struct {
+	socket          string
+	tokenFile       string
+	tokenFD         int
+	stateDir        string
+	keepChildren    bool
+	logFormat       string
+	logFile         string
+	replayMemLimit  int
+	replayDiskLimit int64
+}
+
+func (o *serveOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.socket, "socket", defaultSocket(), "Unix socket path to listen on")
+	f.StringVar(&o.tokenFile, "token-file", "", "read the auth token from this file once, then delete it")
+	f.IntVar(&o.tokenFD, "token-fd", -1, "read the auth token from this open file descriptor (0 = stdin); keeps it off disk")
+	f.StringVar(&o.stateDir, "state-dir", "", "directory for spilled replay frames (default: a private temp dir, removed at exit)")
+	f.BoolVar(&o.keepChildren, "keep-children", false, "leave children running across a graceful shutdown")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	f.IntVar(&o.replayMemLimit, "replay-mem-limit", 4<<20, "bytes of output per process kept in memory for replay")
+	f.Int64Var(&o.replayDiskLimit, "replay-disk-limit", 1<<30, "bytes of output per process spilled to disk for replay; older output is dropped and reported via firstSeq")
+}
+
+// readToken gets the token from --token-file or --token-fd. It is checked
+// before anything else: the daemon never starts unauthenticated.
+func (o *serveOptions) readToken() (string, error) {
+	switch {
+	case o.tokenFile != "" && o.tokenFD >= 0:
+		return "", usageErrorf("use either --token-file or --token-fd, not both")
+	case o.tokenFile != "":
+		b, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("read --token-file: %w", err)
+		}
+		if err := os.Remove(o.tokenFile); err != nil {
+			return "", fmt.Errorf("remove --token-file after reading it: %w", err)
+		}
+		return client.StripTokenNewline(string(b)), nil
+	case o.tokenFD >= 0:
+		f := os.NewFile(uintptr(o.tokenFD), "token-fd")
+		if f == nil {
+			return "", fmt.Errorf("read --token-fd %d: not an open descriptor", o.tokenFD)
+		}
+		defer f.Close()
+		line, err := bufio.NewReader(f).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("read --token-fd %d: %w", o.tokenFD, err)
+		}
+		return client.StripTokenNewline(line), nil
+	}
+	return "", errors.New("daemon requires --token-file or --token-fd")
+}
+
+func newDaemonServeCmd(streams *IO) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a daemon in the foreground",
+		Long: `Serve claustrum's protocol on a Unix socket in the foreground (for systemd,
+CI, containers). Prints a line containing "listening" once it accepts
+connections. SIGTERM, SIGINT or a server.shutdown request with the token stop
+it and every child process group (unless --keep-children).`,
+		Example: `  sous daemon serve --socket /run/sous.sock --token-file /run/sous.token
+  printf '%s\n' "$TOKEN" | sous daemon serve --socket /tmp/s.sock --token-fd 0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			token, err := o.readToken()
+			if err != nil {
+				return err
+			}
+			return serveDaemon(cmd.Context(), streams, &o, token)
+		},
+	}
+	o.register(cmd)
+	return cmd
+}
+
+func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, usageErrorf("--log-format: want text or json, got %q", format)
+}
+
+func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string) error {
+	logger, err := newLogger(streams.ErrOut, o.logFormat)
+	if err != nil {
+		return err
+	}
+	stateDir := o.stateDir
+	if stateDir == "" {
+		d, err := os.MkdirTemp("", "sous-daemon-")
+		if err != nil {
+			return fmt.Errorf("state dir: %w", err)
+		}
+		defer os.RemoveAll(d)
+		stateDir = d
+	}
+	srv, err := daemon.New(daemon.Config{
+		Token:           token,
+		Version:         currentBuild().Version,
+		StateDir:        stateDir,
+		ReplayMemLimit:  o.replayMemLimit,
+		ReplayDiskLimit: o.replayDiskLimit,
+		KeepChildren:    o.keepChildren,
+		Logger:          logger,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := daemon.ListenUnix(o.socket)
+	if err != nil {
+		return err
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(streams.Out, "sous daemon listening on %s\n", o.socket)
+
+	var serveErr error
+	select {
+	case s := <-sigs:
+		logger.Info("shutting down", "signal", s.String())
+	case <-srv.ShutdownRequested():
+	case serveErr = <-served:
+	}
+	srv.Close()
+	return serveErr
+}
+
+func newDaemonStartCmd(streams *IO) *cobra.Command {
+	var o serveOptions
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Start a detached daemon and return once it accepts connections",
+		Long: `Start a daemon in the background (a new session, detached from the terminal)
+and return once its socket accepts connections. Logs go to --log-file
+(default: the socket path with ".log" appended). With --token-fd the token is
+forwarded to the daemon over a pipe, never through disk, argv or environment.`,
+		Example: `  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return startDaemon(streams, &o, wait)
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().StringVar(&o.logFile, "log-file", "", "file for the daemon's logs (default SOCKET.log)")
+	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the socket to accept")
+	return cmd
+}
+
+func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
+	// Read the token here so a missing or bad token fails in the foreground
+	// with a clear message, then forward it over a pipe.
+	token, err := o.readToken()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("start: find own executable: %w", err)
+	}
+	logPath := o.logFile
+	if logPath == "" {
+		logPath = o.socket + ".log"
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start: log file: %w", err)
+	}
+	defer logf.Close()
+	tokR, tokW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	defer tokR.Close()
+
+	args := []string{"daemon", "serve", "--socket", o.socket, "--token-fd", "3",
+		"--log-format", o.logFormat,
+		"--replay-mem-limit", strconv.Itoa(o.replayMemLimit),
+		"--replay-disk-limit", strconv.FormatInt(o.replayDiskLimit, 10)}
+	if o.stateDir != "" {
+		args = append(args, "--state-dir", o.stateDir)
+	}
+	if o.keepChildren {
+		args = append(args, "--keep-children")
+	}
+	child := exec.Command(self, args...)
+	child.Stdout, child.Stderr = logf, logf
+	child.ExtraFiles = []*os.File{tokR}
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// claustrum's daemon marks its environment so children can tell they run
+	// under a detached daemon; keep that parity.
+	child.Env = append(os.Environ(), "CLAUDE_SSH_DAEMON_CHILD=1")
+	if err := child.Start(); err != nil {
+		tokW.Close()
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	fmt.Fprintf(tokW, "%s\n", token)
+	tokW.Close()
+
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.Now().Add(wait)
+	for {
+		if c, err := net.DialTimeout("unix", o.socket, 200*time.Millisecond); err == nil {
+			c.Close()
+			fmt.Fprintf(streams.Out, "sous daemon started (pid %d) on %s, logs in %s\n", child.Process.Pid, o.socket, logPath)
+			return nil
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("daemon exited during start (%v); its log %s ends with:\n%s", err, logPath, tail(logPath, 10))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			return fmt.Errorf("daemon did not accept on %s within %s; see %s", o.socket, wait, logPath)
+		}
+	}
+}
+
+// tail returns the last n lines of a file, for error messages.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func newDaemonStopCmd(streams *IO) *cobra.Command {
+	var socket string
+	cmd := &cobra.Command{
+		Use:   "stop",
+		Short: "Ask a running daemon to shut down (best effort)",
+		Long: `Send server.shutdown to the daemon on --socket, with the token from
+SOUS_TOKEN or CLAUDE_RPC_TOKEN. Without a daemon this is a silent no-op that
+exits 0. A daemon's reply, if any (a refused token), is printed.`,
+		Example: `  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stopDaemon(streams, socket, client.TokenFromEnv(os.Getenv))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", defaultSocket(), "the daemon's Unix socket")
+	return cmd
+}
+
+func stopDaemon(streams *IO, socket, token string) {
+	conn, err := net.DialTimeout("unix", socket, 2*time.Second)
+	if err != nil {
+		return // no daemon: nothing to stop
+	}
+	defer conn.Close()
+	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"server.shutdown","auth":%s}`+"\n", strconv.Quote(token))
+	if _, err := conn.Write([]byte(req)); err != nil {
+		return
+	}
+	// A stopping daemon closes the connection without a reply; a refusing
+	// one answers. Either way, wait briefly for whichever comes.
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, _ := bufio.NewReader(conn).ReadString('\n')
+	if line != "" {
+		fmt.Fprint(streams.Out, line)
+	}
+}
+
+func newDaemonBridgeCmd(streams *IO) *cobra.Command {
+	var socket string
+	cmd := &cobra.Command{
+		Use:   "bridge",
+		Short: "Relay stdin/stdout to a daemon's socket (for ssh)",
+		Long: `Relay bytes between stdin/stdout and the daemon's socket, unchanged: no auth
+is injected, so whatever speaks through the bridge sends its own token. This is
+what sous runs on the far side of an ssh connection.`,
+		Example: `  ssh build-host sous daemon bridge --socket /run/sous.sock`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bridge(streams, socket)
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", defaultSocket(), "the daemon's Unix socket")
+	return cmd
+}
+
+func bridge(streams *IO, socket string) error {
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		return fmt.Errorf("dial server: %w", err)
+	}
+	defer conn.Close()
+	done := make(chan struct{})
+	go func() {
+		io.Copy(conn, streams.In)
+		// The client finished sending; let the daemon finish answering.
+		if uc, ok := conn.(*net.UnixConn); ok {
+			uc.CloseWrite()
+		}
+		close(done)
+	}()
+	if _, err := io.Copy(streams.Out, conn); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("bridge: %w", err)
+	}
+	return nil
+}
