@@ -293,7 +293,20 @@ func (c *Client) frames(_ link, procID string, frames []wire.Frame) {
 func (c *Client) closed(l link, err error) {
 	c.mu.Lock()
 	if c.cur != l || c.dead != nil {
+		// Not the current link (one being resumed): fail what was sent on it
+		// so the resume notices and dials again.
+		var stranded []*call
+		for id, cl := range c.pending {
+			if cl.via == l {
+				stranded = append(stranded, cl)
+				delete(c.pending, id)
+			}
+		}
 		c.mu.Unlock()
+		for _, cl := range stranded {
+			cl.err = fmt.Errorf("%s: %w: %v", cl.method, ErrConnectionLost, err)
+			close(cl.done)
+		}
 		return
 	}
 	c.cur = nil
@@ -311,7 +324,7 @@ func (c *Client) closed(l link, err error) {
 // reattaches every followed process from its last seq and resends the calls
 // that are safe to resend.
 func (c *Client) reconnect(cause error) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.opt.ReconnectTimeout)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		select {
@@ -320,23 +333,54 @@ func (c *Client) reconnect(cause error) {
 		case <-ctx.Done():
 		}
 	}()
+	// The give-up deadline and the backoff restart whenever an attempt made
+	// progress (frames arrived while resuming): a flaky link that keeps
+	// moving data is worth staying on.
 	delay := 20 * time.Millisecond
+	deadline := time.Now().Add(c.opt.ReconnectTimeout)
 	for {
-		l, err := c.dial(ctx, c)
+		before := c.progress()
+		actx, acancel := context.WithDeadline(ctx, deadline)
+		l, err := c.dial(actx, c)
 		if err == nil {
-			if err = c.resume(ctx, l); err == nil {
+			if err = c.resume(actx, l); err == nil {
+				acancel()
 				return
 			}
 			l.close()
 		}
-		select {
-		case <-ctx.Done():
+		acancel()
+		if c.progress() != before {
+			delay = 20 * time.Millisecond
+			deadline = time.Now().Add(c.opt.ReconnectTimeout)
+			continue
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
 			c.giveUp(fmt.Errorf("%w (%v); reconnecting failed: %v", ErrConnectionLost, cause, err))
 			return
+		}
+		select {
+		case <-ctx.Done():
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// progress sums the last seqs of followed processes; it changes whenever
+// frames are delivered.
+func (c *Client) progress() int64 {
+	c.mu.Lock()
+	procs := make([]*Proc, 0, len(c.procs))
+	for _, p := range c.procs {
+		procs = append(procs, p)
+	}
+	c.mu.Unlock()
+	var sum int64
+	for _, p := range procs {
+		sum += p.LastSeq()
+	}
+	return sum
 }
 
 // resume brings a fresh link into service.

@@ -54,23 +54,18 @@ func (e *gitError) Error() string {
 	return fmt.Sprintf("git %s: %s", subcommand(e.args), msg)
 }
 
-// subcommand names the git command for error messages without repeating every
-// argument (paths can be long and are usually in git's message already).
+// subcommand names the git command for error messages ("status",
+// "worktree add") without repeating every argument: paths can be long and
+// git's own message usually quotes the one that matters.
 func subcommand(args []string) string {
-	n := 0
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			break
-		}
-		n++
-		if n == 2 { // "worktree add", "rev-parse --x": at most two words
-			break
-		}
+	switch {
+	case len(args) == 0:
+		return ""
+	case args[0] == "worktree" && len(args) > 1:
+		return "worktree " + args[1]
+	default:
+		return args[0]
 	}
-	if n == 0 && len(args) > 0 {
-		n = 1
-	}
-	return strings.Join(args[:n], " ")
 }
 
 // exitCode returns git's exit status when err is a gitError, else -1.
@@ -133,8 +128,9 @@ func (g *Git) runEnv(ctx context.Context, dir string, extraEnv []string, stdin i
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("git %s: %w", subcommand(args), err)
 	}
-	// --no-pager is belt and braces next to GIT_PAGER: it also beats a
-	// pager.<cmd> setting in the user's config.
+	// git pages only to a terminal and stdout here is a pipe, so --no-pager
+	// and GIT_PAGER=cat are belt and braces (they also beat a pager.<cmd>
+	// setting in the user's config).
 	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-pager"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(gitEnv(os.Environ(), dir), extraEnv...)
@@ -158,10 +154,11 @@ func (g *Git) runEnv(ctx context.Context, dir string, extraEnv []string, stdin i
 	return stdout.String(), nil
 }
 
-// repoLocalEnv are the variables that point git at a particular repository,
-// object store or index (the list `git rev-parse --local-env-vars` prints,
-// minus the config ones, plus GIT_QUARANTINE_PATH). A daemon started from a
-// git hook inherits them, and they would make every call act on the hook's
+// isRepoLocalEnv reports whether name is one of the variables that point git
+// at a particular repository, object store or index (the list
+// `git rev-parse --local-env-vars` prints, minus the config ones, plus
+// GIT_QUARANTINE_PATH and GIT_NAMESPACE). A daemon started from a git hook
+// inherits them, and they would make every call act on the hook's
 // repository instead of the requested path.
 //
 // Config carried in GIT_CONFIG_PARAMETERS / GIT_CONFIG_COUNT is kept on

@@ -125,11 +125,37 @@ func (g *Git) addWorktree(ctx context.Context, repoDir, wt, branch, source strin
 		err = g.addOrphan(ctx, repoDir, wt, branch)
 	default:
 		_, err = g.run(ctx, repoDir, "worktree", "add", "-q", "-b", branch, "--", wt, source)
+		if err != nil {
+			g.dropFailedBranch(ctx, repoDir, branch, err)
+		}
 	}
 	if err != nil {
 		return wire.WorktreeResult{}, err
 	}
 	return wire.WorktreeResult{Success: true, SourceBranch: source}, nil
+}
+
+// dropFailedBranch deletes the branch a failed `worktree add -b` created.
+// git creates the branch before it checks out the worktree, so a failure
+// such as "path already exists" leaves it behind; a retry would then find
+// an existing branch and silently ignore its sourceBranch. When git failed
+// because the branch already existed, someone else made it in the meantime
+// and it is left alone. `branch -D` also refuses a branch checked out
+// anywhere, which protects a branch that is in use.
+func (g *Git) dropFailedBranch(ctx context.Context, repoDir, branch string, addErr error) {
+	if strings.Contains(gitMessage(addErr), "already exists") && strings.Contains(gitMessage(addErr), "branch named") {
+		return
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	_, _ = g.run(cctx, repoDir, "branch", "-D", "--", branch) // best effort: the add's error is what the caller needs
+}
+
+// cleanupContext is for undoing a failed step: it keeps ctx's values but not
+// its cancellation, which may be the very failure being cleaned up after,
+// and is bounded on its own.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*waitDelay)
 }
 
 // currentSource is what a new branch starts from by default: the current
@@ -204,9 +230,8 @@ func (g *Git) addOrphanLegacy(ctx context.Context, repoDir, wt, branch string) e
 		return err
 	}
 	if err := g.orphanHead(ctx, wt, branch); err != nil {
-		// Do not leave a detached placeholder worktree behind. The cleanup
-		// gets its own context so it still runs when ctx is what failed.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*waitDelay)
+		// Do not leave a detached placeholder worktree behind.
+		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
 		_, _ = g.run(cctx, repoDir, "worktree", "remove", "--force", "--", wt)
 		return err
