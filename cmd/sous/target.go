@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/client"
+)
+
+// targetFlags are the flags of every command that talks to a daemon:
+// --socket PATH | --remote URL, and --token-file. Defaults come from
+// SOUS_SOCKET and SOUS_REMOTE; the token from --token-file, else SOUS_TOKEN,
+// else CLAUDE_RPC_TOKEN. With none of them, the embedded daemon is used.
+type targetFlags struct {
+	socket    string
+	remote    string
+	tokenFile string
+}
+
+func (t *targetFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&t.socket, "socket", "", "talk to the daemon on this Unix socket (default $SOUS_SOCKET, else the embedded daemon)")
+	f.StringVar(&t.remote, "remote", "", "talk to a remote daemon: ssh://[user@]host[:port][/socket] or ws://host:port (default $SOUS_REMOTE)")
+	f.StringVar(&t.tokenFile, "token-file", "", "read the daemon's token from this file (default $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN)")
+}
+
+// url resolves the flags and environment into a target URL ("embedded" when
+// nothing names a daemon).
+func (t *targetFlags) url() (string, error) {
+	socket, remote := t.socket, t.remote
+	if socket != "" && remote != "" {
+		return "", usageErrorf("use either --socket or --remote, not both")
+	}
+	if socket == "" && remote == "" {
+		socket, remote = os.Getenv("SOUS_SOCKET"), os.Getenv("SOUS_REMOTE")
+		if socket != "" && remote != "" {
+			return "", usageErrorf("SOUS_SOCKET and SOUS_REMOTE are both set; unset one or pass --socket/--remote")
+		}
+	}
+	switch {
+	case socket != "":
+		return "unix://" + absPath(socket), nil
+	case remote != "":
+		if _, _, err := client.Kind(remote); err != nil {
+			return "", usageErrorf("--remote: %v", err)
+		}
+		return remote, nil
+	}
+	return "embedded", nil
+}
+
+// token reads the token for a socket or remote daemon.
+func (t *targetFlags) token() (string, error) {
+	if t.tokenFile != "" {
+		return client.ReadTokenFile(t.tokenFile)
+	}
+	return client.TokenFromEnv(os.Getenv), nil
+}
+
+// target builds the client target the flags describe.
+func (t *targetFlags) target() (client.Target, error) {
+	url, err := t.url()
+	if err != nil {
+		return client.Target{}, err
+	}
+	tok := ""
+	if url != "embedded" {
+		if tok, err = t.token(); err != nil {
+			return client.Target{}, err
+		}
+	}
+	return client.Target{URL: url, Token: tok, Embedded: embeddedConfig()}, nil
+}
+
+// open connects to the daemon the flags name.
+func (t *targetFlags) open(ctx context.Context) (*client.Conn, error) {
+	tg, err := t.target()
+	if err != nil {
+		return nil, err
+	}
+	return client.Open(ctx, tg)
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// embeddedConfig configures the in-process daemon of `sous run` and the
+// one-off commands: memory-only replay (nothing outlives the run anyway).
+func embeddedConfig() daemon.Config {
+	return daemon.Config{Version: currentBuild().Version}
+}
