@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -66,8 +67,9 @@ type IO struct {
 
 // exitError carries a specific exit code out of a command.
 type exitError struct {
-	code int
-	err  error // nil: nothing more to print
+	code  int
+	err   error // nil: nothing more to print
+	plain bool  // print err as is, without the "sous: " prefix
 }
 
 func (e *exitError) Error() string {
@@ -103,7 +105,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
+		switch {
+		case ee.err != nil && ee.plain:
+			fmt.Fprintln(stderr, ee.err)
+		case ee.err != nil:
 			fmt.Fprintln(stderr, "sous:", ee.err)
 		}
 		return ee.code
@@ -116,10 +121,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// isCobraUsageError recognises cobra's own flag and argument errors.
+// isCobraUsageError recognises cobra's own usage errors: bad flags (through
+// the flag error func) and unknown subcommands (cobra builds those with
+// fmt.Errorf, so the text is all there is to go on).
 func isCobraUsageError(err error) bool {
 	var fe *flagError
-	return errors.As(err, &fe)
+	return errors.As(err, &fe) || strings.HasPrefix(err.Error(), "unknown command ")
 }
 
 // flagError wraps errors from flag parsing so Main can give them exit code 2.
@@ -142,6 +149,8 @@ Unix socket.`,
   sous doc spawn`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A bare "sous" prints help; an unknown subcommand gets suggestions.
+		SuggestionsMinimumDistance: 2,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &flagError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}

@@ -17,7 +17,9 @@ type Target struct {
 	Token string // for socket targets; see TokenFromEnv
 	// Embedded configures the in-process daemon when URL is "embedded".
 	Embedded daemon.Config
-	Options  Options
+	// SSH tunes ssh:// targets (ssh program, extra args, bridge command).
+	SSH     SSHOptions
+	Options Options
 }
 
 // TokenFromEnv returns SOUS_TOKEN, else CLAUDE_RPC_TOKEN, else "".
@@ -92,6 +94,16 @@ func Open(ctx context.Context, t Target) (*Conn, error) {
 		c, err := DialUnix(ctx, rest, t.Token, t.Options)
 		if err != nil {
 			return nil, err
+		}
+		return &Conn{Client: c, target: t.URL}, nil
+	case "ssh":
+		st, err := ParseSSH(rest)
+		if err != nil {
+			return nil, err
+		}
+		c, err := Dial(ctx, SSHDial(st, t.SSH), t.Token, t.Options)
+		if err != nil {
+			return nil, fmt.Errorf("connect to %s: %w", t.URL, err)
 		}
 		return &Conn{Client: c, target: t.URL}, nil
 	default:

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+func init() {
+	commandGroups = append(commandGroups, newPsCmd, newKillCmd, newRPCCmd)
+}
+
+// withConn opens the target, runs f, and closes the connection (stopping an
+// embedded daemon).
+func withConn(ctx context.Context, t *targetFlags, f func(ctx context.Context, c callConn) error) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	conn, err := t.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Shutdown()
+	return f(ctx, conn)
+}
+
+// callConn is the part of a client connection the control commands use.
+type callConn interface {
+	Call(ctx context.Context, method string, params, result any) error
+	RequireFeature(ctx context.Context, name, what string) error
+	Target() string
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newPsCmd(streams *IO) *cobra.Command {
+	var t targetFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ps",
+		Short: "List the processes on a daemon",
+		Long: `List the processes a daemon knows: running ones and exited ones whose output
+it still keeps for replay. Needs the daemon's process.list extension.`,
+		Example: `  sous ps --socket /tmp/sous.sock
+  sous ps --remote ssh://build --json | jq '.[] | select(.running)'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withConn(cmd.Context(), &t, func(ctx context.Context, c callConn) error {
+				if err := c.RequireFeature(ctx, wire.FeatureProcessList, "listing processes"); err != nil {
+					return err
+				}
+				var res wire.ProcessListResult
+				if err := c.Call(ctx, "process.list", map[string]any{}, &res); err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(streams.Out, res.Processes)
+				}
+				tw := tabwriter.NewWriter(streams.Out, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tPID\tSTATUS\tSTARTED\tCOMMAND")
+				for _, p := range res.Processes {
+					status := "running"
+					if p.ExitCode != nil {
+						status = fmt.Sprintf("exited %d", *p.ExitCode)
+					}
+					started := time.Unix(0, int64(p.StartTime*1e9)).Format(time.TimeOnly)
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", p.ID, p.Pid, status, started, strings.Join(append([]string{p.Command}, p.Args...), " "))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	t.register(cmd)
+	return cmd
+}
+
+func newKillCmd(streams *IO) *cobra.Command {
+	var t targetFlags
+	var signal string
+	var wait bool
+	var grace time.Duration
+	var noEscalate bool
+	cmd := &cobra.Command{
+		Use:   "kill ID",
+		Short: "Signal a process's group, optionally waiting for it to die",
+		Long: `Send a signal (default TERM) to a process's whole process group. With --wait,
+wait up to --grace for it to die, then escalate to SIGKILL (unless
+--no-escalate), and print what happened.`,
+		Example: `  sous kill --socket /tmp/sous.sock nightly
+  sous kill --socket /tmp/sous.sock nightly --signal INT --wait --grace 10s`,
+		Args: exactArgs(1, "kill ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			return withConn(cmd.Context(), &t, func(ctx context.Context, c callConn) error {
+				params := map[string]any{"id": id}
+				if signal != "" {
+					params["signal"] = signal
+				}
+				if !wait {
+					if err := c.Call(ctx, "process.kill", params, nil); err != nil {
+						return fmt.Errorf("kill %s: %w", id, err)
+					}
+					return nil
+				}
+				if grace > 0 {
+					params["timeoutMs"] = grace.Milliseconds()
+				}
+				params["escalate"] = !noEscalate
+				var res wire.KillAndWaitResult
+				if err := c.Call(ctx, "process.killAndWait", params, &res); err != nil {
+					return fmt.Errorf("kill %s: %w", id, err)
+				}
+				switch {
+				case !res.Found:
+					return fmt.Errorf("kill: no process with id %q on %s", id, c.Target())
+				case res.AlreadyExited:
+					fmt.Fprintf(streams.Out, "%s had already exited\n", id)
+				case res.Died && res.Escalated:
+					fmt.Fprintf(streams.Out, "%s killed with SIGKILL after the grace period\n", id)
+				case res.Died:
+					fmt.Fprintf(streams.Out, "%s exited\n", id)
+				default:
+					return &exitError{code: 1, err: fmt.Errorf("%s is still running after the grace period", id)}
+				}
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&signal, "signal", "", "signal name or number (default TERM)")
+	f.BoolVar(&wait, "wait", false, "wait for the process to die (process.killAndWait)")
+	f.DurationVar(&grace, "grace", 0, "with --wait: how long to wait before escalating (default 3s)")
+	f.BoolVar(&noEscalate, "no-escalate", false, "with --wait: never send SIGKILL")
+	t.register(cmd)
+	return cmd
+}
+
+func newRPCCmd(streams *IO) *cobra.Command {
+	var t targetFlags
+	cmd := &cobra.Command{
+		Use:   "rpc METHOD [JSON|-]",
+		Short: "Make one raw JSON-RPC call and print the result",
+		Long: `Call a daemon method with params given as JSON (or read from stdin with "-")
+and print the result as indented JSON. A JSON-RPC error prints as
+"code: message" and exits 1. The token is added for you.`,
+		Example: `  sous rpc server.capabilities
+  sous rpc --socket /tmp/sous.sock files.stat '{"path":"/etc/hosts"}'
+  echo '{"path":"."}' | sous rpc git.info -`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usageErrorf("rpc: want METHOD and optional JSON params (usage: sous rpc METHOD [JSON|-])")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var params json.RawMessage
+			if len(args) == 2 {
+				raw := []byte(args[1])
+				if args[1] == "-" {
+					b, err := io.ReadAll(streams.In)
+					if err != nil {
+						return fmt.Errorf("rpc: read params: %w", err)
+					}
+					raw = b
+				}
+				raw = bytes.TrimSpace(raw)
+				if !json.Valid(raw) {
+					return usageErrorf("rpc: params are not valid JSON: %s", truncate(string(raw), 80))
+				}
+				params = raw
+			}
+			return withConn(cmd.Context(), &t, func(ctx context.Context, c callConn) error {
+				var res json.RawMessage
+				err := c.Call(ctx, args[0], params, &res)
+				var we *wire.Error
+				if errors.As(err, &we) {
+					return &exitError{code: 1, err: fmt.Errorf("%d: %s", we.Code, we.Message), plain: true}
+				}
+				if err != nil {
+					return err
+				}
+				var out bytes.Buffer
+				if err := json.Indent(&out, res, "", "  "); err != nil {
+					return fmt.Errorf("rpc: daemon returned invalid JSON: %w", err)
+				}
+				out.WriteByte('\n')
+				_, err = streams.Out.Write(out.Bytes())
+				return err
+			})
+		},
+	}
+	t.register(cmd)
+	return cmd
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+func init() {
+	commandGroups = append(commandGroups, newExecCmd, newAttachCmd)
+}
+
+type execOptions struct {
+	target  targetFlags
+	id      string
+	cwd     string
+	env     []string
+	tty     bool
+	timeout time.Duration
+	detach  bool
+}
+
+func newExecCmd(streams *IO) *cobra.Command {
+	var o execOptions
+	cmd := &cobra.Command{
+		Use:   "exec [flags] -- CMD [ARGS...]",
+		Short: "Run one command on a daemon and exit with its exit code",
+		Long: `Run a command on the daemon (embedded by default) with its stdout and stderr
+streamed to yours, and exit with its exit code. When stdin is a pipe or a file
+it is forwarded to the command, then closed.
+
+Ctrl-C (and SIGTERM) are forwarded to the command's process group; a second
+Ctrl-C within 2 s sends SIGKILL. A command killed by a signal makes sous exit
+with 128+n for the signal sous sent (130 for Ctrl-C, 143 for SIGTERM, 137 for
+SIGKILL) and 255 when something else killed it. --timeout stops the whole
+process group (SIGTERM, then SIGKILL after 3 s) and exits 124.
+
+With --detach, sous prints the process id and leaves the command running on a
+daemon that outlives it (--socket or --remote); follow it later with
+'sous attach ID'.`,
+		Example: `  sous exec -- make test
+  sous exec --cwd /src -e GOFLAGS=-race -- go test ./...
+  sous exec --socket /tmp/sous.sock --detach --id nightly -- ./long-job.sh
+  git diff | sous exec --remote ssh://build -- patch -p1`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("exec: missing the command to run (sous exec [flags] -- CMD [ARGS...])")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExec(cmd.Context(), streams, &o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.id, "id", "", "process id on the daemon (default a fresh UUID)")
+	f.StringVar(&o.cwd, "cwd", "", "working directory of the command on the daemon's host")
+	f.StringArrayVarP(&o.env, "env", "e", nil, "set an environment variable (K=V; K= sets it empty; repeatable)")
+	f.BoolVar(&o.tty, "tty", false, "give the command a pseudo-terminal")
+	f.DurationVar(&o.timeout, "timeout", 0, "stop the command's process group after this long (e.g. 30s, 5m)")
+	f.BoolVar(&o.detach, "detach", false, "print the id and leave the command running")
+	f.SetInterspersed(false)
+	o.target.register(cmd)
+	return cmd
+}
+
+// parseEnv turns K=V flags into the spawn's env overlay.
+func parseEnv(kvs []string) (map[string]*string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	env := make(map[string]*string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("-e %q: want KEY=VALUE", kv)
+		}
+		env[k] = &v
+	}
+	return env, nil
+}
+
+func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	env, err := parseEnv(o.env)
+	if err != nil {
+		return err
+	}
+	if o.tty {
+		return fmt.Errorf("exec: --tty needs the daemon extension %q, which this build does not provide yet", "process.spawn.tty")
+	}
+	url, err := o.target.url()
+	if err != nil {
+		return err
+	}
+	if o.detach && url == "embedded" {
+		return usageErrorf("exec: --detach needs a daemon that outlives sous: pass --socket or --remote (or set SOUS_SOCKET)")
+	}
+	conn, err := o.target.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Shutdown()
+
+	id := o.id
+	if id == "" {
+		id = uuid.NewString()
+	}
+	cwd := o.cwd
+	if cwd != "" && isLocal(url) {
+		cwd = absPath(cwd)
+	}
+	out := newStreamWriter(streams)
+	spec := client.SpawnSpec{ID: id, Command: argv[0], Args: argv[1:], Cwd: cwd, Env: env}
+	var handler client.FrameHandler
+	if !o.detach {
+		handler = out.frame
+	}
+	p, err := conn.Spawn(ctx, spec, handler)
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", argv[0], err)
+	}
+	if o.detach {
+		fmt.Fprintln(streams.Out, id)
+		return nil
+	}
+	if !isTerminal(streams.In) {
+		go forwardStdin(ctx, p, streams.In, streams.ErrOut)
+	} else if err := p.CloseStdin(ctx); err != nil {
+		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
+	}
+	return follow(ctx, streams, p, o.timeout)
+}
+
+// isLocal reports whether paths on the target's host are paths here.
+func isLocal(url string) bool {
+	return url == "embedded" || strings.HasPrefix(url, "unix://")
+}
+
+// forwardStdin copies r to the process's stdin, with offsets, then closes it.
+func forwardStdin(ctx context.Context, p *client.Proc, r io.Reader, errOut io.Writer) {
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, werr := p.Write(ctx, buf[:n]); werr != nil {
+				if !errors.Is(werr, context.Canceled) && !isNotRunning(werr) {
+					fmt.Fprintln(errOut, "sous: stdin:", werr)
+				}
+				return
+			}
+		}
+		if err != nil {
+			if cerr := p.CloseStdin(ctx); cerr != nil && !isNotRunning(cerr) {
+				fmt.Fprintln(errOut, "sous: stdin:", cerr)
+			}
+			return
+		}
+	}
+}
+
+func isNotRunning(err error) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && (we.Message == "Process not running" || we.Message == "Process not found")
+}
+
+// follow waits for p's exit while forwarding signals, and turns the exit into
+// sous's own exit code.
+func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration) error {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var sent syscall.Signal
+	var lastInt time.Time
+	timedOut := false
+	for {
+		select {
+		case <-p.Done():
+			code, exited := p.Exited()
+			if !exited {
+				return &exitError{code: 1, err: p.Err()}
+			}
+			switch {
+			case timedOut:
+				return &exitError{code: 124, err: fmt.Errorf("timed out after %s; the process group was stopped", timeout)}
+			case code == -1 && sent != 0:
+				return &exitError{code: 128 + int(sent)}
+			case code == -1:
+				return &exitError{code: 255, err: errors.New("the command was killed by a signal")}
+			case code != 0:
+				return &exitError{code: code}
+			}
+			return nil
+		case s := <-sigs:
+			sig := s.(syscall.Signal)
+			if sig == syscall.SIGINT && time.Since(lastInt) < 2*time.Second {
+				sig = syscall.SIGKILL
+			}
+			if sig == syscall.SIGINT {
+				lastInt = time.Now()
+			}
+			sent = sig
+			if err := p.Kill(ctx, signalName(sig)); err != nil && !isNotRunning(err) {
+				fmt.Fprintln(streams.ErrOut, "sous: forward signal:", err)
+			}
+		case <-timer:
+			timedOut, sent = true, syscall.SIGTERM
+			go p.KillAndWait(ctx, "TERM", 3*time.Second, true)
+		}
+	}
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "INT"
+	case syscall.SIGTERM:
+		return "TERM"
+	case syscall.SIGHUP:
+		return "HUP"
+	case syscall.SIGKILL:
+		return "KILL"
+	}
+	return fmt.Sprint(int(s))
+}
+
+// streamWriter copies a process's frames to stdout and stderr. Frames arrive
+// on the client's reader goroutine in seq order; writes block when the
+// terminal or pipe is slow, which pushes back all the way to the child.
+type streamWriter struct {
+	mu     sync.Mutex
+	out    io.Writer
+	errOut io.Writer
+}
+
+func newStreamWriter(streams *IO) *streamWriter {
+	return &streamWriter{out: streams.Out, errOut: streams.ErrOut}
+}
+
+func (w *streamWriter) frame(f *wire.Frame) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch f.Stream {
+	case wire.Stdout:
+		w.out.Write(f.Data)
+	case wire.Stderr:
+		w.errOut.Write(f.Data)
+	}
+}
+
+type attachOptions struct {
+	target  targetFlags
+	fromSeq int64
+}
+
+func newAttachCmd(streams *IO) *cobra.Command {
+	var o attachOptions
+	cmd := &cobra.Command{
+		Use:   "attach ID",
+		Short: "Replay and follow a process until it exits, with its exit code",
+		Long: `Reattach to a process on a daemon: replay its output after --from-seq (0 =
+everything the daemon retained), then follow it live until it exits, and exit
+with its exit code (as 'sous exec' does). Ctrl-C is forwarded to the process.`,
+		Example: `  sous attach --socket /tmp/sous.sock nightly
+  sous attach --remote ssh://build nightly --from-seq 120`,
+		Args: exactArgs(1, "attach ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAttach(cmd.Context(), streams, &o, args[0])
+		},
+	}
+	cmd.Flags().Int64Var(&o.fromSeq, "from-seq", 0, "replay frames after this seq (exclusive)")
+	o.target.register(cmd)
+	return cmd
+}
+
+func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.fromSeq < 0 {
+		return usageErrorf("attach: --from-seq must be 0 or more")
+	}
+	conn, err := o.target.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Shutdown()
+	out := newStreamWriter(streams)
+	p, res, err := conn.Reattach(ctx, id, o.fromSeq, out.frame)
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", id, err)
+	}
+	if !res.Found {
+		hint := ""
+		if conn.Target() == "embedded" {
+			hint = " (the embedded daemon starts empty: pass --socket or --remote)"
+		}
+		return fmt.Errorf("attach: no process with id %q on %s%s", id, conn.Target(), hint)
+	}
+	if res.FirstSeq > o.fromSeq+1 {
+		fmt.Fprintf(streams.ErrOut, "sous: attach: output before seq %d is no longer retained by the daemon\n", res.FirstSeq)
+	}
+	return follow(ctx, streams, p, 0)
+}
+
+// exactArgs is cobra.ExactArgs with a usage error (exit code 2) that shows
+// the expected form.
+func exactArgs(n int, form string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s: want %d argument(s), got %d (usage: sous %s)", cmd.Name(), n, len(args), form)
+		}
+		return nil
+	}
+}
+
+// isTerminal reports whether r is a character device (a terminal).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+func init() {
+	commandGroups = append(commandGroups, newGitCmd, newFilesCmd)
+}
+
+// queryCmd describes a one-call command: build params from the args, call,
+// print the result for humans or as JSON.
+type queryCmd struct {
+	use, short, example string
+	nargs               [2]int // min, max positional args
+	method              string
+	params              func(args []string, local bool) map[string]any
+	result              func() any
+	human               func(w io.Writer, res any) error
+	// check turns a result that reports failure into an error (exit 1).
+	check func(res any) error
+}
+
+func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any)) *cobra.Command {
+	var t targetFlags
+	var asJSON bool
+	var flagParams = map[string]any{}
+	cmd := &cobra.Command{
+		Use:     q.use,
+		Short:   q.short,
+		Example: q.example,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < q.nargs[0] || len(args) > q.nargs[1] {
+				return usageErrorf("%s: wrong number of arguments (usage: sous %s %s)", cmd.Name(), cmd.Parent().Name(), q.use)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			url, err := t.url()
+			if err != nil {
+				return err
+			}
+			params := q.params(args, isLocal(url))
+			for k, v := range flagParams {
+				if s, ok := v.(*string); ok {
+					if *s == "" {
+						continue
+					}
+					v = *s
+					if isLocal(url) {
+						v = absPath(*s)
+					}
+				}
+				params[k] = v
+			}
+			return withConn(cmd.Context(), &t, func(ctx context.Context, c callConn) error {
+				res := q.result()
+				if err := c.Call(ctx, q.method, params, res); err != nil {
+					return fmt.Errorf("%s: %w", q.method, err)
+				}
+				if asJSON {
+					if err := writeJSON(streams.Out, res); err != nil {
+						return err
+					}
+				} else if err := q.human(streams.Out, res); err != nil {
+					return err
+				}
+				if q.check != nil {
+					if err := q.check(res); err != nil {
+						return &exitError{code: 1, err: err}
+					}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the daemon's result as JSON for scripts")
+	if extra != nil {
+		extra(cmd, flagParams)
+	}
+	t.register(cmd)
+	return cmd
+}
+
+// pathArg is the optional PATH argument, made absolute when the daemon runs
+// on this machine (a remote daemon resolves relative paths itself).
+func pathArg(args []string, i int, local bool) string {
+	p := "."
+	if i < len(args) {
+		p = args[i]
+	}
+	if local {
+		return absPath(p)
+	}
+	return p
+}
+
+func newGitCmd(streams *IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "git",
+		Short: "Query repositories and manage worktrees on a daemon's host",
+		Example: `  sous git info
+  sous git worktree create feature-x ../wt/feature-x --source main
+  sous git status --remote ssh://build /src/app --json`,
+	}
+	cmd.AddCommand(
+		queryCmd{
+			use: "info [PATH]", short: "Branch, root, origin slug and default branch of a repository",
+			example: "  sous git info\n  sous git info /src/app --json",
+			nargs:   [2]int{0, 1}, method: "git.info",
+			params: func(a []string, local bool) map[string]any { return map[string]any{"path": pathArg(a, 0, local)} },
+			result: func() any { return &wire.GitInfoResult{} },
+			human: func(w io.Writer, res any) error {
+				r := res.(*wire.GitInfoResult)
+				if !r.IsRepo {
+					_, err := fmt.Fprintln(w, "not a git repository")
+					return err
+				}
+				tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+				fmt.Fprintf(tw, "root\t%s\nbranch\t%s\nslug\t%s\ndefault branch\t%s\n", r.Root, r.Branch, dash(r.RepoSlug), dash(r.DefaultBranch))
+				return tw.Flush()
+			},
+		}.build(streams, nil),
+		queryCmd{
+			use: "status [PATH]", short: "Whether a repository is clean, and its changes",
+			example: "  sous git status\n  sous git status /src/app --json",
+			nargs:   [2]int{0, 1}, method: "git.status",
+			params: func(a []string, local bool) map[string]any { return map[string]any{"path": pathArg(a, 0, local)} },
+			result: func() any { return &wire.GitStatusResult{} },
+			human: func(w io.Writer, res any) error {
+				r := res.(*wire.GitStatusResult)
+				switch {
+				case !r.IsRepo:
+					_, err := fmt.Fprintln(w, "not a git repository")
+					return err
+				case r.Clean:
+					_, err := fmt.Fprintln(w, "clean")
+					return err
+				}
+				_, err := fmt.Fprintln(w, strings.Join(r.Changes, "\n"))
+				return err
+			},
+		}.build(streams, nil),
+		queryCmd{
+			use: "branches [PATH]", short: "Local branches of a repository, sorted",
+			example: "  sous git branches",
+			nargs:   [2]int{0, 1}, method: "git.list_branches",
+			params: func(a []string, local bool) map[string]any { return map[string]any{"path": pathArg(a, 0, local)} },
+			result: func() any { return &wire.GitBranchesResult{} },
+			human: func(w io.Writer, res any) error {
+				r := res.(*wire.GitBranchesResult)
+				if !r.IsRepo {
+					_, err := fmt.Fprintln(w, "not a git repository")
+					return err
+				}
+				for _, b := range r.Branches {
+					fmt.Fprintln(w, b)
+				}
+				return nil
+			},
+		}.build(streams, nil),
+		newWorktreeCmd(streams),
+	)
+	return cmd
+}
+
+func newWorktreeCmd(streams *IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "worktree",
+		Short: "Create or remove git worktrees",
+		Example: `  sous git worktree create feature-x /tmp/wt/feature-x --repo /src/app
+  sous git worktree remove /tmp/wt/feature-x --repo /src/app`,
+	}
+	worktreeFailed := func(res any) error {
+		r := res.(*wire.WorktreeResult)
+		if r.Success {
+			return nil
+		}
+		return fmt.Errorf("%s (%s)", r.Error, r.ErrorCode)
+	}
+	repoFlag := func(cmd *cobra.Command, params map[string]any) {
+		var repo string
+		cmd.Flags().StringVar(&repo, "repo", "", "the repository (default: the daemon's working directory)")
+		params["baseRepo"] = &repo
+	}
+	cmd.AddCommand(
+		queryCmd{
+			use: "create BRANCH PATH", short: "Create a worktree at PATH on BRANCH (created from --source when new)",
+			example: "  sous git worktree create feature-x ../wt/feature-x --source main",
+			nargs:   [2]int{2, 2}, method: "git.worktree_create",
+			params: func(a []string, local bool) map[string]any {
+				return map[string]any{"branchName": a[0], "worktreePath": pathArg(a, 1, local)}
+			},
+			result: func() any { return &wire.WorktreeResult{} },
+			human: func(w io.Writer, res any) error {
+				r := res.(*wire.WorktreeResult)
+				if r.Success {
+					from := ""
+					if r.SourceBranch != "" {
+						from = " from " + r.SourceBranch
+					}
+					fmt.Fprintf(w, "created %s%s\n", r.Path, from)
+				}
+				return nil
+			},
+			check: worktreeFailed,
+		}.build(streams, func(cmd *cobra.Command, params map[string]any) {
+			repoFlag(cmd, params)
+			var source string
+			cmd.Flags().StringVar(&source, "source", "", "branch to start a new branch from (default: the repo's current branch)")
+			params["sourceBranch"] = &source
+		}),
+		queryCmd{
+			use: "remove PATH", short: "Remove the worktree at PATH",
+			example: "  sous git worktree remove ../wt/feature-x",
+			nargs:   [2]int{1, 1}, method: "git.worktree_remove",
+			params: func(a []string, local bool) map[string]any {
+				return map[string]any{"worktreePath": pathArg(a, 0, local)}
+			},
+			result: func() any { return &wire.WorktreeResult{} },
+			human: func(w io.Writer, res any) error {
+				if res.(*wire.WorktreeResult).Success {
+					fmt.Fprintln(w, "removed")
+				}
+				return nil
+			},
+			check: worktreeFailed,
+		}.build(streams, repoFlag),
+	)
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newFilesCmd(streams *IO) *cobra.Command {
+	pathParams := func(a []string, local bool) map[string]any { return map[string]any{"path": pathArg(a, 0, local)} }
+	cmd := &cobra.Command{
+		Use:   "files",
+		Short: "Inspect files and extract archives on a daemon's host",
+		Example: `  sous files list /src/app
+  sous files read --remote ssh://build /etc/os-release
+  sous files extract-tar release.tar.gz /opt/app`,
+	}
+	cmd.AddCommand(
+		queryCmd{
+			use: "stat PATH", short: "Existence, type, size and mode of a path",
+			example: "  sous files stat /etc/hosts", nargs: [2]int{1, 1}, method: "files.stat",
+			params: pathParams, result: func() any { return &wire.StatResult{} },
+			human: func(w io.Writer, res any) error {
+				r := res.(*wire.StatResult)
+				if !r.Exists {
+					_, err := fmt.Fprintln(w, "does not exist")
+					return err
+				}
+				_, err := fmt.Fprintf(w, "%s %d\n", r.Mode, r.Size)
+				return err
+			},
+			check: func(res any) error {
+				if !res.(*wire.StatResult).Exists {
+					return fmt.Errorf("path does not exist")
+				}
+				return nil
+			},
+		}.build(streams, nil),
+		queryCmd{
+			use: "list PATH", short: "Entries of a directory, sorted, hidden ones skipped",
+			example: "  sous files list .", nargs: [2]int{1, 1}, method: "files.list",
+			params: pathParams, result: func() any { return &wire.ListResult{} },
+			human: func(w io.Writer, res any) error {
+				for _, e := range res.(*wire.ListResult).Entries {
+					suffix := ""
+					if e.IsDir {
+						suffix = "/"
+					}
+					fmt.Fprintln(w, e.Name+suffix)
+				}
+				return nil
+			},
+		}.build(streams, nil),
+		queryCmd{
+			use: "read PATH", short: "Print a file's content",
+			example: "  sous files read /etc/os-release\n  sous files read big.log --max-bytes 1048576",
+			nargs:   [2]int{1, 1}, method: "files.read",
+			params: pathParams, result: func() any { return &wire.ReadResult{} },
+			human: func(w io.Writer, res any) error {
+				_, err := io.WriteString(w, res.(*wire.ReadResult).Content)
+				return err
+			},
+			check: func(res any) error {
+				if !res.(*wire.ReadResult).Exists {
+					return fmt.Errorf("no such file")
+				}
+				return nil
+			},
+		}.build(streams, func(cmd *cobra.Command, params map[string]any) {
+			cmd.Flags().Int64("max-bytes", 0, "refuse files larger than this many bytes")
+			cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+				if cmd.Flags().Changed("max-bytes") {
+					n, _ := cmd.Flags().GetInt64("max-bytes")
+					params["maxBytes"] = n
+				}
+				return nil
+			}
+		}),
+		queryCmd{
+			use: "validate PATH", short: "Whether a path exists, and whether it is a directory",
+			example: "  sous files validate /src/app", nargs: [2]int{1, 1}, method: "files.validate",
+			params: pathParams, result: func() any { return &wire.ValidateResult{} },
+			human: func(w io.Writer, res any) error {
+				r := res.(*wire.ValidateResult)
+				switch {
+				case !r.Valid:
+					fmt.Fprintln(w, "invalid:", r.Error)
+				case r.IsDir:
+					fmt.Fprintln(w, "valid directory")
+				default:
+					fmt.Fprintln(w, "valid file")
+				}
+				return nil
+			},
+			check: func(res any) error {
+				if r := res.(*wire.ValidateResult); !r.Valid {
+					return fmt.Errorf("%s", r.Error)
+				}
+				return nil
+			},
+		}.build(streams, nil),
+		queryCmd{
+			use: "extract-tar ARCHIVE DEST", short: "Extract a .tar.gz into DEST (wiped first; the archive is consumed)",
+			example: "  sous files extract-tar /tmp/release.tar.gz /opt/app",
+			nargs:   [2]int{2, 2}, method: "files.extract_tar",
+			params: func(a []string, local bool) map[string]any {
+				return map[string]any{"archivePath": pathArg(a, 0, local), "destDir": pathArg(a, 1, local)}
+			},
+			result: func() any { return &wire.ExtractResult{} },
+			human: func(w io.Writer, res any) error {
+				r := res.(*wire.ExtractResult)
+				if r.Success && r.FileCount != nil {
+					fmt.Fprintf(w, "extracted %d files\n", *r.FileCount)
+				}
+				return nil
+			},
+			check: func(res any) error {
+				if r := res.(*wire.ExtractResult); !r.Success {
+					return fmt.Errorf("%s", r.Error)
+				}
+				return nil
+			},
+		}.build(streams, nil),
+	)
+	return cmd
+}
