@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ type targetFlags struct {
 	socket    string
 	remote    string
 	tokenFile string
+	bridgeCmd string
 }
 
 func (t *targetFlags) register(cmd *cobra.Command) {
@@ -26,6 +28,21 @@ func (t *targetFlags) register(cmd *cobra.Command) {
 	f.StringVar(&t.socket, "socket", "", "talk to the daemon on this Unix socket (default $SOUS_SOCKET, else the embedded daemon)")
 	f.StringVar(&t.remote, "remote", "", "talk to a remote daemon: ssh://[user@]host[:port][/socket] or ws://host:port (default $SOUS_REMOTE)")
 	f.StringVar(&t.tokenFile, "token-file", "", "read the daemon's token from this file (default $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN)")
+	f.StringVar(&t.bridgeCmd, "bridge-cmd", "", `with --remote ssh://: the remote relay command, the socket path appended (default $SOUS_BRIDGE_CMD, else "sous daemon bridge --socket"; "claustrum -bridge -socket" for claustrum hosts)`)
+}
+
+// sshOptions gathers how ssh:// targets are reached: the bridge command, and
+// SOUS_SSH_COMMAND (like GIT_SSH_COMMAND: the ssh program and its options,
+// split on spaces).
+func (t *targetFlags) sshOptions() client.SSHOptions {
+	o := client.SSHOptions{BridgeCommand: t.bridgeCmd}
+	if o.BridgeCommand == "" {
+		o.BridgeCommand = os.Getenv("SOUS_BRIDGE_CMD")
+	}
+	if fields := strings.Fields(os.Getenv("SOUS_SSH_COMMAND")); len(fields) > 0 {
+		o.SSH, o.ExtraArgs = fields[0], fields[1:]
+	}
+	return o
 }
 
 // url resolves the flags and environment into a target URL ("embedded" when
@@ -73,7 +90,7 @@ func (t *targetFlags) target() (client.Target, error) {
 			return client.Target{}, err
 		}
 	}
-	return client.Target{URL: url, Token: tok, Embedded: embeddedConfig()}, nil
+	return client.Target{URL: url, Token: tok, Embedded: embeddedConfig(), SSH: t.sshOptions()}, nil
 }
 
 // open connects to the daemon the flags name.

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sshFixture is a real OpenSSH server on a loopback port with keys made for
+// the test, and a standalone sous daemon it can bridge to.
+type sshFixture struct {
+	bin     string // the sous binary under test
+	port    int
+	socket  string
+	token   string
+	env     []string // what a client needs: SOUS_SSH_COMMAND, SOUS_BRIDGE_CMD, SOUS_TOKEN
+	remote  string   // ssh://root@127.0.0.1:PORT/socket
+	sshdPID int
+}
+
+var (
+	sousBinOnce sync.Once
+	sousBin     string
+	sousBinErr  error
+)
+
+// sousBinary builds cmd/sous once for the tests that need a real executable.
+func sousBinary(t *testing.T) string {
+	t.Helper()
+	sousBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sous-bin-")
+		if err != nil {
+			sousBinErr = err
+			return
+		}
+		sousBin = filepath.Join(dir, "sous")
+		out, err := exec.Command("go", "build", "-o", sousBin, ".").CombinedOutput()
+		if err != nil {
+			sousBinErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if sousBinErr != nil {
+		t.Fatal(sousBinErr)
+	}
+	return sousBin
+}
+
+func newSSHFixture(t *testing.T) *sshFixture {
+	t.Helper()
+	sshd := "/usr/sbin/sshd"
+	if _, err := os.Stat(sshd); err != nil {
+		t.Skip("openssh-server is not installed (.ci/run installs it): skipping the ssh transport tests")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the ssh fixture logs in as the current user with sshd's root-only privilege separation: run as root")
+	}
+	bin := sousBinary(t)
+	dir, err := os.MkdirTemp("", "sous-ssh-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, "host_key"))
+	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, "user_key"))
+	pub, err := os.ReadFile(filepath.Join(dir, "user_key.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
+
+	port := freePort(t)
+	config := fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s/host_key
+AuthorizedKeysFile %s/authorized_keys
+PidFile %s/sshd.pid
+StrictModes no
+UsePAM no
+PermitRootLogin yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+LogLevel ERROR
+`, port, dir, dir, dir)
+	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	var sshdLog bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &sshdLog, &sshdLog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", sshdLog.String())
+		}
+	})
+	waitForPort(t, port)
+
+	f := &sshFixture{bin: bin, port: port, socket: filepath.Join(dir, "d.sock"), token: "ssh-test-token", sshdPID: cmd.Process.Pid}
+	// The daemon: a standalone one the ssh bridge relays to.
+	tokFile := filepath.Join(dir, "tok")
+	os.WriteFile(tokFile, []byte(f.token+"\n"), 0o600)
+	serve := exec.Command(bin, "daemon", "serve", "--socket", f.socket, "--token-file", tokFile)
+	var serveLog bytes.Buffer
+	serve.Stdout, serve.Stderr = &serveLog, &serveLog
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		serve.Process.Signal(syscall.SIGTERM)
+		serve.Wait()
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", serveLog.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, err := net.Dial("unix", f.socket); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not start: %s", serveLog.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	sshCmd := fmt.Sprintf("ssh -i %s/user_key -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR", dir)
+	f.env = append(os.Environ(),
+		"SOUS_SSH_COMMAND="+sshCmd,
+		"SOUS_BRIDGE_CMD="+bin+" daemon bridge --socket",
+		"SOUS_TOKEN="+f.token,
+	)
+	f.remote = fmt.Sprintf("ssh://root@127.0.0.1:%d%s", port, f.socket)
+	return f
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func waitForPort(t *testing.T, port int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on port %d", port)
+}
+
+// sous runs the binary with the fixture's environment.
+func (f *sshFixture) sous(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(f.bin, args...)
+	cmd.Env = f.env
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestSSHExec(t *testing.T) {
+	f := newSSHFixture(t)
+	out, errOut, code := f.sous(t, "from stdin\n", "exec", "--remote", f.remote, "--", "sh", "-c", "cat; echo to-err >&2; exit 3")
+	if code != 3 || out != "from stdin\n" || errOut != "to-err\n" {
+		t.Fatalf("exec over ssh: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, errOut, code = f.sous(t, "", "rpc", "--remote", f.remote, "server.ping")
+	if code != 0 || !strings.Contains(out, `"pong": true`) {
+		t.Fatalf("rpc over ssh: %d %q %q", code, out, errOut)
+	}
+	// A wrong token is refused in one line that says what to fix.
+	cmd := exec.Command(f.bin, "rpc", "--remote", f.remote, "server.ping")
+	cmd.Env = append(f.env, "SOUS_TOKEN=wrong")
+	b, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "refused the token") {
+		t.Fatalf("wrong token: %v %s", err, b)
+	}
+	// An unreachable host: one line naming ssh's complaint.
+	cmd = exec.Command(f.bin, "rpc", "--remote", fmt.Sprintf("ssh://root@127.0.0.1:%d/x.sock", freePort(t)), "server.ping")
+	cmd.Env = f.env
+	b, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "ssh:") {
+		t.Fatalf("unreachable: %v %s", err, b)
+	}
+}
+
+func TestSSHAttachSurvivesKilledConnection(t *testing.T) {
+	f := newSSHFixture(t)
+	// A process that outlives its runner: 40 lines over ~2 s.
+	out, errOut, code := f.sous(t, "", "exec", "--remote", f.remote, "--detach", "--id", "ticker", "--",
+		"sh", "-c", "for i in $(seq 1 40); do echo line $i; sleep 0.05; done; exit 4")
+	if code != 0 || strings.TrimSpace(out) != "ticker" {
+		t.Fatalf("detach: %d %q %q", code, out, errOut)
+	}
+	cmd := exec.Command(f.bin, "attach", "--remote", f.remote, "ticker")
+	cmd.Env = f.env
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Cut the ssh connection under the attached client: kill the ssh
+	// client process sous started (the child of the attach process).
+	time.Sleep(700 * time.Millisecond)
+	killed := killChildren(t, cmd.Process.Pid, "ssh")
+	if killed == 0 {
+		t.Fatal("found no ssh process to kill")
+	}
+	err := cmd.Wait()
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 4 {
+		t.Fatalf("attach exit: %v; stderr %s", err, e.String())
+	}
+	var want strings.Builder
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	if o.String() != want.String() {
+		t.Fatalf("attach output after a killed connection:\n%s\nwant 40 lines, each once", o.String())
+	}
+}
+
+// killChildren SIGKILLs the direct children of pid whose command is name.
+func killChildren(t *testing.T, pid int, name string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		s := string(stat)
+		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || close < 0 {
+			continue
+		}
+		comm := s[open+1 : close]
+		fields := strings.Fields(s[close+1:]) // state ppid ...
+		if len(fields) < 2 {
+			continue
+		}
+		if fields[1] == fmt.Sprint(pid) && comm == name {
+			var child int
+			fmt.Sscanf(e.Name(), "%d", &child)
+			syscall.Kill(child, syscall.SIGKILL)
+			n++
+		}
+	}
+	return n
+}
