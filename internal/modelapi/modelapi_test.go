@@ -1,0 +1,204 @@
+package modelapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func post(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// events reads a server-sent event stream into (event, data) pairs.
+func events(t *testing.T, r io.Reader) [][2]string {
+	t.Helper()
+	var out [][2]string
+	sc := bufio.NewScanner(r)
+	var ev string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			ev = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			out = append(out, [2]string{ev, strings.TrimPrefix(line, "data: ")})
+		}
+	}
+	return out
+}
+
+const streamReq = `{"model":"claude-x","stream":true,"max_tokens":100,"tools":[{"name":"Write"}],"messages":[{"role":"user","content":"hi"}]}`
+
+func TestStreamedScript(t *testing.T) {
+	s, err := Start(Options{Script: []Reply{
+		Blocks(TextBlock("let me write"), ToolUseBlock("Write", map[string]any{"file_path": "/x", "content": "é"})),
+		{Blocks: []Block{TextBlock("done ✓✓")}, ChunkText: 4},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	resp := post(t, s.URL()+"/v1/messages?beta=true", streamReq)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	var names []string
+	var toolJSON, stop string
+	for _, e := range events(t, resp.Body) {
+		names = append(names, e[0])
+		var d map[string]any
+		if err := json.Unmarshal([]byte(e[1]), &d); err != nil {
+			t.Fatalf("%s data is not JSON: %v", e[0], err)
+		}
+		if d["type"] != e[0] {
+			t.Errorf("event %s carries type %v", e[0], d["type"])
+		}
+		if delta, ok := d["delta"].(map[string]any); ok {
+			if pj, ok := delta["partial_json"].(string); ok {
+				toolJSON += pj
+			}
+			if sr, ok := delta["stop_reason"].(string); ok {
+				stop = sr
+			}
+		}
+	}
+	want := "message_start content_block_start content_block_delta content_block_stop content_block_start content_block_delta content_block_stop message_delta message_stop"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("events:\n got %s\nwant %s", got, want)
+	}
+	if toolJSON != `{"content":"é","file_path":"/x"}` || stop != "tool_use" {
+		t.Errorf("tool input %s, stop %s", toolJSON, stop)
+	}
+
+	// The second reply's text comes in 4-byte deltas that never split a
+	// character.
+	resp = post(t, s.URL()+"/v1/messages", streamReq)
+	var text []string
+	for _, e := range events(t, resp.Body) {
+		var d struct {
+			Delta struct {
+				Text string `json:"text"`
+			} `json:"delta"`
+		}
+		json.Unmarshal([]byte(e[1]), &d)
+		if e[0] == "content_block_delta" {
+			text = append(text, d.Delta.Text)
+		}
+	}
+	if strings.Join(text, "") != "done ✓✓" || len(text) < 3 {
+		t.Errorf("text deltas %q", text)
+	}
+
+	// Past the script: a reply that says so, and a note.
+	resp = post(t, s.URL()+"/v1/messages", streamReq)
+	io.Copy(io.Discard, resp.Body)
+	if ex := s.Exhausted(); len(ex) != 1 || !strings.Contains(ex[0], "ran out") {
+		t.Errorf("exhausted %v", ex)
+	}
+	if n := len(s.Scripted()); n != 3 {
+		t.Errorf("%d scripted requests recorded", n)
+	}
+	if m := s.Scripted()[0].Parsed.Messages; len(m) != 1 || m[0].Blocks()[0].Text != "hi" {
+		t.Errorf("recorded messages %+v", m)
+	}
+}
+
+func TestSideRequestsAndOtherEndpoints(t *testing.T) {
+	s, err := Start(Options{Script: []Reply{Text("scripted")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A non-streaming request is a side request: answered, script untouched.
+	resp := post(t, s.URL()+"/v1/messages", `{"model":"claude-haiku","max_tokens":1,"messages":[{"role":"user","content":"quota"}]}`)
+	var msg struct {
+		Type       string `json:"type"`
+		StopReason string `json:"stop_reason"`
+		Content    []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	json.NewDecoder(resp.Body).Decode(&msg)
+	if msg.Type != "message" || msg.StopReason != "end_turn" || msg.Content[0].Text != "ok" {
+		t.Errorf("side reply %+v", msg)
+	}
+	resp = post(t, s.URL()+"/v1/messages/count_tokens", `{"messages":[]}`)
+	var ct map[string]int
+	json.NewDecoder(resp.Body).Decode(&ct)
+	if resp.StatusCode != 200 || ct["input_tokens"] <= 0 {
+		t.Errorf("count_tokens %d %v", resp.StatusCode, ct)
+	}
+	r, err := http.Get(s.URL() + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 404 {
+		t.Errorf("GET /v1/models: %d", r.StatusCode)
+	}
+	// The script is still whole.
+	resp = post(t, s.URL()+"/v1/messages", streamReq)
+	if body, _ := io.ReadAll(resp.Body); !strings.Contains(string(body), "scripted") {
+		t.Errorf("first scripted reply: %s", body)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 4 || !reqs[0].Side || reqs[3].Side {
+		t.Errorf("recorded %d requests", len(reqs))
+	}
+}
+
+func TestErrorReplyAndHold(t *testing.T) {
+	hold := make(chan struct{})
+	s, err := Start(Options{Script: []Reply{
+		APIError(400, "invalid_request_error", "bad tools"),
+		{Blocks: []Block{TextBlock("held")}, Hold: hold},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	resp := post(t, s.URL()+"/v1/messages", streamReq)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 400 || !strings.Contains(string(body), `"type":"invalid_request_error"`) {
+		t.Errorf("error reply %d %s", resp.StatusCode, body)
+	}
+	// A held reply streams message_start, then waits; a client that gives
+	// up ends it.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.URL()+"/v1/messages", strings.NewReader(streamReq))
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(r.Body)
+	first, _ := br.ReadString('\n')
+	if first != "event: message_start\n" {
+		t.Errorf("first line %q", first)
+	}
+	got := make(chan string, 1)
+	go func() {
+		rest, _ := io.ReadAll(br)
+		got <- string(rest)
+	}()
+	select {
+	case rest := <-got:
+		t.Fatalf("a held reply finished: %q", rest)
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	<-got
+	r.Body.Close()
+}

@@ -1,0 +1,130 @@
+// Package agent drives the Claude Code CLI through its stream-json protocol
+// (seeds/004): it starts the CLI as a process on a claustrum daemon, sends
+// user messages, answers tool permission requests with a Go callback, and
+// turns each prompt's stream of messages into a Turn. It knows nothing of
+// Starlark; builtins/ binds it to recipes.
+//
+// # API
+//
+//	s, err := agent.Start(ctx, c, agent.Options{Cwd: dir, Permission: policy})
+//	defer s.Close()                         // always: ends the CLI's process tree
+//	turn, err := s.Send(ctx, "fix the test") // blocks until the turn's result
+//	p := s.Start("next prompt")              // or: send now, wait later
+//	turn, err = p.Wait(ctx)                  // or select on p.Done()
+//	s.Interrupt(ctx); s.SetModel(ctx, m); s.SetPermissionMode(ctx, m)
+//	s.ID()                                   // the CLI's session id
+//
+// Start returns once the CLI answered the initialize control request, so a
+// CLI that cannot start fails Start with its exit code and stderr.
+//
+// Turns run one at a time: a prompt started while another turn runs is sent
+// when that turn's result arrives, so every result belongs to exactly one
+// prompt. A Turn holds the result's fields and every message the CLI sent
+// during the turn, in order, the result last (keep_alive left out; unknown
+// types and fields kept as sent). An interrupted turn is a Turn with subtype
+// error_during_execution, not an error. Send's ctx ending interrupts the
+// turn; Pending.Wait's ctx ending only stops waiting. Options.TurnTimeout
+// interrupts a turn that runs too long and fails it with ErrTurnTimeout (the
+// Turn is returned too); a CLI that does not stop within 15 s of that
+// interrupt ends the session.
+//
+// Permission requests (control_request can_use_tool) each run the
+// Permission callback on their own goroutine, so several can be pending. A
+// control_cancel_request from the CLI cancels the callback's ctx and no
+// answer is sent. A callback that fails (error or panic) never leaves the
+// CLI waiting: the tool is denied with a message naming the error, the turn
+// is interrupted once the denial is in the transcript, and Send returns the
+// Turn together with the error. The CLI's other control requests
+// (hook_callback, mcp_message, ...) are answered with an error response.
+//
+// The Observer sees every message in and out (Dir In/Out, the raw message)
+// and every permission decision, serialized, in order. It must return
+// quickly and must not call back into the session.
+//
+// # Transports
+//
+// stdio (default): the CLI runs with --print --input-format stream-json
+// --output-format stream-json --verbose --permission-prompt-tool stdio.
+// Messages go to its stdin through process.stdin with offsets (a write
+// retried after a reconnect is applied once) and come back as stdout
+// frames, reassembled into lines (a line may span frames and a frame may
+// split a UTF-8 character). A session on a remote daemon survives a dropped
+// connection: the client reattaches and replays stdout from the last seq.
+// The last 16 KiB of stderr are kept for error messages.
+//
+// websocket: sous listens on 127.0.0.1 (random port, random path) and starts
+// the CLI, still as a daemon process, with --sdk-url ws://127.0.0.1:PORT/PATH
+// and a fresh random token in CLAUDE_CODE_SESSION_ACCESS_TOKEN. An upgrade
+// without "Authorization: Bearer <token>" gets 401 before any WebSocket
+// exists. sous pings every 10 s and sends keep_alive; the CLI does the same.
+// When the CLI reconnects, sous resends everything the CLI has not visibly
+// acted on (see wsTransport). Only for a daemon on this machine
+// (Options.LocalHost, or an embedded client). A CLI that refuses local
+// --sdk-url hosts (2.1.121 and later) fails Start with ErrSDKURLRejected,
+// which says to use transport "stdio".
+//
+// Options map to the CLI as --model, --permission-mode, --allowedTools and
+// --disallowedTools (one argument per rule), --max-turns, --resume,
+// --fork-session; a fresh session gets --session-id with a UUID sous
+// generated, so ID is known before the first turn. SystemPrompt and
+// AppendSystemPrompt travel in initialize (no command-line size limit).
+//
+// # What the real CLI does (2.1.81 and 2.1.330, against internal/modelapi)
+//
+// Beyond shared/seeds/README.md:
+//   - --max-turns and --permission-prompt-tool are accepted but hidden from
+//     --help in both versions. --session-id UUID is honoured; a UUID already
+//     used under the same config dir fails at once with "Session ID ... is
+//     already in use." --resume ID keeps the id and sends the old history;
+//     --fork-session with it gets a new id (learned from system/init).
+//   - 2.1.330's --help lists permission modes acceptEdits, auto,
+//     bypassPermissions, manual, dontAsk, plan; "default" is still accepted
+//     (and "manual" reports itself as "default").
+//   - initialize is answered before the first user message, over stdio and
+//     over WebSocket, by both versions, and both honour its systemPrompt and
+//     appendSystemPrompt. Its response lists commands, models, account, ...
+//   - set_model: success (2.1.330 echoes {"model": ...}), preceded by a
+//     synthetic user message "<local-command-stdout>Set model to
+//     ...</local-command-stdout>" with isReplay true; on 2.1.330 that
+//     response can come after the responses to later control requests.
+//     The next model request carries the new model.
+//   - set_permission_mode answers {"mode": ...} and emits system/status with
+//     permissionMode. 2.1.81 accepts any string; 2.1.330 refuses unknown
+//     modes with an error response.
+//   - interrupt answers success (2.1.330: {"still_queued": []}). The CLI
+//     reads control requests eagerly: an interrupt written after a
+//     permission answer can overtake it, and then the tool's result is the
+//     CLI's stock "The user doesn't want to proceed with this tool use..."
+//     text. A deny with interrupt:true does the same: the deny message is
+//     replaced by that text and "[Request interrupted by user for tool use]"
+//     follows. A plain deny's message reaches the model verbatim.
+//   - An unknown control request subtype gets an error response
+//     "Unsupported control request subtype: X" (2.1.330 adds
+//     "error_code": "unsupported_request").
+//   - 2.1.330 sends command_lifecycle messages (state "queued", "started")
+//     for each user message, and puts "type" late in its result message.
+//   - A duplicate user message (same uuid) is skipped; a duplicate
+//     control_response whose toolUseID was already resolved is ignored.
+//     This is what makes resending after a WebSocket reconnect safe.
+//   - With CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (and in these flows
+//     even without it) both versions call only POST /v1/messages?beta=true,
+//     streaming, with tools; no count_tokens, no side requests.
+//   - Closing stdin after a result makes the CLI exit with code 0.
+//   - 2.1.330 rejects --sdk-url ws://127.0.0.1 in about 0.5 s, exit code 1,
+//     stderr "Error: --sdk-url rejected: host "127.0.0.1" is not an approved
+//     Anthropic endpoint. This flag is reserved for Remote Control worker
+//     processes connecting to Anthropic's backend."
+//   - 2.1.81 over WebSocket: after sous closes the socket with 1001 it
+//     reconnects about 1 s later (close codes 1002, 4001 and 4003 are
+//     permanent: no reconnect), sending X-Last-Request-Id with the uuid of
+//     the last message it sent. It writes nothing while disconnected (only
+//     messages with a uuid are even buffered), and its node build does not
+//     resend the buffer on reconnect (the replay keys off an upgradeReq the
+//     node ws client does not have): what it sends into a dying socket is
+//     lost. sous notes such a gap in the error tail when X-Last-Request-Id
+//     names a message it never received; a lost can_use_tool leaves the
+//     turn waiting until TurnTimeout.
+//   - 2.1.330's npm package is a native binary; its bin/claude.exe is a stub
+//     until the postinstall script copies the platform package's binary
+//     over it (npm may skip install scripts). It needs no node.
+package agent
