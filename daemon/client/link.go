@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"sync"
 
@@ -171,7 +172,10 @@ type localLink struct {
 	recv receiver
 	ctx  context.Context
 	stop context.CancelFunc
-	wg   sync.WaitGroup
+
+	mu     sync.Mutex // orders send's wg.Add before close's wg.Wait
+	closed bool
+	wg     sync.WaitGroup
 }
 
 func newLocalLink(srv *daemon.Server, recv receiver) *localLink {
@@ -182,7 +186,13 @@ func newLocalLink(srv *daemon.Server, recv receiver) *localLink {
 }
 
 func (l *localLink) send(id uint64, method string, params json.RawMessage) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return net.ErrClosed // a call racing Client.Close: it fails with the client
+	}
 	l.wg.Add(1)
+	l.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
 		res, err := l.sess.Call(l.ctx, method, params)
@@ -198,6 +208,9 @@ func (l *localLink) SendFrames(id string, _ []byte, frames []wire.Frame) error {
 }
 
 func (l *localLink) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	l.stop()
 	l.sess.Close()
 	l.wg.Wait()

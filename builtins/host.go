@@ -1,0 +1,105 @@
+package builtins
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/daemon/client"
+)
+
+// Host is a daemon the recipe acts on: the default host behind the
+// top-level builtins, or one returned by host(). Its attributes are the
+// host-bound globals (spawn, run, files, ...) acting on it.
+type Host struct {
+	env     *Env
+	target  string
+	connect func(ctx context.Context) (*client.Client, error)
+}
+
+var _ starlark.HasAttrs = (*Host)(nil)
+
+func (h *Host) String() string        { return fmt.Sprintf("<Host %s>", h.target) }
+func (h *Host) Type() string          { return "Host" }
+func (h *Host) Freeze()               {} // a handle to a connection the runtime owns
+func (h *Host) Truth() starlark.Bool  { return starlark.True }
+func (h *Host) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Host") }
+
+func (h *Host) Attr(name string) (starlark.Value, error) {
+	return h.env.Table.hostAttr(h, name), nil
+}
+
+func (h *Host) AttrNames() []string { return h.env.Table.HostNames() }
+
+// client connects to the host if need be (the default host connects on
+// first use).
+func (h *Host) client(c *Call) (*client.Client, error) {
+	var cl *client.Client
+	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+		cl, err = h.connect(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, c.errorf("%s: %v", h.target, err)
+	}
+	return cl, nil
+}
+
+func hostEntries() []Entry {
+	return []Entry{
+		{Name: "host", Sig: "host(target, *, token=None) -> Host",
+			Doc: "Connects to another daemon: \"embedded\" (the daemon inside sous) or \"unix:///path/to.sock\". " +
+				"The token is token=, else $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN. The Host has the host-bound builtins " +
+				"as methods and modules: h.spawn, h.run, h.sh, h.pipeline, h.reattach, h.files, h.git, h.extract_tar. " +
+				"ssh:// and ws:// targets are not supported yet.",
+			Fn: hostBuiltin},
+		{Name: "Host", Sig: "Host",
+			Doc: "A connection to a daemon, from host(). Every builtin marked as acting on a host is also its method " +
+				"(h.run(...), h.files.read(...)) and acts on that daemon. The connection is closed when the run ends; " +
+				"processes on an embedded daemon are stopped then, those on a socket daemon keep running."},
+	}
+}
+
+func hostBuiltin(c *Call) (starlark.Value, error) {
+	var target, token string
+	if err := bind(c, 1, req("target", str(&target)), opt("token", optStr(&token))); err != nil {
+		return nil, err
+	}
+	if token == "" {
+		token = client.TokenFromEnv(func(name string) string {
+			v, _ := c.Env.Getenv(name)
+			return v
+		})
+	}
+	var cl *client.Client
+	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+		cl, err = c.Env.Hosts.Open(ctx, target, token)
+		return err
+	})
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return &Host{env: c.Env, target: target, connect: func(context.Context) (*client.Client, error) { return cl, nil }}, nil
+}
+
+// hostCall makes one daemon call on the call's host. subject (a path)
+// leads the error message when set.
+func hostCall(c *Call, subject, method string, params, result any) error {
+	cl, err := c.Host.client(c)
+	if err != nil {
+		return err
+	}
+	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) error { return cl.Call(ctx, method, params, result) })
+	if err == nil {
+		return nil
+	}
+	// The daemon's messages may start with the method's name
+	// ("files.read: path is a directory"); the builtin's name leads already.
+	msg := strings.TrimPrefix(daemonMessage(err), method+": ")
+	if subject != "" {
+		return c.errorf("%s: %s", subject, msg)
+	}
+	return c.errorf("%s", msg)
+}

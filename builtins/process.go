@@ -1,0 +1,209 @@
+package builtins
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// Process is a process the run started or reattached to: a starlark.Value
+// whose attributes come from the "Process.*" entries of the table.
+//
+// Its output is recorded by onFrame on the client's frame reader goroutine
+// and read on the recipe thread; mu guards what both touch. The end of the
+// process is recorded by watch, on a goroutine of its own, so that the
+// reader goroutine never waits for anything.
+type Process struct {
+	env     *Env
+	host    *Host
+	id      string
+	argv    []string
+	opt     procOptions
+	started time.Time
+	proc    *client.Proc // set before announce; read-only afterwards
+
+	mu        sync.Mutex
+	out       [2]capture // stdout, stderr
+	echo      Echo       // set by announce when echoing
+	announced bool
+	early     []chunk // echo held back until the spawn event is out
+	closed    bool    // the end is recorded: late frames are dropped
+	exited    bool
+	exitCode  int
+	err       error // why following failed, when it did
+	finished  time.Time
+	ended     chan struct{} // closed once the end is recorded and echoed
+}
+
+// procOptions say how a process is followed.
+type procOptions struct {
+	echo     bool
+	showPid  bool
+	internal bool // a helper a builtin runs (pipeline's mktemp): no events, no echo
+	limit    int  // bytes kept per stream
+}
+
+// chunk is a copy of output held back from the echo.
+type chunk struct {
+	stream wire.Stream
+	data   []byte
+}
+
+var (
+	_ starlark.HasAttrs = (*Process)(nil)
+	_ Awaitable         = (*Process)(nil)
+)
+
+func newProcess(env *Env, host *Host, id string, argv []string, opt procOptions) *Process {
+	p := &Process{env: env, host: host, id: id, argv: argv, opt: opt, started: time.Now(), ended: make(chan struct{})}
+	p.out[0].limit, p.out[1].limit = opt.limit, opt.limit
+	return p
+}
+
+// streamIndex maps a stream to its capture.
+func streamIndex(s wire.Stream) (int, bool) {
+	switch s {
+	case wire.Stdout:
+		return 0, true
+	case wire.Stderr:
+		return 1, true
+	}
+	return 0, false
+}
+
+// onFrame is the client.FrameHandler: it runs on the client's reader
+// goroutine, so it only copies and hands on. The exit frame is left to
+// watch, which the client wakes by closing Proc.Done after this returns.
+func (p *Process) onFrame(f *wire.Frame) {
+	i, ok := streamIndex(f.Stream)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.out[i].add(f.Data)
+	switch {
+	case p.echo != nil:
+		p.echo.Write(f.Stream, f.Data)
+	case !p.announced && p.opt.echo && !p.opt.internal:
+		p.early = append(p.early, chunk{f.Stream, append([]byte(nil), f.Data...)})
+	}
+}
+
+// announce emits the spawn event, starts the echo (with whatever arrived
+// before it) and starts watching for the end. Frames can arrive before the
+// spawn call returns, so everything they trigger waits for this.
+func (p *Process) announce(reattached bool) {
+	if !p.opt.internal {
+		p.env.Output.Spawned(SpawnInfo{ID: p.id, Pid: p.proc.Pid, Command: p.argv, Host: p.host.target, Reattached: reattached})
+	}
+	p.mu.Lock()
+	if p.opt.echo && !p.opt.internal {
+		p.echo = p.env.Output.Echo(p.id)
+		for _, c := range p.early {
+			p.echo.Write(c.stream, c.data)
+		}
+	}
+	p.early = nil
+	p.announced = true
+	p.mu.Unlock()
+	go p.watch()
+}
+
+// watch records the end of the process: its exit, or the loss of the
+// connection that followed it.
+func (p *Process) watch() {
+	<-p.proc.Done()
+	code, exited := p.proc.Exited()
+	p.mu.Lock()
+	p.closed, p.exited, p.exitCode, p.finished = true, exited, code, time.Now()
+	if !exited {
+		p.err = p.proc.Err()
+	}
+	p.out[0].end()
+	p.out[1].end()
+	echo := p.echo
+	p.mu.Unlock()
+	if echo != nil {
+		echo.Close()
+	}
+	if exited && !p.opt.internal {
+		p.env.Output.Exited(p.id, code)
+	}
+	close(p.ended)
+}
+
+// Ready implements Awaitable.
+func (p *Process) Ready() <-chan struct{} { return p.ended }
+
+// Outcome implements Awaitable: the Result of an ended process.
+func (p *Process) Outcome() (starlark.Value, error) {
+	r, err := p.result()
+	if err != nil {
+		return nil, err // not a nil *Result in a non-nil interface
+	}
+	return r, nil
+}
+
+// result builds the Result of an ended process.
+func (p *Process) result() (*Result, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited {
+		return nil, fmt.Errorf("lost process %s: %w", p.id, p.err)
+	}
+	r := &Result{
+		env:             p.env,
+		exitCode:        p.exitCode,
+		stdout:          string(p.out[0].buf),
+		stderr:          string(p.out[1].buf),
+		stdoutTruncated: p.out[0].truncated(),
+		stderrTruncated: p.out[1].truncated(),
+		duration:        p.finished.Sub(p.started),
+	}
+	r.status = StatusOK
+	if r.exitCode != 0 {
+		r.status = StatusFailed
+	}
+	r.stages = []Stage{{ExitCode: r.exitCode, Stderr: r.stderr}}
+	return r, nil
+}
+
+func (p *Process) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	state := "running"
+	switch {
+	case p.exited:
+		state = fmt.Sprintf("exit_code=%d", p.exitCode)
+	case p.closed:
+		state = "lost"
+	}
+	return fmt.Sprintf("<Process %s %s>", p.id, state)
+}
+
+func (p *Process) Type() string          { return "Process" }
+func (p *Process) Freeze()               {} // a handle: its state is the process's, not the recipe's
+func (p *Process) Truth() starlark.Bool  { return starlark.True }
+func (p *Process) Hash() (uint32, error) { return starlark.String(p.id).Hash() }
+
+func (p *Process) Attr(name string) (starlark.Value, error) {
+	return p.env.Table.attr(p.env, "Process", p, p.host, name)
+}
+
+func (p *Process) AttrNames() []string { return p.env.Table.attrNames("Process") }
+
+// state reads what the attributes report.
+func (p *Process) state() (closed, exited bool, code int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed, p.exited, p.exitCode
+}

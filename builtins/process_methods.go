@@ -1,0 +1,252 @@
+package builtins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+func processEntries() []Entry {
+	return []Entry{
+		{Name: "Process", Sig: "Process",
+			Doc: "A process started by spawn or found by reattach. It keeps the first 16 MiB of each output stream."},
+		{Name: "Process.id", Sig: "Process.id -> string", Doc: "The process id on its host.",
+			Attr: attr(func(p *Process) starlark.Value { return starlark.String(p.id) })},
+		{Name: "Process.pid", Sig: "Process.pid -> int or None",
+			Doc:  "The OS pid on the host; None when spawned with want_pid=False or when the daemon did not say.",
+			Attr: attr(processPid)},
+		{Name: "Process.running", Sig: "Process.running -> bool", Doc: "Whether the process has not exited yet.",
+			Attr: attr(func(p *Process) starlark.Value {
+				closed, _, _ := p.state()
+				return starlark.Bool(!closed)
+			})},
+		{Name: "Process.exit_code", Sig: "Process.exit_code -> int or None",
+			Doc: "The exit code once the process exited (-1 when a signal killed it), else None.",
+			Attr: attr(func(p *Process) starlark.Value {
+				if _, exited, code := p.state(); exited {
+					return starlark.MakeInt(code)
+				}
+				return starlark.None
+			})},
+		{Name: "Process.write", Sig: "Process.write(data, *, offset=None) -> int",
+			Doc: "Writes data (string or bytes) to the process's stdin and returns the daemon's applied high-water mark. " +
+				"With offset, the daemon's exactly-once contract applies: bytes already applied are dropped, " +
+				"and an offset past the applied mark (a gap) fails.",
+			Fn: method(processWrite)},
+		{Name: "Process.close_stdin", Sig: "Process.close_stdin()",
+			Doc: "Closes the process's stdin after everything written so far.", Fn: method(processCloseStdin)},
+		{Name: "Process.wait", Sig: "Process.wait(timeout=None) -> Result",
+			Doc: "Blocks until the process exits and returns its Result. When timeout (seconds) passes first, " +
+				"wait fails and the process keeps running.",
+			Fn: method(processWait)},
+		{Name: "Process.kill", Sig: `Process.kill(signal="TERM")`,
+			Doc: "Sends signal (a name such as \"TERM\" or \"KILL\", or a number) to the process group, without waiting.",
+			Fn:  method(processKill)},
+		{Name: "Process.pause", Sig: "Process.pause()", Doc: "Stops the process group (SIGSTOP).",
+			Fn: method(func(c *Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "STOP") })},
+		{Name: "Process.resume", Sig: "Process.resume()", Doc: "Continues a paused process group (SIGCONT).",
+			Fn: method(func(c *Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "CONT") })},
+		{Name: "Process.stop", Sig: "Process.stop(grace=3, escalate=True) -> struct(found, died, already_exited, escalated)",
+			Doc: "Sends SIGTERM to the process group and waits up to grace seconds for it to die; then, with escalate, " +
+				"sends SIGKILL. Reports what happened (the daemon's killAndWait).",
+			Fn: method(processStop)},
+		{Name: "Process.lines", Sig: `Process.lines(stream="stdout") -> iterable of strings`,
+			Doc: "The lines of stdout or stderr, from the first, as they arrive; iteration ends when the process exits. " +
+				"Lines come without their newline. It is a single pass: call lines() again to start over.",
+			Fn: method(processLines)},
+		{Name: "Process.output", Sig: `Process.output(stream="stdout") -> string`,
+			Doc: "Everything received on stdout or stderr so far (the first 16 MiB).", Fn: method(processOutput)},
+		{Name: "Process.resize", Sig: "Process.resize(rows, cols)",
+			Doc: "Resizes the terminal of a process spawned with tty=True.", Fn: method(processResize)},
+	}
+}
+
+func processPid(p *Process) starlark.Value {
+	if !p.opt.showPid || p.proc.Pid == 0 {
+		return starlark.None
+	}
+	return starlark.MakeInt(p.proc.Pid)
+}
+
+func processWrite(c *Call, p *Process) (starlark.Value, error) {
+	var buf []byte
+	var offset *int64
+	if err := bind(c, 1, req("data", data(&buf)), opt("offset", optInteger(&offset, 0))); err != nil {
+		return nil, err
+	}
+	var applied int64
+	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+		if offset == nil {
+			applied, err = p.proc.Write(ctx, buf)
+		} else {
+			applied, _, err = p.proc.WriteAt(ctx, buf, *offset)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, p.daemonErr(c, err)
+	}
+	return starlark.MakeInt64(applied), nil
+}
+
+func processCloseStdin(c *Call, p *Process) (starlark.Value, error) {
+	if err := bind(c, 0); err != nil {
+		return nil, err
+	}
+	if err := c.Env.block(c.Env.Ctx, p.proc.CloseStdin); err != nil {
+		return nil, p.daemonErr(c, err)
+	}
+	return starlark.None, nil
+}
+
+func processWait(c *Call, p *Process) (starlark.Value, error) {
+	var timeout *time.Duration
+	if err := bind(c, 1, opt("timeout", optSeconds(&timeout))); err != nil {
+		return nil, err
+	}
+	if err := c.Env.wait(p.ended, timeout); err != nil {
+		if errors.Is(err, errTimeout) {
+			return nil, c.errorf("process %s still running after %s", p.id, formatSeconds(*timeout))
+		}
+		return nil, c.errorf("%v", err)
+	}
+	r, err := p.result()
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return r, nil
+}
+
+func processKill(c *Call, p *Process) (starlark.Value, error) {
+	sig := "TERM"
+	if err := bind(c, 1, opt("signal", signalName(&sig))); err != nil {
+		return nil, err
+	}
+	return p.signal(c, sig)
+}
+
+// signalNoArgs is pause and resume: a fixed signal, no arguments.
+func (p *Process) signalNoArgs(c *Call, sig string) (starlark.Value, error) {
+	if err := bind(c, 0); err != nil {
+		return nil, err
+	}
+	return p.signal(c, sig)
+}
+
+// signal sends sig to the process group.
+func (p *Process) signal(c *Call, sig string) (starlark.Value, error) {
+	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) error { return p.proc.Kill(ctx, sig) })
+	if err != nil {
+		return nil, p.daemonErr(c, err)
+	}
+	return starlark.None, nil
+}
+
+// stopSettle bounds how long stop waits for the exit frame of a process the
+// daemon reported dead, so that exit_code is set when stop returns.
+const stopSettle = 5 * time.Second
+
+func processStop(c *Call, p *Process) (starlark.Value, error) {
+	grace := 3 * time.Second
+	escalate := true
+	if err := bind(c, 2, opt("grace", seconds(&grace)), opt("escalate", boolean(&escalate))); err != nil {
+		return nil, err
+	}
+	// The daemon reads a grace of 0 as "the default"; a recipe that says 0
+	// means "at once".
+	grace = max(grace, time.Millisecond)
+	var res wire.KillAndWaitResult
+	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+		res, err = p.proc.KillAndWait(ctx, "TERM", grace, escalate)
+		return err
+	})
+	if err != nil {
+		return nil, p.daemonErr(c, err)
+	}
+	if res.Died {
+		settle := stopSettle
+		if err := c.Env.wait(p.ended, &settle); err != nil && !errors.Is(err, errTimeout) {
+			return nil, c.errorf("%v", err)
+		}
+	}
+	return starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
+		"found":          starlark.Bool(res.Found),
+		"died":           starlark.Bool(res.Died),
+		"already_exited": starlark.Bool(res.AlreadyExited),
+		"escalated":      starlark.Bool(res.Escalated),
+	}), nil
+}
+
+// streamArg binds a stream name.
+func streamArg(dst *wire.Stream) param {
+	return paramFunc(func(v starlark.Value) error {
+		s, ok := starlark.AsString(v)
+		if !ok {
+			return want(`"stdout" or "stderr"`, v)
+		}
+		st, ok := wire.ParseStream(s)
+		if _, capturable := streamIndex(st); !ok || !capturable {
+			return fmt.Errorf(`want "stdout" or "stderr", got %q`, s)
+		}
+		*dst = st
+		return nil
+	})
+}
+
+func processLines(c *Call, p *Process) (starlark.Value, error) {
+	stream := wire.Stdout
+	if err := bind(c, 1, opt("stream", streamArg(&stream))); err != nil {
+		return nil, err
+	}
+	i, _ := streamIndex(stream)
+	p.mu.Lock()
+	r := p.out[i].reader()
+	p.mu.Unlock()
+	if r == nil {
+		return nil, c.errorf("process %s wrote more than the %d bytes of %s it keeps before lines() was called, so its lines cannot start from the first",
+			p.id, p.opt.limit, stream)
+	}
+	return &lines{p: p, r: r, stream: i, thread: c.Thread}, nil
+}
+
+func processOutput(c *Call, p *Process) (starlark.Value, error) {
+	stream := wire.Stdout
+	if err := bind(c, 1, opt("stream", streamArg(&stream))); err != nil {
+		return nil, err
+	}
+	i, _ := streamIndex(stream)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return starlark.String(p.out[i].buf), nil
+}
+
+func processResize(c *Call, p *Process) (starlark.Value, error) {
+	var rows, cols int64
+	if err := bind(c, 2, req("rows", integer(&rows, 1)), req("cols", integer(&cols, 1))); err != nil {
+		return nil, err
+	}
+	// Only a process with a terminal can be resized, and spawn cannot give
+	// one yet (tty=True is refused), so no process here has one.
+	return nil, c.errorf("process %s has no terminal: only a process spawned with tty=True can be resized", p.id)
+}
+
+// daemonErr words an error of a call about p.
+func (p *Process) daemonErr(c *Call, err error) error {
+	return c.errorf("process %s: %s", p.id, daemonMessage(err))
+}
+
+// daemonMessage is the text of an error from the daemon: a JSON-RPC
+// error's message without its code, else the error itself.
+func daemonMessage(err error) string {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,218 @@
+package builtins
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// runKeywordsSig is the keyword part of the signatures of run, sh and
+// pipeline.
+const runKeywordsSig = "cwd=None, env=None, stdin=None, timeout=None, check=True, echo=True, output_cap=16777216, privileged=False, reason=None"
+
+const runDoc = "Starts the command on the host, writes stdin (a string) and closes the child's stdin (at once when stdin is None), " +
+	"and waits. timeout (seconds) kills the whole process group (TERM, then KILL after 3 s) and gives status \"timeout\". " +
+	"The Result keeps exactly the first output_cap bytes of stdout and of stderr (the live echo is never cut). " +
+	"With check=True any status but \"ok\" fails the recipe with the command, the status and the last lines of stderr. " +
+	"A command that cannot be started fails even with check=False. privileged=True is not supported yet."
+
+func runEntries() []Entry {
+	return []Entry{
+		{Name: "run", Host: true, Sig: "run(cmd, args=[], *, " + runKeywordsSig + ") -> Result",
+			Doc: "Runs a command to completion: cmd is a program or a list of program and arguments. " + runDoc,
+			Fn:  runBuiltin},
+		{Name: "sh", Host: true, Sig: "sh(script, *, " + runKeywordsSig + ") -> Result",
+			Doc: "Runs script with sh -c. " + runDoc,
+			Fn:  shBuiltin},
+	}
+}
+
+// runOptions are the keywords shared by run, sh and pipeline.
+type runOptions struct {
+	cwd        string
+	env        map[string]*string
+	stdin      []byte
+	timeout    *time.Duration
+	check      bool
+	echo       bool
+	outputCap  int64
+	privileged bool
+	reason     string
+}
+
+func defaultRunOptions() runOptions {
+	return runOptions{check: true, echo: true, outputCap: DefaultOutputCap}
+}
+
+func (o *runOptions) bindings() []binding {
+	return []binding{
+		opt("cwd", optStr(&o.cwd)), opt("env", envDict(&o.env)), opt("stdin", optData(&o.stdin)),
+		opt("timeout", optSeconds(&o.timeout)), opt("check", boolean(&o.check)), opt("echo", boolean(&o.echo)),
+		opt("output_cap", integer(&o.outputCap, 0)), opt("privileged", boolean(&o.privileged)),
+		opt("reason", optStr(&o.reason)),
+	}
+}
+
+// refuseUnsupported fails for what this build cannot do yet.
+func (o *runOptions) refuseUnsupported(c *Call) error {
+	if o.privileged {
+		return c.errorf("privileged: not supported yet (privileged commands need the approvals that come with agents)")
+	}
+	return nil
+}
+
+func runBuiltin(c *Call) (starlark.Value, error) {
+	var cmd, args []string
+	o := defaultRunOptions()
+	if err := bind(c, 2, append([]binding{req("cmd", command(&cmd)), opt("args", strList(&args))}, o.bindings()...)...); err != nil {
+		return nil, err
+	}
+	if err := o.refuseUnsupported(c); err != nil {
+		return nil, err
+	}
+	argv, err := commandLine(c, cmd, args)
+	if err != nil {
+		return nil, err
+	}
+	r, err := execute(c, c.Host, argv, &o)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.check(c, &o, describe(argv))
+}
+
+func shBuiltin(c *Call) (starlark.Value, error) {
+	var script string
+	o := defaultRunOptions()
+	if err := bind(c, 1, append([]binding{req("script", str(&script))}, o.bindings()...)...); err != nil {
+		return nil, err
+	}
+	if err := o.refuseUnsupported(c); err != nil {
+		return nil, err
+	}
+	r, err := execute(c, c.Host, []string{"sh", "-c", script}, &o)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.check(c, &o, "`"+script+"`")
+}
+
+// check applies check=True.
+func (r *Result) check(c *Call, o *runOptions, cmdline string) error {
+	if o.check && r.status != StatusOK {
+		return c.errorf("%s", r.failure(cmdline))
+	}
+	return nil
+}
+
+// killGrace is how long a timed-out command's group gets between SIGTERM
+// and SIGKILL.
+const killGrace = 3 * time.Second
+
+// execute starts argv, feeds its stdin, waits for it (killing its group on
+// timeout) and returns its Result, whatever the status.
+func execute(c *Call, host *Host, argv []string, o *runOptions) (*Result, error) {
+	p, err := startProcess(c, host, spawnSpec{argv: argv, cwd: o.cwd, env: o.env},
+		procOptions{echo: o.echo, showPid: true, limit: int(min(o.outputCap, int64(maxCap)))})
+	if err != nil {
+		return nil, err
+	}
+	stdin := p.feed(c.Env.Ctx, o.stdin)
+
+	timedOut := false
+	if err := c.Env.wait(p.ended, o.timeout); err != nil {
+		if !errors.Is(err, errTimeout) {
+			p.abandon()
+			return nil, c.errorf("%v", err)
+		}
+		timedOut = true
+		err := c.Env.block(c.Env.Ctx, func(ctx context.Context) error {
+			_, err := p.proc.KillAndWait(ctx, "TERM", killGrace, true)
+			return err
+		})
+		if err != nil {
+			return nil, c.errorf("stopping %s after its timeout: %s", describe(argv), daemonMessage(err))
+		}
+		if err := c.Env.wait(p.ended, nil); err != nil {
+			return nil, c.errorf("%v", err)
+		}
+	}
+	// The child is gone, so the daemon answers what is left of the feed at
+	// once; waiting for it keeps every call of this command inside it.
+	if err := c.Env.wait(stdin.done, nil); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	if stdin.err != nil && !timedOut {
+		return nil, c.errorf("writing the stdin of %s: %s", describe(argv), daemonMessage(stdin.err))
+	}
+	r, err := p.result()
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	if timedOut {
+		r.status, r.timeout = StatusTimeout, *o.timeout
+	}
+	return r, nil
+}
+
+// maxCap bounds output_cap to what fits in an int everywhere.
+const maxCap = 1<<31 - 1
+
+// stdinFeed is a command's stdin being written on its own goroutine: the
+// child may read it slowly, or not at all, while the recipe thread waits
+// for its exit.
+type stdinFeed struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// feed writes data to the process's stdin, then closes it.
+func (p *Process) feed(ctx context.Context, data []byte) *stdinFeed {
+	f := &stdinFeed{done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.err = p.writeStdin(ctx, data)
+	}()
+	return f
+}
+
+// writeStdin writes data and closes stdin. A child that exits without
+// reading it all is not an error, as with a pipe. Any other failure stops
+// the process: it would otherwise wait for input that never comes.
+func (p *Process) writeStdin(ctx context.Context, data []byte) error {
+	err := func() error {
+		if len(data) > 0 {
+			if _, err := p.proc.Write(ctx, data); err != nil {
+				return err
+			}
+		}
+		return p.proc.CloseStdin(ctx)
+	}()
+	if err == nil || isNotRunning(err) {
+		return nil
+	}
+	p.proc.Kill(ctx, "TERM")
+	return err
+}
+
+// isNotRunning recognises the daemon's answer to stdin for a process that
+// has exited (seeds/001 fixes the message).
+func isNotRunning(err error) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && we.Code == wire.CodeInvalidParams && we.Message == "Process not running"
+}
+
+// abandonGrace bounds the best-effort kill of an interrupted command.
+const abandonGrace = time.Second
+
+// abandon stops a command whose run was interrupted. The run's context is
+// cancelled by then, so this uses its own short one.
+func (p *Process) abandon() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.env.Ctx), abandonGrace)
+	defer cancel()
+	p.proc.Kill(ctx, "TERM")
+}

@@ -1,0 +1,180 @@
+package builtins
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+func spawnEntries() []Entry {
+	return []Entry{
+		{Name: "spawn", Host: true,
+			Sig: "spawn(cmd, args=[], *, id=None, cwd=None, env=None, tty=False, size=None, sandbox=None, echo=True, want_pid=True) -> Process",
+			Doc: "Starts a process on the host and returns at once. cmd is the program (a string) or a list of program and " +
+				"arguments (then args must be empty). id defaults to a fresh UUID. env is merged over the host's " +
+				"environment; a value of None unsets a variable. echo=True streams stdout and stderr to the runner's as " +
+				"they arrive, line by line, each line prefixed \"[id] \" while more than one process echoes. " +
+				"tty, size and sandbox are not supported yet: asking for them fails. Processes of the embedded daemon " +
+				"still running when the recipe ends are stopped.",
+			Fn: spawnBuiltin},
+		{Name: "reattach", Host: true, Sig: "reattach(id, *, from_seq=0, echo=True) -> Process",
+			Doc: "Follows a process already on the host (spawned by this run, another run or another client), " +
+				"replaying its output after frame from_seq. Reattaching on the connection that already follows the " +
+				"process takes it over from the earlier Process value.",
+			Fn: reattachBuiltin},
+	}
+}
+
+// spawnSpec is what spawn, run and pipeline agree on before starting.
+type spawnSpec struct {
+	argv []string
+	id   string
+	cwd  string
+	env  map[string]*string
+}
+
+// commandLine joins cmd (string or list) and args into an argv.
+func commandLine(c *Call, cmd, args []string) ([]string, error) {
+	if len(cmd) > 1 && len(args) > 0 {
+		return nil, c.errorf("args: must be empty when cmd is a list")
+	}
+	argv := append(cmd, args...)
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, c.errorf("cmd: empty command")
+	}
+	return argv, nil
+}
+
+func spawnBuiltin(c *Call) (starlark.Value, error) {
+	var (
+		cmd, args     []string
+		spec          spawnSpec
+		tty           bool
+		size, sandbox starlark.Value = starlark.None, starlark.None
+		echo, wantPid                = true, true
+	)
+	err := bind(c, 2,
+		req("cmd", command(&cmd)), opt("args", strList(&args)),
+		opt("id", optStr(&spec.id)), opt("cwd", optStr(&spec.cwd)), opt("env", envDict(&spec.env)),
+		opt("tty", boolean(&tty)), opt("size", value(&size)), opt("sandbox", value(&sandbox)),
+		opt("echo", boolean(&echo)), opt("want_pid", boolean(&wantPid)))
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseTerminalAndSandbox(c, tty, size, sandbox); err != nil {
+		return nil, err
+	}
+	if spec.argv, err = commandLine(c, cmd, args); err != nil {
+		return nil, err
+	}
+	return startProcess(c, c.Host, spec, procOptions{echo: echo, showPid: wantPid, limit: DefaultOutputCap})
+}
+
+// refuseTerminalAndSandbox checks tty, size and sandbox, then refuses what
+// this build cannot do: a sandbox asked for and not enforced would be
+// worse than an error.
+func refuseTerminalAndSandbox(c *Call, tty bool, size, sandbox starlark.Value) error {
+	if size != starlark.None {
+		t, ok := size.(starlark.Tuple)
+		if !ok || len(t) != 2 {
+			return c.errorf("size: want (rows, cols), got %s", size.Type())
+		}
+	}
+	switch sb := sandbox.(type) {
+	case starlark.NoneType, *starlark.Dict:
+	case starlark.String:
+		if sb != "read-only" {
+			return c.errorf(`sandbox: want None, "read-only" or a dict, got %s`, sb)
+		}
+	default:
+		return c.errorf(`sandbox: want None, "read-only" or a dict, got %s`, sandbox.Type())
+	}
+	switch {
+	case tty:
+		return c.errorf("tty: not supported yet (pseudo-terminals come in a later version of sous)")
+	case size != starlark.None:
+		return c.errorf("size: only valid with tty=True")
+	case sandbox != starlark.None:
+		return c.errorf("sandbox: not supported yet (this build cannot enforce a sandbox, and never runs a process unsandboxed when one was asked for)")
+	}
+	return nil
+}
+
+// startProcess spawns spec on host and follows it.
+func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Process, error) {
+	cl, err := host.client(c)
+	if err != nil {
+		return nil, err
+	}
+	if spec.id == "" {
+		spec.id = uuid.NewString()
+	}
+	p := newProcess(c.Env, host, spec.id, spec.argv, opt)
+	req := client.SpawnSpec{ID: spec.id, Command: spec.argv[0], Args: spec.argv[1:], Cwd: spec.cwd, Env: spec.env}
+	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+		p.proc, err = cl.Spawn(ctx, req, p.onFrame)
+		return err
+	})
+	if err != nil {
+		// The daemon says "spawn PROGRAM: why"; the command is named here.
+		why := strings.TrimPrefix(daemonMessage(err), "spawn "+spec.argv[0]+": ")
+		return nil, c.errorf("cannot start %s: %s", describe(spec.argv), why)
+	}
+	p.announce(false)
+	return p, nil
+}
+
+func reattachBuiltin(c *Call) (starlark.Value, error) {
+	var id string
+	var fromSeq int64
+	echo := true
+	if err := bind(c, 1, req("id", str(&id)), opt("from_seq", integer(&fromSeq, 0)), opt("echo", boolean(&echo))); err != nil {
+		return nil, err
+	}
+	cl, err := c.Host.client(c)
+	if err != nil {
+		return nil, err
+	}
+	p := newProcess(c.Env, c.Host, id, nil, procOptions{echo: echo, showPid: true, limit: DefaultOutputCap})
+	var res wire.ReattachResult
+	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+		p.proc, res, err = cl.Reattach(ctx, id, fromSeq, p.onFrame)
+		return err
+	})
+	if err != nil {
+		return nil, c.errorf("%s: %s", id, daemonMessage(err))
+	}
+	if !res.Found {
+		return nil, c.errorf("no process %q on %s", id, c.Host.target)
+	}
+	p.announce(true)
+	return p, nil
+}
+
+// quoteArgs renders an argv for messages, quoting what a shell would need.
+func quoteArgs(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]#~!{}") {
+			parts[i] = a
+			continue
+		}
+		parts[i] = shellQuote(a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell: single quotes keep every byte
+// literal, and a single quote itself is closed, escaped and reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// describe names a process for messages.
+func describe(argv []string) string { return fmt.Sprintf("`%s`", quoteArgs(argv)) }

@@ -1,0 +1,94 @@
+package builtins
+
+import (
+	"strings"
+	"testing"
+
+	"go.starlark.net/starlark"
+)
+
+// TestDefaultTableIsConsistent checks the invariants `sous doc` and the
+// runtime rely on, for every entry of this build.
+func TestDefaultTableIsConsistent(t *testing.T) {
+	t.Parallel()
+	tab := DefaultTable()
+	for _, e := range tab.Entries() {
+		owner, short := e.Owner()
+		if !strings.HasPrefix(e.Sig, e.Name) {
+			t.Errorf("%s: signature %q does not start with the name", e.Name, e.Sig)
+		}
+		switch {
+		case owner != "" && IsType(owner):
+			if e.Fn == nil && e.Attr == nil {
+				t.Errorf("%s: a type member needs Fn or Attr", e.Name)
+			}
+		case owner != "":
+			if e.Fn == nil {
+				t.Errorf("%s: a module member needs Fn", e.Name)
+			}
+		case IsType(e.Name), len(tab.Members(e.Name)) > 0, e.Fn != nil, e.Value != nil:
+		default:
+			// Documentation only: it must be Starlark's own.
+			if !starlark.Universe.Has(short) && short != "load" {
+				t.Errorf("%s: documented but neither registered nor Starlark's own", e.Name)
+			}
+		}
+		if e.Host && owner == "" && !tab.IsPredeclared(e.Name) {
+			t.Errorf("%s: host-bound but not a global", e.Name)
+		}
+	}
+}
+
+// TestContractNames pins the names RECIPES.md promises for this build.
+func TestContractNames(t *testing.T) {
+	t.Parallel()
+	tab := DefaultTable()
+	for _, name := range []string{
+		"args", "getenv", "sleep", "json", "time", "struct", "spawn", "reattach", "run", "sh", "pipeline",
+		"wait_all", "host", "files", "git", "extract_tar",
+	} {
+		if !tab.IsPredeclared(name) {
+			t.Errorf("%s is not predeclared", name)
+		}
+	}
+	for _, name := range []string{
+		"files.stat", "files.list", "files.read", "files.validate",
+		"git.info", "git.status", "git.branches", "git.worktree_create", "git.worktree_remove",
+		"Process.id", "Process.pid", "Process.running", "Process.exit_code", "Process.write", "Process.close_stdin",
+		"Process.wait", "Process.kill", "Process.pause", "Process.resume", "Process.stop", "Process.lines",
+		"Process.output", "Process.resize",
+		"Result.status", "Result.exit_code", "Result.ok", "Result.stdout", "Result.stderr", "Result.stdout_truncated",
+		"Result.stderr_truncated", "Result.stages", "Result.duration",
+	} {
+		if _, ok := tab.Lookup(name); !ok {
+			t.Errorf("%s is missing", name)
+		}
+	}
+	want := "extract_tar files git pipeline reattach run sh spawn"
+	if got := strings.Join(tab.HostNames(), " "); got != want {
+		t.Errorf("Host attributes = %s, want %s", got, want)
+	}
+}
+
+func TestNewTableRejectsMistakes(t *testing.T) {
+	t.Parallel()
+	fn := func(*Call) (starlark.Value, error) { return starlark.None, nil }
+	tests := []struct {
+		name    string
+		entries []Entry
+		want    string
+	}{
+		{"duplicate", []Entry{{Name: "a", Sig: "a()", Doc: "d", Fn: fn}, {Name: "a", Sig: "a()", Doc: "d", Fn: fn}}, "a is defined twice"},
+		{"orphan member", []Entry{{Name: "m.x", Sig: "m.x()", Doc: "d", Fn: fn}}, "m has members but no entry of its own"},
+		{"no doc", []Entry{{Name: "a", Sig: "a()", Fn: fn}}, "a has no signature or no doc"},
+		{"two kinds", []Entry{{Name: "a", Sig: "a", Doc: "d", Fn: fn, Value: func(*Env) starlark.Value { return starlark.None }}}, "more than one of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewTable(Plugin{Name: "p", Entries: tt.entries})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,134 @@
+package builtins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+)
+
+// Awaitable is a value wait_all can wait for: a Process now, an agent's
+// Pending turn later.
+type Awaitable interface {
+	starlark.Value
+	// Ready is closed once the outcome is known.
+	Ready() <-chan struct{}
+	// Outcome is the value wait_all returns for it (a Process gives its
+	// Result), or why there is none. Called only after Ready is closed.
+	Outcome() (starlark.Value, error)
+}
+
+// errTimeout is what wait returns when its timeout passes first.
+var errTimeout = errors.New("timed out")
+
+// errInterrupted is what waits return when the run is interrupted.
+var errInterrupted = errors.New("interrupted")
+
+// wait blocks the recipe thread through the loop until ready delivers, the
+// timeout (nil: none) passes (errTimeout) or the run is interrupted.
+func (e *Env) wait(ready <-chan struct{}, timeout *time.Duration) error {
+	ctx := e.Ctx
+	if timeout != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	if err := e.Loop.Wait(ctx, ready); err != nil {
+		if e.Ctx.Err() != nil {
+			return errInterrupted
+		}
+		return errTimeout
+	}
+	return nil
+}
+
+func waitEntries() []Entry {
+	return []Entry{
+		{Name: "wait_all", Sig: "wait_all(items, timeout=None) -> list",
+			Doc: "Waits for every Process in items (a list) and returns their Results in the same order. " +
+				"When timeout (seconds) passes first, it fails naming what is still running; nothing is stopped.",
+			Fn: waitAll},
+		{Name: "sleep", Sig: "sleep(seconds)",
+			Doc: "Blocks for seconds (int or float). Processes keep streaming meanwhile.",
+			Fn:  sleep},
+	}
+}
+
+func waitAll(c *Call) (starlark.Value, error) {
+	var items []Awaitable
+	var timeout *time.Duration
+	if err := bind(c, 2, req("items", awaitables(&items)), opt("timeout", optSeconds(&timeout))); err != nil {
+		return nil, err
+	}
+	ctx := c.Env.Ctx
+	if timeout != nil {
+		// One deadline for all: each wait below gets what is left of it.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	for _, it := range items {
+		if err := c.Env.Loop.Wait(ctx, it.Ready()); err != nil {
+			if c.Env.Ctx.Err() != nil {
+				return nil, c.errorf("%v", errInterrupted)
+			}
+			return nil, c.errorf("still waiting after %s for %s", formatSeconds(*timeout), pendingNames(items))
+		}
+	}
+	out := make([]starlark.Value, len(items))
+	for i, it := range items {
+		v, err := it.Outcome()
+		if err != nil {
+			return nil, c.errorf("%v", err)
+		}
+		out[i] = v
+	}
+	return starlark.NewList(out), nil
+}
+
+// pendingNames lists the items whose outcome is not known yet.
+func pendingNames(items []Awaitable) string {
+	var names []string
+	for _, it := range items {
+		select {
+		case <-it.Ready():
+		default:
+			names = append(names, it.String())
+		}
+	}
+	return fmt.Sprintf("%d of %d: %s", len(names), len(items), strings.Join(names, ", "))
+}
+
+// awaitables binds a list or tuple of Awaitable values.
+func awaitables(dst *[]Awaitable) param {
+	return paramFunc(func(v starlark.Value) error {
+		seq, ok := v.(starlark.Indexable)
+		if _, isStr := v.(starlark.String); !ok || isStr {
+			return want("list of Process", v)
+		}
+		out := make([]Awaitable, seq.Len())
+		for i := range out {
+			a, ok := seq.Index(i).(Awaitable)
+			if !ok {
+				return &argError{path: fmt.Sprintf("[%d]", i), msg: want("Process", seq.Index(i)).Error()}
+			}
+			out[i] = a
+		}
+		*dst = out
+		return nil
+	})
+}
+
+func sleep(c *Call) (starlark.Value, error) {
+	var d time.Duration
+	if err := bind(c, 1, req("seconds", seconds(&d))); err != nil {
+		return nil, err
+	}
+	if err := c.Env.wait(nil, &d); err != nil && !errors.Is(err, errTimeout) {
+		return nil, c.errorf("%v", err)
+	}
+	return starlark.None, nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkRecipeStart measures `sous run` of a one-line recipe (the built
+// binary, from exec to exit) against `python3 -c pass` in the same run, and
+// reports the ratio. The recipe touches no process, so no daemon starts:
+// this is the cost every recipe pays before its first line.
+func BenchmarkRecipeStart(b *testing.B) {
+	// sousBinary takes a *testing.T, so the benchmark builds its own.
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "sous")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	star := filepath.Join(dir, "one.star")
+	if err := os.WriteFile(star, []byte("x = 1\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	python := realPython()
+	b.Run("sous-vs-python3", func(b *testing.B) {
+		var sous, py time.Duration
+		for b.Loop() {
+			start := time.Now()
+			if out, err := exec.Command(bin, "run", star).CombinedOutput(); err != nil {
+				b.Fatalf("sous run: %v\n%s", err, out)
+			}
+			sous += time.Since(start)
+			if python != "" {
+				start = time.Now()
+				if err := exec.Command(python, "-c", "pass").Run(); err != nil {
+					b.Fatalf("python3: %v", err)
+				}
+				py += time.Since(start)
+			}
+		}
+		b.ReportMetric(float64(sous.Nanoseconds())/float64(b.N), "sous-ns/run")
+		if python == "" {
+			b.Log("python3 is not on PATH: no comparison")
+			return
+		}
+		b.ReportMetric(float64(py.Nanoseconds())/float64(b.N), "python3-ns/run")
+		b.ReportMetric(float64(sous)/float64(py), "sous/python3")
+	})
+}
+
+// realPython finds the python3 interpreter itself, not a version manager's
+// shim (pyenv's is a shell script that costs more than python3 does), so
+// the comparison is with what python3 costs to start. "" when absent.
+func realPython() string {
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

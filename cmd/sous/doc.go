@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed5ad92d46/sous/builtins"
+)
+
+func init() { commandGroups = append(commandGroups, newDocCmd) }
+
+func newDocCmd(streams *IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doc [NAME]",
+		Short: "Print the reference of the recipe builtins",
+		Long: `Doc prints every name a recipe can use, with its signature; with a NAME
+(a global, a module, a type, or a member such as files.read or Process.wait),
+the full description. It is generated from the table the runtime registers the
+builtins from, so it lists exactly what exists.`,
+		Example: `  sous doc
+  sous doc spawn
+  sous doc Process
+  sous doc files.read`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("%s takes at most one NAME\nRun '%s --help' for usage.", cmd.CommandPath(), cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t := builtins.DefaultTable()
+			if len(args) == 0 {
+				writeIndex(streams.Out, t)
+				return nil
+			}
+			return writeEntry(streams.Out, t, args[0])
+		},
+	}
+}
+
+// writeIndex lists every name by kind: globals, then modules and types
+// with their members.
+func writeIndex(w io.Writer, t *builtins.Table) {
+	fmt.Fprintln(w, "Recipe builtins (sous doc NAME for one of them)")
+	fmt.Fprintln(w, "\nGlobals:")
+	var groups []*builtins.Entry
+	for _, e := range t.Entries() {
+		if owner, _ := e.Owner(); owner != "" {
+			continue
+		}
+		if len(t.Members(e.Name)) > 0 || builtins.IsType(e.Name) {
+			groups = append(groups, e)
+			continue
+		}
+		fmt.Fprintf(w, "  %s\n", e.Sig)
+	}
+	sort.SliceStable(groups, func(i, j int) bool { return builtins.IsType(groups[j].Name) && !builtins.IsType(groups[i].Name) })
+	for _, g := range groups {
+		fmt.Fprintf(w, "\n%s:\n", g.Name)
+		for _, m := range t.Members(g.Name) {
+			fmt.Fprintf(w, "  %s\n", m.Sig)
+		}
+		if g.Name == "Host" {
+			fmt.Fprintf(w, "  h.NAME for NAME in: %s\n", strings.Join(t.HostNames(), ", "))
+		}
+	}
+}
+
+// writeEntry prints one name in full; a module or type lists its members.
+func writeEntry(w io.Writer, t *builtins.Table, name string) error {
+	e, ok := t.Lookup(name)
+	if !ok {
+		// h.spawn is spawn acting on h.
+		if short, isHost := strings.CutPrefix(name, "Host."); isHost {
+			if e, ok = t.Lookup(short); ok && e.Host {
+				fmt.Fprintf(w, "Host.%s: %s, acting on the host.\n\n", short, short)
+			} else {
+				ok = false
+			}
+		}
+	}
+	if !ok {
+		return usageErrorf("no builtin named %q%s (sous doc lists them all)", name, suggest(t, name))
+	}
+	fmt.Fprintln(w, e.Sig)
+	fmt.Fprintln(w)
+	writeWrapped(w, e.Doc, "    ", 80)
+	if e.Host {
+		fmt.Fprintln(w, "\n    Acts on the default host; h."+e.Name+" acts on the Host h.")
+	}
+	if ms := t.Members(e.Name); len(ms) > 0 {
+		fmt.Fprintln(w)
+		for _, m := range ms {
+			fmt.Fprintf(w, "%s\n", m.Sig)
+			writeWrapped(w, m.Doc, "    ", 80)
+		}
+	}
+	if e.Name == "Host" {
+		fmt.Fprintf(w, "\nMethods and modules: %s\n", strings.Join(t.HostNames(), ", "))
+	}
+	return nil
+}
+
+// suggest offers the names that contain name's last part.
+func suggest(t *builtins.Table, name string) string {
+	last := name[strings.LastIndex(name, ".")+1:]
+	var near []string
+	for _, e := range t.Entries() {
+		if last != "" && strings.Contains(strings.ToLower(e.Name), strings.ToLower(last)) {
+			near = append(near, e.Name)
+		}
+	}
+	if len(near) == 0 || len(near) > 5 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(near, ", ") + "?"
+}
+
+// writeWrapped writes text as indented lines of at most width columns.
+func writeWrapped(w io.Writer, text, indent string, width int) {
+	line := indent
+	for _, word := range strings.Fields(text) {
+		if len(line) > len(indent) && len(line)+1+len(word) > width {
+			fmt.Fprintln(w, line)
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += word
+	}
+	if len(line) > len(indent) {
+		fmt.Fprintln(w, line)
+	}
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestHostOverUnixSocket(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret token"
+	sock, srv := socketDaemon(t, token, daemonConfig(t))
+	// One Host spawns; a second connection reattaches and sees everything
+	// from the first byte, from_seq skips what was seen.
+	o, _ := runStar(t, `
+h1 = host("unix://`+sock+`", token="`+token+`")
+h2 = host("unix://`+sock+`", token="`+token+`")
+p = h1.spawn(["sh", "-c", "echo first; sleep 0.2; echo second"], id="shared", echo=False)
+q = h2.reattach("shared", echo=False)
+r = q.wait()
+print(repr(r.stdout), q.pid == p.pid, type(h1))
+late = h2.reattach("shared", from_seq=1, echo=False)
+print(repr(late.wait().stdout), late.exit_code)
+print(h1.run("echo", ["via h1"], echo=False).stdout.strip(), h1.files.stat("/").is_dir, h1.git.info("/").is_repo)
+print(sorted(dir(h1)))
+`)
+	o.expect(t, 0)
+	want := `"first\nsecond\n" True Host
+"second\n" 0
+via h1 True False
+["extract_tar", "files", "git", "pipeline", "reattach", "run", "sh", "spawn"]
+`
+	if o.stderr != want {
+		t.Errorf("log:\n%s\nwant:\n%s", o.stderr, want)
+	}
+	if srv.Registry().Get("shared") == nil {
+		t.Error("the process never reached the socket daemon")
+	}
+}
+
+func TestHostRefusesAWrongToken(t *testing.T) {
+	t.Parallel()
+	sock, _ := socketDaemon(t, "right", daemonConfig(t))
+	o, _ := runStar(t, `host("unix://`+sock+`", token="wrong")`+"\n")
+	o.expect(t, 1, "main.star:1:5", "host: daemon refused the token")
+}
+
+func TestDefaultHostFromSocketFlag(t *testing.T) {
+	t.Parallel()
+	sock, srv := socketDaemon(t, "tok", daemonConfig(t))
+	o, _ := runStar(t, `
+p = spawn("sleep", ["30"], id="outlives-the-run", echo=False)
+print(run("echo", ["on the socket"], echo=False).stdout.strip())
+`, "--socket", sock, "--token-file", tokenFile(t, "tok"))
+	o.expect(t, 0)
+	if o.stderr != "on the socket\n" {
+		t.Errorf("log %q", o.stderr)
+	}
+	// A socket daemon's processes outlive the run that started them.
+	pr := srv.Registry().Get("outlives-the-run")
+	if pr == nil || !pr.Running() {
+		t.Fatal("the run stopped a process of a socket daemon")
+	}
+	pr.Signal(syscall.SIGKILL)
+}
+
+func TestEmbeddedHostIsSharedByTheRun(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, `
+e = host("embedded")
+p = spawn(["sh", "-c", "echo hi"], id="emb", echo=False)
+print(repr(e.reattach("emb", echo=False).wait().stdout))
+`)
+	o.expect(t, 0)
+	if o.stderr != "\"hi\\n\"\n" {
+		t.Errorf("log %q", o.stderr)
+	}
+}
+
+// TestTokenFromEnvironment runs the binary: the token comes from
+// SOUS_TOKEN, else CLAUDE_RPC_TOKEN, for --socket and for host().
+func TestTokenFromEnvironment(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	sock, _ := socketDaemon(t, "from-env", daemonConfig(t))
+	dir := writeTree(t, map[string]string{"main.star": `
+print(run("echo", ["default"], echo=False).stdout.strip())
+print(host("unix://` + sock + `").run("echo", ["explicit"], echo=False).stdout.strip())
+`})
+	for _, env := range []string{"SOUS_TOKEN=from-env", "CLAUDE_RPC_TOKEN=from-env"} {
+		cmd := exec.Command(bin, "run", dir+"/main.star", "--socket", sock)
+		cmd.Env = append(os.Environ(), env)
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != "default\nexplicit\n" {
+			t.Errorf("%s: %v\n%s", env, err, out)
+		}
+	}
+}
+
+// TestInterrupt sends SIGINT to a running sous: it exits 130 and the
+// processes of its embedded daemon are gone.
+func TestInterrupt(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	dir := writeTree(t, map[string]string{"main.star": `
+spawn(["sh", "-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/child.pid; exec sleep 30"], echo=False)
+print("started")
+sleep(30)
+`})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", dir+"/main.star", "-a", "dir="+dir)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "started") || !fileExists(dir+"/child.pid") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the recipe did not start: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	child := readPid(t, dir+"/child.pid")
+	start := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want code 130\n%s", err, stderr.String())
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("sous took %s to stop after SIGINT", d)
+	}
+	waitGone(t, child, 3*time.Second)
+	if !strings.Contains(stderr.String(), "sous: interrupted") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+}
+
+// lockedBuffer is a buffer a child's output can be written to while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

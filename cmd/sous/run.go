@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/runtime"
+)
+
+func init() { commandGroups = append(commandGroups, newRunCmd) }
+
+// runOptions are the flags of `sous run`.
+type runOptions struct {
+	recipe string
+	args   []string // key=value
+	json   bool
+	target targetFlags
+	// allow and deny are approval rules for agents' permission requests and
+	// privileged commands. They are accepted now so that scripts can pass
+	// them; the approvers that read them come with the agent builtins.
+	allow, deny []string
+}
+
+func newRunCmd(streams *IO) *cobra.Command {
+	opts := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run RECIPE.star [-a key=value]... [flags]",
+		Short: "Run a recipe",
+		Long: `Run executes a Starlark recipe top to bottom. Its builtins act on the default
+host: the daemon at --socket (or $SOUS_SOCKET), else a daemon embedded in sous,
+started only when the recipe first needs it and stopped, with every process it
+still runs, when the recipe ends.
+
+The recipe and every file it loads are checked before anything runs. Exit codes:
+0 the recipe finished, 1 it failed, 2 usage error (bad flags, missing file,
+syntax or undefined name), 130 interrupted (Ctrl-C).
+
+With --json, stdout carries one JSON event per line (start first, end last) and
+nothing else; errors still go to stderr.`,
+		Example: `  sous run recipes/hello.star
+  sous run recipes/build-and-test.star -a module=./mymod
+  sous run deploy.star --json -a env=staging --socket /run/sous.sock`,
+		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.recipe = args[0]
+			return runRecipe(cmd.Context(), streams, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&opts.args, "arg", "a", nil, "a recipe argument `key=value`, in the recipe's args dict (repeatable)")
+	f.BoolVar(&opts.json, "json", false, "write JSON events to stdout, one per line, instead of human output")
+	f.StringArrayVar(&opts.allow, "allow", nil, "an approval `RULE` to allow, e.g. \"Bash(go test:*)\" (repeatable)")
+	f.StringArrayVar(&opts.deny, "deny", nil, "an approval `RULE` to deny (repeatable)")
+	opts.target.register(cmd)
+	return cmd
+}
+
+func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
+	args, err := parseRecipeArgs(opts.args)
+	if err != nil {
+		return err
+	}
+	target, err := opts.target.target()
+	if err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return err
+		}
+		return usageErrorf("--token-file: %v", err)
+	}
+	if kind, _, _ := client.Kind(target.URL); kind == "ssh" || kind == "ws" {
+		return usageErrorf("%s: sous run over ssh and WebSocket is not supported yet; use --socket PATH", target.URL)
+	}
+	ctx, stop := interruptible(ctx)
+	defer stop()
+	err = runtime.Run(ctx, runtime.Options{
+		Recipe: opts.recipe,
+		Args:   args,
+		Stdout: streams.Out,
+		Stderr: streams.ErrOut,
+		JSON:   opts.json,
+		Host:   target,
+		Table:  builtins.DefaultTable(),
+	})
+	var ee *runtime.ExitError
+	if errors.As(err, &ee) {
+		return &exitError{code: ee.Code} // reported by the runtime already
+	}
+	return err
+}
+
+// parseRecipeArgs turns -a key=value flags into the args dict. A key given
+// twice keeps its last value, as with environment variables.
+func parseRecipeArgs(flags []string) (map[string]string, error) {
+	args := make(map[string]string, len(flags))
+	for _, kv := range flags {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("-a %q: want key=value", kv)
+		}
+		args[k] = v
+	}
+	return args, nil
+}
+
+// interruptible returns a context that a SIGINT or SIGTERM cancels, with
+// the signal as its cause, so the run stops its thread and processes and
+// exits 128+signal. After the first signal the default handling is back:
+// a second Ctrl-C kills sous at once.
+func interruptible(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			signal.Stop(sigs)
+			code := runtime.CodeInterrupted
+			if s, ok := sig.(syscall.Signal); ok {
+				code = 128 + int(s)
+			}
+			cancel(&runtime.Interrupt{Signal: sig, Code: code})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}

@@ -1,0 +1,167 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+)
+
+// fileOptions is the recipe dialect of RECIPES.md.
+var fileOptions = syntax.FileOptions{
+	Set:             true,
+	While:           true,
+	TopLevelControl: true,
+	GlobalReassign:  true,
+	Recursion:       true,
+}
+
+// unit is one recipe file, parsed and resolved.
+type unit struct {
+	name  string // the path shown in messages: as given, or joined to the loader's
+	prog  *starlark.Program
+	loads map[string]*unit // by the module string of each load statement
+}
+
+// bundle is a recipe and every file it loads, compiled before anything
+// runs: syntax errors, undefined names, missing loaded files and load
+// cycles are all found here, so `sous check` finds what `sous run` would,
+// and a run with such an error starts nothing.
+type bundle struct {
+	root  *unit
+	units map[string]*unit // by display name, for the loader
+}
+
+// CompileError lists what is wrong with a recipe before it runs, one
+// "file:line:col: message" per entry.
+type CompileError struct {
+	Errs []string
+}
+
+func (e *CompileError) Error() string { return strings.Join(e.Errs, "\n") }
+
+// compile parses and resolves path and, depth first, every file it loads.
+func compile(path string, isPredeclared func(string) bool) (*bundle, error) {
+	c := &compiler{
+		isPredeclared: isPredeclared,
+		byAbs:         make(map[string]*unit),
+		b:             &bundle{units: make(map[string]*unit)},
+		errs:          &CompileError{},
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &CompileError{Errs: []string{fmt.Sprintf("%s: cannot read recipe: %v", path, reason(err))}}
+	}
+	c.b.root = c.unit(path, src)
+	if len(c.errs.Errs) > 0 {
+		return nil, c.errs
+	}
+	return c.b, nil
+}
+
+type compiler struct {
+	isPredeclared func(string) bool
+	byAbs         map[string]*unit
+	stack         []string // display names of the files being compiled, for cycles
+	b             *bundle
+	errs          *CompileError
+}
+
+// unit compiles one file whose source is src.
+func (c *compiler) unit(name string, src []byte) *unit {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: %v", name, err))
+		return nil
+	}
+	u := &unit{name: name, loads: make(map[string]*unit)}
+	c.byAbs[abs] = u
+	c.b.units[name] = u
+	_, prog, err := starlark.SourceProgramOptions(&fileOptions, name, src, c.isPredeclared)
+	if err != nil {
+		c.report(err)
+		return u
+	}
+	u.prog = prog
+	c.stack = append(c.stack, name)
+	defer func() { c.stack = c.stack[:len(c.stack)-1] }()
+	for i := 0; i < prog.NumLoads(); i++ {
+		module, pos := prog.Load(i)
+		if _, seen := u.loads[module]; seen {
+			continue
+		}
+		if dep := c.load(name, module, pos); dep != nil {
+			u.loads[module] = dep
+		}
+	}
+	return u
+}
+
+// load resolves a load statement of file from relative to it.
+func (c *compiler) load(from, module string, pos syntax.Position) *unit {
+	name := module
+	if !filepath.IsAbs(module) {
+		name = filepath.Join(filepath.Dir(from), module)
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: cannot load %s: %v", pos, module, err))
+		return nil
+	}
+	if u, ok := c.byAbs[abs]; ok {
+		if cycle := c.cycle(u.name); cycle != "" {
+			c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: Circular load: %s", pos, cycle))
+			return nil
+		}
+		return u
+	}
+	src, err := os.ReadFile(name)
+	if err != nil {
+		c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: cannot load %s: %s: %v", pos, module, name, reason(err)))
+		return nil
+	}
+	return c.unit(name, src)
+}
+
+// cycle returns "a.star -> b.star -> a.star" when name is being compiled
+// (a load of it closes a cycle), else "".
+func (c *compiler) cycle(name string) string {
+	for i, s := range c.stack {
+		if s == name {
+			return strings.Join(append(append([]string(nil), c.stack[i:]...), name), " -> ")
+		}
+	}
+	return ""
+}
+
+// report adds a parse or resolve error, one entry per message.
+func (c *compiler) report(err error) {
+	var list resolve.ErrorList
+	var se syntax.Error
+	switch {
+	case errors.As(err, &list):
+		for _, e := range list {
+			c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: %s", e.Pos, e.Msg))
+		}
+	case errors.As(err, &se):
+		c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: %s", se.Pos, se.Msg))
+	default:
+		c.errs.Errs = append(c.errs.Errs, err.Error())
+	}
+}
+
+// reason is why a file could not be read ("no such file or directory"),
+// without the operation and path of a *PathError: the message names the
+// file already.
+func reason(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,91 @@
+package runtime
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seed5ad92d46/sous/builtins"
+)
+
+// writeFiles writes name -> content under a fresh directory.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestCheckFindsEveryErrorBeforeRunning(t *testing.T) {
+	t.Parallel()
+	tab := builtins.DefaultTable()
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string // file:line:col: message, with DIR for the directory
+	}{
+		{"syntax", map[string]string{"main.star": "x = (\n"}, []string{"DIR/main.star:2:1: got end of file, want primary expression"}},
+		{"undefined names", map[string]string{"main.star": "print(a)\nb()\n"},
+			[]string{"DIR/main.star:1:7: undefined: a", "DIR/main.star:2:1: undefined: b"}},
+		{"missing load", map[string]string{"main.star": `load("lib/none.star", "x")`},
+			[]string{"DIR/main.star:1:6: cannot load lib/none.star: DIR/lib/none.star: no such file or directory"}},
+		{"cycle", map[string]string{
+			"main.star":  `load("lib/a.star", "a")`,
+			"lib/a.star": `load("b.star", "b")` + "\na = 1\n",
+			"lib/b.star": `load("../main.star", "c")` + "\nb = 1\n",
+		}, []string{"DIR/lib/b.star:1:6: Circular load: DIR/main.star -> DIR/lib/a.star -> DIR/lib/b.star -> DIR/main.star"}},
+		{"error in a loaded file", map[string]string{
+			"main.star":    `load("util.star", "f")`,
+			"util.star":    "def f():\n    return nope\n",
+			"ignored.star": "syntax error here (",
+		}, []string{"DIR/util.star:2:12: undefined: nope"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeFiles(t, tt.files)
+			err := Check(filepath.Join(dir, "main.star"), tab)
+			var ce *CompileError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Check = %v, want a *CompileError", err)
+			}
+			got := strings.ReplaceAll(strings.Join(ce.Errs, "\n"), dir, "DIR")
+			if want := strings.Join(tt.want, "\n"); got != want {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestCheckAcceptsTheDialectAndDiamondLoads(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{
+		"main.star": `load("a.star", "a")
+load("b.star", "b")
+s = set([1, 2])
+n = 0
+while n < 3:
+    n += 1
+if n == 3:
+    n = a + b
+def fact(k):
+    return 1 if k <= 1 else k * fact(k - 1)
+`,
+		"a.star":      "load(\"common.star\", \"c\")\na = c\n",
+		"b.star":      "load(\"common.star\", \"c\")\nb = c\n",
+		"common.star": "c = 1\n",
+	})
+	if err := Check(filepath.Join(dir, "main.star"), builtins.DefaultTable()); err != nil {
+		t.Fatal(err)
+	}
+}

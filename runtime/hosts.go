@@ -1,0 +1,144 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/daemon/client"
+)
+
+// hosts selects and owns a run's daemon connections: the default host
+// (the --socket daemon, else the embedded one, connected on first use),
+// and every host() the recipe opens. Close ends them all; processes on the
+// embedded daemon are stopped then.
+//
+// The run has at most one embedded daemon: host("embedded") is another
+// connection to it, so a process spawned through one can be reattached
+// through the other.
+type hosts struct {
+	def client.Target // the default host; its Embedded configures the embedded daemon
+
+	mu       sync.Mutex
+	defConn  *client.Client
+	embedded *client.Conn     // the run's embedded daemon, once started
+	conns    []*client.Conn   // socket connections
+	extra    []*client.Client // further connections to the embedded daemon
+	closed   bool
+}
+
+var _ builtins.Connector = (*hosts)(nil)
+
+func newHosts(def client.Target) *hosts {
+	if def.URL == "" {
+		def.URL = "embedded"
+	}
+	return &hosts{def: def}
+}
+
+// DefaultTarget implements builtins.Connector.
+func (h *hosts) DefaultTarget() string { return h.def.URL }
+
+// Default implements builtins.Connector. A failed connection is not kept:
+// the next call tries again.
+func (h *hosts) Default(ctx context.Context) (*client.Client, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.defConn != nil {
+		return h.defConn, nil
+	}
+	kind, _, err := client.Kind(h.def.URL)
+	if err != nil {
+		return nil, err
+	}
+	var conn *client.Conn
+	if kind == "embedded" {
+		conn, err = h.startEmbedded(ctx)
+	} else {
+		conn, err = h.dial(ctx, h.def)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.defConn = conn.Client
+	return h.defConn, nil
+}
+
+// Open implements builtins.Connector.
+func (h *hosts) Open(ctx context.Context, target, token string) (*client.Client, error) {
+	kind, _, err := client.Kind(target)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch kind {
+	case "embedded":
+		conn, err := h.startEmbedded(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c := client.Embedded(conn.Server())
+		h.extra = append(h.extra, c)
+		return c, nil
+	case "unix":
+		conn, err := h.dial(ctx, client.Target{URL: target, Token: token})
+		if err != nil {
+			return nil, err
+		}
+		return conn.Client, nil
+	}
+	return nil, fmt.Errorf("target %s: %s targets are not supported yet", target, kind)
+}
+
+// startEmbedded starts the run's embedded daemon once. h.mu is held.
+func (h *hosts) startEmbedded(ctx context.Context) (*client.Conn, error) {
+	if h.closed {
+		return nil, errors.New("the run is over")
+	}
+	if h.embedded == nil {
+		conn, err := client.Open(ctx, client.Target{URL: "embedded", Embedded: h.def.Embedded})
+		if err != nil {
+			return nil, fmt.Errorf("start the embedded daemon: %w", err)
+		}
+		h.embedded = conn
+	}
+	return h.embedded, nil
+}
+
+// dial connects to a socket daemon. h.mu is held.
+func (h *hosts) dial(ctx context.Context, t client.Target) (*client.Conn, error) {
+	if h.closed {
+		return nil, errors.New("the run is over")
+	}
+	conn, err := client.Open(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	h.conns = append(h.conns, conn)
+	return conn, nil
+}
+
+// Close ends every connection, the embedded daemon last: its Shutdown
+// stops every process it still runs (SIGTERM, then SIGKILL after its
+// grace). Processes on socket daemons keep running, as a daemon's
+// processes outlive their clients.
+func (h *hosts) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	var errs []error
+	for _, c := range h.extra {
+		errs = append(errs, c.Close())
+	}
+	for _, c := range h.conns {
+		errs = append(errs, c.Shutdown())
+	}
+	if h.embedded != nil {
+		errs = append(errs, h.embedded.Shutdown())
+	}
+	h.extra, h.conns, h.embedded, h.defConn = nil, nil, nil, nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,197 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/seed5ad92d46/sous/builtins"
+)
+
+// output writes everything a run says: the recipe's log, its processes'
+// echo, its errors and, in --json mode, the event stream. One mutex orders
+// every write, so lines never interleave mid-line and, in --json mode,
+// stdout carries whole JSON objects only.
+type output struct {
+	stdout, stderr io.Writer
+	json           bool
+	now            func() time.Time
+
+	mu      sync.Mutex
+	echoing int  // processes echoing now: more than one turns on "[id] " prefixes
+	closed  bool // the end event is out; anything later is dropped
+	buf     []byte
+}
+
+var _ builtins.Output = (*output)(nil)
+
+func newOutput(stdout, stderr io.Writer, jsonMode bool) *output {
+	return &output{stdout: stdout, stderr: stderr, json: jsonMode, now: time.Now}
+}
+
+// field is one member of an event after "event" and "time".
+type field struct {
+	key   string
+	value any
+}
+
+// appendEvent appends one JSON event line. Members come in a fixed order,
+// "event" and "time" first, so the stream is easy to read and to diff.
+func (o *output) appendEvent(b []byte, name string, fields ...field) []byte {
+	b = append(b, `{"event":`...)
+	b = appendJSON(b, name)
+	b = append(b, `,"time":`...)
+	b = appendJSON(b, o.now().Format(timeFormat))
+	for _, f := range fields {
+		b = append(b, ',')
+		b = appendJSON(b, f.key)
+		b = append(b, ':')
+		b = appendJSON(b, f.value)
+	}
+	return append(b, "}\n"...)
+}
+
+// timeFormat is RFC 3339 with milliseconds.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// appendJSON appends v's JSON without HTML escaping (output is text for
+// people and programs, not for a web page). Strings that are not UTF-8
+// have their bad bytes replaced, as encoding/json does.
+func appendJSON(b []byte, v any) []byte {
+	if s, ok := v.(string); ok {
+		return appendJSONString(b, s) // the hot path: output event data
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only values this file builds reach here; they always encode.
+		panic(err)
+	}
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string in one pass, without
+// allocating; bytes that are not UTF-8 become U+FFFD, as with encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// event writes one event in --json mode.
+func (o *output) event(name string, fields ...field) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || !o.json {
+		return
+	}
+	o.buf = o.appendEvent(o.buf[:0], name, fields...)
+	o.stdout.Write(o.buf)
+}
+
+// start opens the run: the first line of the event stream.
+func (o *output) start(recipe string, args map[string]string) {
+	if args == nil {
+		args = map[string]string{}
+	}
+	o.event("start", field{"recipe", recipe}, field{"args", args})
+}
+
+// end closes the run: the last line of the event stream. errText is empty
+// when the recipe finished.
+func (o *output) end(status string, exitCode int, errText string) {
+	var errValue any
+	if errText != "" {
+		errValue = errText
+	}
+	o.event("end", field{"status", status}, field{"exit_code", exitCode}, field{"error", errValue})
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+}
+
+// Log is the recipe's print: a line on stderr, or a log event.
+func (o *output) Log(text string) {
+	if o.json {
+		o.event("log", field{"text", text})
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(append(o.buf[:0], text...), '\n')
+	o.stderr.Write(o.buf)
+}
+
+// Error writes an error report to stderr, in both modes.
+func (o *output) Error(text string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(append(o.buf[:0], text...), '\n')
+	o.stderr.Write(o.buf)
+}
+
+// Spawned implements builtins.Output.
+func (o *output) Spawned(info builtins.SpawnInfo) {
+	fields := []field{{"id", info.ID}, {"command", info.Command}, {"host", info.Host}}
+	if info.Pid != 0 {
+		fields = append(fields, field{"pid", info.Pid})
+	}
+	if info.Reattached {
+		fields = append(fields, field{"reattached", true})
+	}
+	o.event("spawn", fields...)
+}
+
+// Exited implements builtins.Output.
+func (o *output) Exited(id string, exitCode int) {
+	o.event("exit", field{"id", id}, field{"exit_code", exitCode})
+}
+
+// Echo implements builtins.Output.
+func (o *output) Echo(id string) builtins.Echo {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.echoing++
+	return &echo{o: o, id: id}
+}

@@ -1,0 +1,105 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+func TestEchoPrefixesOnlyWhileSeveralEcho(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	o := newOutput(&stdout, &stderr, false)
+	a := o.Echo("a")
+	a.Write(wire.Stdout, []byte("alone\npar"))
+	b := o.Echo("b")
+	a.Write(wire.Stdout, []byte("tial\n"))
+	b.Write(wire.Stderr, []byte("from b\n"))
+	b.Close()
+	a.Write(wire.Stdout, []byte("alone again\nno newline"))
+	a.Close()
+	if want := "alone\n[a] partial\nalone again\nno newline\n"; stdout.String() != want {
+		t.Errorf("stdout = %q, want %q", stdout.String(), want)
+	}
+	if want := "[b] from b\n"; stderr.String() != want {
+		t.Errorf("stderr = %q, want %q", stderr.String(), want)
+	}
+}
+
+func TestEchoWritesHugeLinesInPiecesOnRuneBoundaries(t *testing.T) {
+	t.Parallel()
+	var stdout bytes.Buffer
+	o := newOutput(&stdout, &bytes.Buffer{}, false)
+	e := o.Echo("x")
+	line := strings.Repeat("é", maxPartialLine) // 2 bytes each: twice the limit
+	for i := 0; i < len(line); i += 1001 {      // odd chunks split runes
+		e.Write(wire.Stdout, []byte(line[i:min(i+1001, len(line))]))
+		if stdout.Len() > 0 && !utf8.Valid(stdout.Bytes()) {
+			t.Fatal("a piece was cut inside a rune")
+		}
+	}
+	if stdout.Len() == 0 {
+		t.Fatal("nothing written before the newline: the line is held without bound")
+	}
+	e.Close()
+	if stdout.String() != line+"\n" {
+		t.Errorf("the echo lost or changed bytes: %d bytes out, want %d", stdout.Len(), len(line)+1)
+	}
+}
+
+func TestJSONEvents(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	o := newOutput(&stdout, &stderr, true)
+	o.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC) }
+	o.start("r.star", map[string]string{"k": "v"})
+	o.Log("hello <world>")
+	o.Spawned(builtins.SpawnInfo{ID: "p", Pid: 42, Command: []string{"echo", "hi"}, Host: "embedded"})
+	e := o.Echo("p")
+	e.Write(wire.Stdout, []byte("bad \xff byte\t\"q\"\npart"))
+	e.Close()
+	o.Exited("p", 0)
+	o.end("ok", 0, "")
+	o.Log("after the end")
+	want := []string{
+		`{"event":"start","time":"2026-01-02T03:04:05.006Z","recipe":"r.star","args":{"k":"v"}}`,
+		`{"event":"log","time":"2026-01-02T03:04:05.006Z","text":"hello <world>"}`,
+		`{"event":"spawn","time":"2026-01-02T03:04:05.006Z","id":"p","command":["echo","hi"],"host":"embedded","pid":42}`,
+		`{"event":"output","time":"2026-01-02T03:04:05.006Z","id":"p","stream":"stdout","data":"bad \ufffd byte\t\"q\"\n"}`,
+		`{"event":"output","time":"2026-01-02T03:04:05.006Z","id":"p","stream":"stdout","data":"part"}`,
+		`{"event":"exit","time":"2026-01-02T03:04:05.006Z","id":"p","exit_code":0}`,
+		`{"event":"end","time":"2026-01-02T03:04:05.006Z","status":"ok","exit_code":0,"error":null}`,
+	}
+	got := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, line := range got {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("not JSON: %s", line)
+		}
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr = %q, want nothing", stderr.String())
+	}
+}
+
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "plain", "quote\" back\\slash", "ctl\x00\x01\x1f\n\r\t", "é ✓ 🙂", "bad\xffutf8\xc3", "<&>"} {
+		var back string
+		if err := json.Unmarshal(appendJSONString(nil, s), &back); err != nil {
+			t.Errorf("%q: %v", s, err)
+			continue
+		}
+		if want := strings.ToValidUTF8(s, "\ufffd"); back != want {
+			t.Errorf("%q decodes to %q, want %q", s, back, want)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/daemon/client"
+)
+
+// TestDefaultHostConnectsOnFirstUse points the default host at a socket
+// nobody serves: a recipe that touches no process, file or repository
+// never notices; the first one that does fails there.
+func TestDefaultHostConnectsOnFirstUse(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{
+		"quiet.star": "print(\"no daemon needed\")\n",
+		"busy.star":  "print(\"before\")\nfiles.stat(\"/\")\n",
+	})
+	run := func(name string) (error, string) {
+		var stdout, stderr bytes.Buffer
+		err := Run(context.Background(), Options{
+			Recipe: filepath.Join(dir, name), Stdout: &stdout, Stderr: &stderr,
+			Host: client.Target{URL: "unix:///nonexistent/sous.sock"}, Table: builtins.DefaultTable(),
+		})
+		return err, stderr.String()
+	}
+	if err, log := run("quiet.star"); err != nil || log != "no daemon needed\n" {
+		t.Errorf("quiet recipe: %v\n%s", err, log)
+	}
+	err, log := run("busy.star")
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != CodeFailed {
+		t.Fatalf("busy recipe: %v, want exit code 1", err)
+	}
+	if !strings.Contains(log, "busy.star:2:11") || !strings.Contains(log, "files.stat: unix:///nonexistent/sous.sock: connect to daemon") {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
+// TestInterruptStopsTheThreadAndTheProcesses cancels a run's context as
+// the command does on SIGINT.
+func TestInterruptStopsTheThreadAndTheProcesses(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{"main.star": `
+spawn(["sh", "-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/pid; exec sleep 30"], echo=False)
+sleep(30)
+`})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{
+			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
+			Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Table: builtins.DefaultTable(),
+		})
+	}()
+	pidFile := filepath.Join(dir, "pid")
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recipe never started its process")
+		}
+	}
+	cancel(&Interrupt{Signal: syscall.SIGTERM, Code: 143})
+	var ee *ExitError
+	select {
+	case err := <-done:
+		if !errors.As(err, &ee) || ee.Code != 143 {
+			t.Fatalf("Run = %v, want exit code 143 from the interrupt's cause", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not stop when its context was cancelled")
+	}
+	// The embedded daemon is shut down when Run returns: its process group
+	// got SIGTERM. kill(pid, 0) fails once it is gone (or a zombie of an
+	// init that does not reap, which /proc tells apart).
+	for deadline := time.Now().Add(3 * time.Second); syscall.Kill(pid, 0) == nil && !zombie(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d survived the interrupted run", pid)
+		}
+	}
+}
+
+func zombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+	return bytes.HasPrefix(bytes.TrimSpace(rest), []byte("Z"))
+}
