@@ -83,8 +83,10 @@ func (h *hosts) Open(ctx context.Context, target, token string) (*client.Client,
 		c := client.Embedded(conn.Server())
 		h.extra = append(h.extra, c)
 		return c, nil
-	case "unix":
-		conn, err := h.dial(ctx, client.Target{URL: target, Token: token})
+	case "unix", "ssh":
+		// ssh targets reuse the command line's ssh settings (SOUS_SSH_COMMAND,
+		// --bridge-cmd), so host("ssh://...") reaches hosts the way --remote does.
+		conn, err := h.dial(ctx, client.Target{URL: target, Token: token, SSH: h.def.SSH, Options: h.def.Options})
 		if err != nil {
 			return nil, err
 		}

@@ -76,8 +76,8 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 		}
 		return usageErrorf("--token-file: %v", err)
 	}
-	if kind, _, _ := client.Kind(target.URL); kind == "ssh" || kind == "ws" {
-		return usageErrorf("%s: sous run over ssh and WebSocket is not supported yet; use --socket PATH", target.URL)
+	if kind, _, _ := client.Kind(target.URL); kind == "ws" {
+		return usageErrorf("%s: sous run over WebSocket is not supported yet; use --socket PATH or --remote ssh://...", target.URL)
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()

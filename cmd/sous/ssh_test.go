@@ -288,3 +288,22 @@ func killChildren(t *testing.T, pid int, name string) int {
 	}
 	return n
 }
+
+func TestSSHRunRecipe(t *testing.T) {
+	f := newSSHFixture(t)
+	dir := t.TempDir()
+	recipe := filepath.Join(dir, "remote.star")
+	os.WriteFile(recipe, []byte(`
+r = run("sh", ["-c", "echo remote-$((6*7))"], echo=False)
+print("default host:", r.stdout.strip())
+h = host(args["again"])
+p = h.spawn(["cat"], echo=False)
+p.write("through host()\n")
+p.close_stdin()
+print("host():", p.wait().stdout.strip())
+`), 0o644)
+	_, errOut, code := f.sous(t, "", "run", "--remote", f.remote, recipe, "-a", "again="+f.remote)
+	if code != 0 || !strings.Contains(errOut, "default host: remote-42") || !strings.Contains(errOut, "host(): through host()") {
+		t.Fatalf("sous run --remote: code %d\n%s", code, errOut)
+	}
+}
