@@ -249,6 +249,34 @@ func envDict(dst *map[string]*string) param {
 	})
 }
 
+// strDict binds a dict of string to string, or None (which leaves dst
+// unchanged).
+func strDict(dst *map[string]string) param {
+	return paramFunc(func(v starlark.Value) error {
+		if v == starlark.None {
+			return nil
+		}
+		d, ok := v.(*starlark.Dict)
+		if !ok {
+			return want("dict", v)
+		}
+		out := make(map[string]string, d.Len())
+		for _, item := range d.Items() {
+			k, ok := starlark.AsString(item[0])
+			if !ok {
+				return &argError{path: " key " + item[0].String(), msg: want("string", item[0]).Error()}
+			}
+			s, ok := starlark.AsString(item[1])
+			if !ok {
+				return &argError{path: fmt.Sprintf("[%q]", k), msg: want("string", item[1]).Error()}
+			}
+			out[k] = s
+		}
+		*dst = out
+		return nil
+	})
+}
+
 // data binds a string or bytes (a process's stdin).
 func data(dst *[]byte) param {
 	return paramFunc(func(v starlark.Value) error {

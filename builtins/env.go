@@ -2,6 +2,10 @@ package builtins
 
 import (
 	"context"
+	"encoding/json"
+	"sync"
+
+	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -19,6 +23,30 @@ type Env struct {
 	Hosts  Connector
 	Args   map[string]string
 	Getenv func(name string) (string, bool)
+	// Approver decides the permission requests that no recipe policy
+	// decided: the command line's rules, a prompt, the default. Nil denies
+	// them all (by "default").
+	Approver Approver
+	// Abort stops the run because of err, an error of the recipe's own code
+	// that surfaced outside the builtin it was running in (a policy that
+	// raised while an agent waited for its answer): the recipe fails with
+	// err, whatever the builtin then running returns. Ctx must end soon
+	// after, so that every wait returns. Nil: such errors only deny.
+	Abort func(err error)
+
+	// What the agent builtins keep for the run; see agents.
+	agents agents
+}
+
+// agents is the run's agent state. The recipe-wide policy is only touched
+// on the recipe thread; the sessions are also closed from the runtime's
+// goroutine at the end, hence the lock.
+type agents struct {
+	policy starlark.Callable // set by approvals(); nil: none
+
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+	closed   bool
 }
 
 // Waiter lets the recipe thread block without stalling the run: while it
@@ -28,6 +56,9 @@ type Waiter interface {
 	// Wait returns nil once a receive from ready succeeds (a closed channel
 	// or a signal), or ctx's error if ctx ends first. A nil ready waits for ctx.
 	Wait(ctx context.Context, ready <-chan struct{}) error
+	// Post queues f to run on the recipe thread during a Wait. It never
+	// blocks and is safe from any goroutine.
+	Post(f func())
 }
 
 // Output receives what a run's processes do. Implementations are safe for
@@ -38,6 +69,24 @@ type Output interface {
 	// Echo returns the live echo of one process. Its Write is called on the
 	// client's frame reader goroutine, so it must return promptly.
 	Echo(id string) Echo
+	// Agent is one protocol message of an agent session, in (from the
+	// CLI) or out (to it). It is called on the session's goroutines and
+	// must return promptly.
+	Agent(session, dir string, message json.RawMessage)
+	// Approval is one decision on a permission request.
+	Approval(ApprovalInfo)
+}
+
+// ApprovalInfo describes a decision for the log.
+type ApprovalInfo struct {
+	Kind      string // "tool" or "privileged"
+	Session   string // "" for a privileged command
+	Tool      string
+	ToolUseID string
+	Summary   string // what was asked, in one line (the command, the path)
+	Allow     bool
+	By        string // "session", "recipe", "flag", "prompt" or "default"
+	Message   string // the deny message
 }
 
 // SpawnInfo describes a process the run started or reattached to.

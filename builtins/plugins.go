@@ -11,6 +11,7 @@ func Plugins() []Plugin {
 		{Name: "files", Entries: filesEntries()},
 		{Name: "git", Entries: gitEntries()},
 		{Name: "hosts", Entries: hostEntries()},
+		{Name: "agents", Entries: slices.Concat(sdkEntries(), approvalEntries())},
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 	"go.starlark.net/starlark"
 )
 
-// Awaitable is a value wait_all can wait for: a Process now, an agent's
-// Pending turn later.
+// Awaitable is a value wait_all can wait for: a Process or an agent's
+// Pending turn.
 type Awaitable interface {
 	starlark.Value
 	// Ready is closed once the outcome is known.
@@ -48,8 +48,9 @@ func (e *Env) wait(ready <-chan struct{}, timeout *time.Duration) error {
 func waitEntries() []Entry {
 	return []Entry{
 		{Name: "wait_all", Sig: "wait_all(items, timeout=None) -> list",
-			Doc: "Waits for every Process in items (a list) and returns their Results in the same order. " +
-				"When timeout (seconds) passes first, it fails naming what is still running; nothing is stopped.",
+			Doc: "Waits for every Process or Pending turn in items (a list) and returns their Results and Turns in the " +
+				"same order. When timeout (seconds) passes first, it fails naming what is still running; nothing is " +
+				"stopped. Permission requests of every session are answered meanwhile.",
 			Fn: waitAll},
 		{Name: "sleep", Sig: "sleep(seconds)",
 			Doc: "Blocks for seconds (int or float). Processes keep streaming meanwhile.",
@@ -107,13 +108,13 @@ func awaitables(dst *[]Awaitable) param {
 	return paramFunc(func(v starlark.Value) error {
 		seq, ok := v.(starlark.Indexable)
 		if _, isStr := v.(starlark.String); !ok || isStr {
-			return want("list of Process", v)
+			return want("list of Process or Pending", v)
 		}
 		out := make([]Awaitable, seq.Len())
 		for i := range out {
 			a, ok := seq.Index(i).(Awaitable)
 			if !ok {
-				return &argError{path: fmt.Sprintf("[%d]", i), msg: want("Process", seq.Index(i)).Error()}
+				return &argError{path: fmt.Sprintf("[%d]", i), msg: want("Process or Pending", seq.Index(i)).Error()}
 			}
 			out[i] = a
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -104,14 +105,15 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 // handle validates and runs one request line, in the contract's order:
 // parse, auth, version, method, params.
 func (c *conn) handle(line []byte) {
-	var req wire.Request
-	if err := json.Unmarshal(line, &req); err != nil {
+	req, err := decodeRequest(line)
+	if err != nil {
 		c.writeResponse(nil, nil, &wire.Error{Code: wire.CodeParseError, Message: wire.MsgParseError})
 		return
 	}
 	if !c.s.authorized(req.Auth) {
 		c.s.stats.Refused.Add(1)
-		c.s.log.Warn("[Server] Unauthorized request", "method", req.Method, "id", string(req.ID))
+		// The contract's log line, verbatim (seeds/001, Authentication).
+		c.s.log.Warn(fmt.Sprintf("[Server] Unauthorized request: method=%s, id=%s", req.Method, idText(req.ID)))
 		c.writeResponse(req.ID, nil, &wire.Error{Code: wire.CodeUnauthorized, Message: wire.MsgUnauthorized})
 		return
 	}
@@ -126,6 +128,9 @@ func (c *conn) handle(line []byte) {
 		return
 	}
 	result, after, err := c.sess.dispatch(c.sess.ctx, req.Method, req.Params)
+	if after != nil {
+		defer after() // after the response is written
+	}
 	if err != nil {
 		c.writeResponse(req.ID, nil, toWireError(err))
 		return
@@ -136,9 +141,14 @@ func (c *conn) handle(line []byte) {
 		return
 	}
 	c.writeResponse(req.ID, raw, nil)
-	if after != nil {
-		after()
+}
+
+// idText is the request id as logged: its JSON text, or null when absent.
+func idText(id json.RawMessage) string {
+	if len(id) == 0 {
+		return "null"
 	}
+	return string(id)
 }
 
 func toWireError(err error) *wire.Error {
@@ -241,15 +251,17 @@ func (se *Session) Call(ctx context.Context, method string, params json.RawMessa
 		return json.RawMessage(`{}`), nil
 	}
 	result, after, err := se.dispatch(ctx, method, params)
+	if after != nil {
+		// The embedded client gets the result only after this returns, so
+		// frames may reach its sink before the result; it orders them.
+		defer after()
+	}
 	if err != nil {
 		return nil, toWireError(err)
 	}
 	raw, err := json.Marshal(result)
 	if err != nil {
 		return nil, wire.Internal(err)
-	}
-	if after != nil {
-		after()
 	}
 	return raw, nil
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"runtime"
 	"strconv"
@@ -11,13 +10,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/segmentio/asm/base64"
+
 	"github.com/seed5ad92d46/sous/daemon/fileops"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 // handler runs one method. after, when set, runs once the response has been
-// written (spawn starts streaming only then, so its reply comes first).
+// written (spawn starts streaming only then, so its reply comes first); it
+// must run whatever happens to the response, as it may own resources.
 type handler func(ctx context.Context, se *Session, params json.RawMessage) (result any, after func(), err error)
 
 // extensionMethods follow the 19 of the contract in server.capabilities.
@@ -35,10 +37,14 @@ var namespaces = map[string]map[string]handler{
 		"capabilities": serverCapabilities,
 	},
 	"files": {
-		"list":        withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.List(p.Path) }),
-		"validate":    withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.Validate(p.Path), nil }),
-		"stat":        withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.Stat(p.Path), nil }),
-		"read":        withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.Read(p.Path, p.MaxBytes) }),
+		"list": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.List(p.Path) }),
+		"validate": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) {
+			return fileops.Validate(p.Path), nil
+		}),
+		"stat": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.Stat(p.Path), nil }),
+		"read": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) {
+			return fileops.Read(p.Path, p.MaxBytes)
+		}),
 		"extract_tar": withPath(filesExtractTar),
 	},
 	"git": {
@@ -157,30 +163,31 @@ func processSpawn(_ context.Context, se *Session, raw json.RawMessage) (any, fun
 	if p.Command == "" {
 		return nil, nil, wire.InvalidParams("Command is required")
 	}
-	pr, err := se.s.reg.Spawn(proc.Spec{ID: p.ID, Command: p.Command, Args: p.Args, Cwd: p.Cwd, Env: p.Env})
+	pr, cur, err := se.s.reg.SpawnFollowed(proc.Spec{ID: p.ID, Command: p.Command, Args: p.Args, Cwd: p.Cwd, Env: p.Env})
 	if err != nil {
 		return nil, nil, wire.Internal(err)
 	}
 	se.s.stats.Spawns.Add(1)
+	// When the id was reused, this session may still be delivering the
+	// replaced process's frames; they must all precede the reply, so that no
+	// stray frame arrives under the id once the new process is announced.
+	se.unfollow(p.ID)
 	res := wire.SpawnResult{Success: true}
 	if p.WantPid {
 		res.Pid, res.StartTime = pr.Pid, pr.StartTime
 	}
-	return res, func() { se.follow(pr, 0, -1) }, nil
+	// The frames follow the reply; the cursor taken at spawn keeps them all.
+	return res, func() { se.followCursor(pr, cur, -1) }, nil
 }
 
 func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
-	p, err := decodeParams[wire.ProcessParams](raw)
+	p, err := decodeStdinParams(raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := base64.StdEncoding.DecodeString(p.Data)
-	if err != nil {
-		return nil, nil, wire.InvalidParams("Invalid base64 data")
-	}
-	if p.ID == "" {
-		return nil, nil, wire.InvalidParams("Process ID is required")
-	}
+	data := p.Data
+	// The contract's order is decode -> exists -> running -> offset, with no
+	// id-required step: a missing id is an unknown one ("Process not found").
 	pr := se.s.reg.Get(p.ID)
 	if pr == nil {
 		return nil, nil, wire.InvalidParams("Process not found")
@@ -199,6 +206,25 @@ func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 		pr.CloseStdin()
 	}
 	return wire.StdinResult{Success: true, Applied: applied, Duplicate: dup}, nil, nil
+}
+
+// decodeStdinParams decodes process.stdin's params and its base64 data: in
+// one pass for the common shape, else through the namespace's struct.
+func decodeStdinParams(raw json.RawMessage) (stdinParams, error) {
+	p, dataErr, ok := decodeStdinFast(raw)
+	if !ok {
+		pp, err := decodeParams[wire.ProcessParams](raw)
+		if err != nil {
+			return p, err
+		}
+		p = stdinParams{ID: pp.ID, Offset: pp.Offset, Close: pp.Close}
+		p.Data, err = base64.StdEncoding.DecodeString(pp.Data)
+		dataErr = err != nil
+	}
+	if dataErr {
+		return p, wire.InvalidParams("Invalid base64 data")
+	}
+	return p, nil
 }
 
 func processKill(_ context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
@@ -237,12 +263,18 @@ func processKillAndWait(ctx context.Context, se *Session, raw json.RawMessage) (
 	if pr == nil {
 		return wire.KillAndWaitResult{}, nil, nil
 	}
-	var grace time.Duration
-	if p.TimeoutMs != nil && *p.TimeoutMs > 0 {
-		grace = time.Duration(min(*p.TimeoutMs, proc.MaxGrace.Milliseconds())) * time.Millisecond
-	}
 	escalate := p.Escalate == nil || *p.Escalate
-	return pr.KillAndWait(ctx, sig, grace, escalate), nil, nil
+	return pr.KillAndWait(ctx, sig, killGrace(p.TimeoutMs), escalate), nil, nil
+}
+
+// killGrace turns killAndWait's timeoutMs into the grace: absent or
+// non-positive is the 3000 ms default, larger values are capped at 600000 ms.
+// The cap is applied in milliseconds, before the conversion could overflow.
+func killGrace(timeoutMs *int64) time.Duration {
+	if timeoutMs == nil || *timeoutMs <= 0 {
+		return proc.DefaultGrace
+	}
+	return time.Duration(min(*timeoutMs, proc.MaxGrace.Milliseconds())) * time.Millisecond
 }
 
 func processReattach(_ context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
@@ -250,9 +282,8 @@ func processReattach(_ context.Context, se *Session, raw json.RawMessage) (any, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if p.ID == "" {
-		return nil, nil, wire.InvalidParams("Process ID is required")
-	}
+	// The contract lists no id-required error for reattach (unlike spawn and
+	// killAndWait): a missing id is an unknown one, answered with the zeros.
 	pr := se.s.reg.Get(p.ID)
 	if pr == nil {
 		return wire.ReattachResult{}, nil, nil
@@ -277,7 +308,13 @@ func processReattach(_ context.Context, se *Session, raw json.RawMessage) (any, 
 	return res, nil, nil
 }
 
-func processList(_ context.Context, se *Session, _ json.RawMessage) (any, func(), error) {
+// processList is the process.list extension. Like every process.* method it
+// requires a params object (seeds/001, "Params presence and typing"); it reads
+// no field of it.
+func processList(_ context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
+	if _, err := decodeParams[wire.ProcessParams](raw); err != nil {
+		return nil, nil, err
+	}
 	list := wire.ProcessListResult{Processes: []wire.ProcessInfo{}}
 	for _, pr := range se.s.reg.List() {
 		info := wire.ProcessInfo{

@@ -15,6 +15,7 @@ const batchBytes = 256 << 10
 type subscription struct {
 	proc *proc.Process
 	cur  *streamlog.Cursor
+	done chan struct{} // closed once nothing more is delivered for it
 }
 
 // follow subscribes the session to p from fromSeq (exclusive), replacing any
@@ -22,15 +23,25 @@ type subscription struct {
 // frames retained up to now are delivered before follow returns (reattach
 // replays, then answers); the rest flows from a background pump.
 func (se *Session) follow(p *proc.Process, fromSeq int64, replayUpTo int64) error {
+	// The subscription being replaced may be in the middle of a write: wait
+	// for it, or its frames would interleave with (and repeat) the replay.
+	se.unfollow(p.ID)
+	return se.followCursor(p, p.Log.NewCursor(fromSeq), replayUpTo)
+}
+
+// followCursor subscribes the session to p through cur, which it owns from
+// now on: see follow.
+func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUpTo int64) error {
 	se.mu.Lock()
 	if se.closed {
 		se.mu.Unlock()
+		cur.Close()
 		return nil
 	}
-	if old := se.subs[p.ID]; old != nil {
+	if old := se.subs[p.ID]; old != nil { // a concurrent follow of the same id won
 		old.cur.Close()
 	}
-	sub := &subscription{proc: p, cur: p.Log.NewCursor(fromSeq)}
+	sub := &subscription{proc: p, cur: cur, done: make(chan struct{})}
 	se.subs[p.ID] = sub
 	se.pumps.Add(1)
 	se.mu.Unlock()
@@ -80,5 +91,19 @@ func (se *Session) endSubscription(sub *subscription) {
 		delete(se.subs, sub.proc.ID)
 	}
 	se.mu.Unlock()
+	close(sub.done)
 	se.pumps.Done()
+}
+
+// unfollow ends the session's subscription to id, if any, and returns once
+// its last frame has been handed to the sink.
+func (se *Session) unfollow(id string) {
+	se.mu.Lock()
+	sub := se.subs[id]
+	se.mu.Unlock()
+	if sub == nil {
+		return
+	}
+	sub.cur.Close()
+	<-sub.done
 }

@@ -11,10 +11,19 @@ import (
 // whenever the recipe thread waits, which every blocking builtin does
 // through Wait. Nothing posted ever waits for the recipe thread to reach a
 // wait: Post never blocks, so a frame reader goroutine can post safely.
+//
+// Callbacks run one at a time, never nested: a callback that waits (a
+// policy that runs a command, sleeps or prompts) only waits, and the
+// callbacks posted meanwhile run after it returns. So a recipe's policy
+// never sees another policy start halfway through it, and its state is
+// never half-updated when the next one reads it.
 type Loop struct {
 	mu    sync.Mutex
 	queue []func()
 	wake  chan struct{} // holds a signal while queue is non-empty
+	// inCallback is set while a callback runs. Only the recipe thread
+	// touches it: Wait is only called there.
+	inCallback bool
 }
 
 // NewLoop returns an empty loop.
@@ -39,6 +48,14 @@ func (l *Loop) Post(f func()) {
 // first. A nil ready waits for ctx alone. Callbacks posted before ready
 // delivered run before Wait returns.
 func (l *Loop) Wait(ctx context.Context, ready <-chan struct{}) error {
+	if l.inCallback {
+		select {
+		case <-ready:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for {
 		l.runQueued()
 		select {
@@ -63,7 +80,9 @@ func (l *Loop) runQueued() {
 			return
 		}
 		for _, f := range q {
+			l.inCallback = true
 			f()
+			l.inCallback = false
 		}
 	}
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,5 +76,34 @@ func TestLoopRunsWhatWasPostedBeforeReady(t *testing.T) {
 	}
 	if !ran {
 		t.Error("a callback posted before ready was left queued")
+	}
+}
+
+// A callback that waits only waits: what is posted meanwhile runs after it,
+// so callbacks (recipe policies) never interleave.
+func TestLoopCallbacksDoNotNest(t *testing.T) {
+	t.Parallel()
+	l := NewLoop()
+	var order []string
+	ready := make(chan struct{})
+	l.Post(func() {
+		order = append(order, "first begins")
+		inner := make(chan struct{})
+		l.Post(func() { order = append(order, "second") })
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			close(inner)
+		}()
+		if err := l.Wait(context.Background(), inner); err != nil {
+			t.Error(err)
+		}
+		order = append(order, "first ends")
+		l.Post(func() { close(ready) })
+	})
+	if err := l.Wait(context.Background(), ready); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, ", "); got != "first begins, first ends, second" {
+		t.Errorf("callbacks ran as: %s", got)
 	}
 }

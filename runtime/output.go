@@ -195,3 +195,63 @@ func (o *output) Echo(id string) builtins.Echo {
 	o.echoing++
 	return &echo{o: o, id: id}
 }
+
+// Agent implements builtins.Output: in --json mode, an agent event carrying
+// the protocol message as it is. Human output leaves the protocol out (a
+// recipe prints what it wants from the Turn).
+func (o *output) Agent(session, dir string, message json.RawMessage) {
+	if !o.json || !json.Valid(message) {
+		return // the engine only hands on JSON; anything else would break the stream
+	}
+	o.event("agent", field{"session", session}, field{"dir", dir}, field{"message", message})
+}
+
+// Approval implements builtins.Output: an approval event, or one line on
+// stderr such as
+//
+//	approval: deny Bash rm -rf /tmp/x (by default: no approver allowed this request) [session 1a2b3c4d]
+func (o *output) Approval(a builtins.ApprovalInfo) {
+	decision := "deny"
+	if a.Allow {
+		decision = "allow"
+	}
+	if o.json {
+		var session any
+		if a.Session != "" {
+			session = a.Session
+		}
+		fields := []field{{"session", session}, {"tool", a.Tool}, {"decision", decision}, {"by", a.By},
+			{"kind", a.Kind}, {"tool_use_id", a.ToolUseID}, {"summary", a.Summary}}
+		if !a.Allow {
+			fields = append(fields, field{"message", a.Message})
+		}
+		o.event("approval", fields...)
+		return
+	}
+	line := "approval: " + decision + " " + a.Tool
+	if a.Summary != "" {
+		line += " " + a.Summary
+	}
+	line += " (by " + a.By
+	if !a.Allow && a.Message != "" {
+		line += ": " + a.Message
+	}
+	line += ")"
+	if a.Session != "" {
+		short := a.Session
+		if len(short) > 8 {
+			short = short[:8]
+		}
+		line += " [session " + short + "]"
+	}
+	o.Error(line)
+}
+
+// Prompt writes text to stderr as it is (no newline added): a question
+// whose answer is typed on the same line.
+func (o *output) Prompt(text string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(o.buf[:0], text...)
+	o.stderr.Write(o.buf)
+}

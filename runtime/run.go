@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"go.starlark.net/starlark"
 
@@ -23,9 +24,21 @@ type Options struct {
 	// inside sous, configured by Host.Embedded, else a socket daemon.
 	// host("embedded") in a recipe reaches the same embedded daemon.
 	Host client.Target
-	// Getenv reads the runner's environment (default os.LookupEnv).
+	// Env is the runner's environment (default os.Environ()): what getenv
+	// reads and what the embedded daemon's processes inherit, so that an
+	// agent's CLI finds ANTHROPIC_BASE_URL and the rest where the runner
+	// set them.
+	Env []string
+	// Getenv reads the runner's environment (default: a lookup in Env).
 	Getenv func(string) (string, bool)
 	Table  *builtins.Table
+	// Approvals are the command line's --allow and --deny rules, asked after
+	// the recipe's policies.
+	Approvals builtins.RuleSet
+	// Prompt, when set, is the terminal to read answers from when no rule
+	// decided a permission request (the question goes to Stderr). Nil: such
+	// requests are denied.
+	Prompt io.Reader
 }
 
 // ExitError says how a run that did not finish ended. What went wrong has
@@ -86,28 +99,65 @@ func execute(ctx context.Context, opt Options, out *output) (err error) {
 	if err != nil {
 		return err
 	}
+	environ := opt.Env
+	if environ == nil {
+		environ = os.Environ()
+	}
 	getenv := opt.Getenv
 	if getenv == nil {
-		getenv = os.LookupEnv
+		getenv = lookupIn(environ)
 	}
-	hosts := newHosts(opt.Host)
+	host := opt.Host
+	if host.Embedded.Env == nil {
+		host.Embedded.Env = environ
+	}
+	hosts := newHosts(host)
 	defer func() {
 		if cerr := hosts.Close(); cerr != nil {
 			out.Error(fmt.Sprintf("sous: closing daemon connections: %v", cerr))
 		}
 	}()
-	env := &builtins.Env{
-		Ctx:    ctx,
-		Table:  opt.Table,
-		Loop:   NewLoop(),
-		Output: out,
-		Hosts:  hosts,
-		Args:   opt.Args,
-		Getenv: getenv,
+
+	// The builtins see a context of their own: it also ends when the recipe
+	// is aborted (a policy failed while an agent waited for its answer), so
+	// that whatever the recipe thread waits for returns at once. The run's
+	// ctx still says whether the run was interrupted.
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var thread *starlark.Thread
+	var abortErr error // the first abort's error; recipe thread only
+	appr := &approver{ctx: bctx, rules: opt.Approvals}
+	if opt.Prompt != nil {
+		appr.prompt = newPrompter(out, opt.Prompt)
 	}
+	env := &builtins.Env{
+		Ctx:      bctx,
+		Table:    opt.Table,
+		Loop:     NewLoop(),
+		Output:   out,
+		Hosts:    hosts,
+		Args:     opt.Args,
+		Getenv:   getenv,
+		Approver: appr,
+		Abort: func(err error) {
+			if abortErr != nil {
+				return
+			}
+			abortErr = err
+			cancel()
+			thread.Cancel("a policy failed")
+		},
+	}
+	// Registered after the hosts' Close, so it runs before it: the agent
+	// sessions end while their daemons are still there to reap them.
+	defer func() {
+		if cerr := env.Close(); cerr != nil {
+			out.Error(fmt.Sprintf("sous: closing agent sessions: %v", cerr))
+		}
+	}()
 	predeclared := opt.Table.Predeclared(env)
 	ld := &loader{b: b, predeclared: predeclared, done: make(map[*unit]starlark.StringDict)}
-	thread := &starlark.Thread{
+	thread = &starlark.Thread{
 		Name:  "sous run " + opt.Recipe,
 		Print: func(_ *starlark.Thread, msg string) { out.Log(msg) },
 		Load:  ld.load,
@@ -115,7 +165,25 @@ func execute(ctx context.Context, opt Options, out *output) (err error) {
 	stop := context.AfterFunc(ctx, func() { thread.Cancel("interrupted") })
 	defer stop()
 	_, err = b.root.prog.Init(thread, predeclared)
+	if abortErr != nil {
+		// Whatever the recipe was doing stopped because of the abort; the
+		// abort's error (a policy's traceback) is why the recipe failed.
+		return abortErr
+	}
 	return err
+}
+
+// lookupIn looks a variable up in an environment list; the last
+// definition wins, as with os.Getenv.
+func lookupIn(environ []string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		for i := len(environ) - 1; i >= 0; i-- {
+			if k, v, ok := strings.Cut(environ[i], "="); ok && k == name {
+				return v, true
+			}
+		}
+		return "", false
+	}
 }
 
 // outcome classifies how the run ended: the end event's status, the exit

@@ -40,11 +40,13 @@ func ExtractTar(archivePath, destDir string) (wire.ExtractResult, error) {
 	return extractTar(archivePath, destDir, extractOptions{})
 }
 
-// extractOptions switch off the two optimisations, so that the benchmark can
-// measure what each is worth. The zero value is what ExtractTar uses.
+// extractOptions switch off the optimisations one at a time, so that the
+// benchmark can measure what each is worth and the tests can cover every
+// path. The zero value is what ExtractTar uses.
 type extractOptions struct {
 	wipeInPlace bool // RemoveAll destDir before unpacking, instead of moving it aside
 	noReadahead bool // decompress on the unpacking goroutine
+	workers     int  // file-creating goroutines; 0 means defaultWorkers, 1 writes inline
 }
 
 func extractTar(archivePath, destDir string, opt extractOptions) (wire.ExtractResult, error) {
@@ -87,7 +89,8 @@ func extract(f *os.File, dest string, opt extractOptions) (int, error) {
 		// Closing f unblocks the read-ahead goroutine if the archive is a
 		// FIFO whose writer stalls; stop runs before zr.Close (defers are
 		// LIFO), so the reader is never used by two goroutines at once.
-		ra := startReadahead(src, f)
+		fi, err := f.Stat()
+		ra := startReadahead(src, f, err == nil && fi.Mode().IsRegular())
 		defer ra.stop()
 		src = ra
 	}
@@ -96,7 +99,7 @@ func extract(f *os.File, dest string, opt extractOptions) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("clean destDir: %w", err)
 	}
-	n, err := unpackInto(src, dest)
+	n, err := unpackInto(src, dest, opt.workers)
 	if trash != "" {
 		// Deleted whatever the outcome: the old tree must not survive the call.
 		if rmErr := os.RemoveAll(trash); rmErr != nil && err == nil {
@@ -152,74 +155,6 @@ func writeMarker(path string) error {
 	return f.Close()
 }
 
-// unpackInto creates dest and unpacks the tar stream src into it, then reads
-// src to its end so that the gzip checksum is verified (archive/tar stops at
-// the end-of-archive blocks, before the gzip trailer).
-func unpackInto(src io.Reader, dest string) (int, error) {
-	if err := os.MkdirAll(dest, dirMode); err != nil {
-		return 0, fmt.Errorf("mkdir destDir: %w", err)
-	}
-	u := unpacker{dest: dest, buf: make([]byte, copyBufSize)}
-	n, err := u.run(tar.NewReader(src))
-	if err != nil {
-		return 0, err
-	}
-	if _, err := io.Copy(io.Discard, src); err != nil {
-		return 0, readError(err)
-	}
-	return n, nil
-}
-
-type unpacker struct {
-	dest string
-	buf  []byte
-}
-
-func (u *unpacker) run(tr *tar.Reader) (int, error) {
-	count := 0
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return count, nil
-		}
-		// With GODEBUG=tarinsecurepath=0 archive/tar flags names such as
-		// "../x" but still returns the header; our own check below decides.
-		if err != nil && !(hdr != nil && errors.Is(err, tar.ErrInsecurePath)) {
-			return 0, readError(err)
-		}
-		if hdr.Typeflag == tar.TypeXGlobalHeader {
-			continue // archive-wide metadata, not a file; its name is no path
-		}
-		target, ok := safeTarget(u.dest, hdr.Name)
-		if !ok {
-			return 0, fmt.Errorf("unsafe path in archive: %s", quoteName(hdr.Name))
-		}
-		switch {
-		case hdr.Typeflag == tar.TypeDir:
-			if target == u.dest {
-				continue // "./": destDir itself, which exists
-			}
-			if err := mkdirEntry(target); err != nil {
-				return 0, err
-			}
-		case (hdr.Typeflag == tar.TypeReg || hdr.Typeflag == tar.TypeRegA) && !isPAXSparse(hdr):
-			if target == u.dest {
-				return 0, fmt.Errorf("unsafe path in archive: %s", quoteName(hdr.Name))
-			}
-			if err := u.writeFile(target, tr, hdr.Size); err != nil {
-				return 0, err
-			}
-			count++
-		default:
-			flag := hdr.Typeflag
-			if isPAXSparse(hdr) {
-				flag = tar.TypeGNUSparse
-			}
-			return 0, fmt.Errorf("unsupported tar entry type %s: %s", typeChar(flag), quoteName(hdr.Name))
-		}
-	}
-}
-
 // safeTarget resolves an entry name under dest. It is lexical, which is
 // enough because dest was just created empty and no entry can create a
 // symlink; files are still opened O_NOFOLLOW in case one appears anyway.
@@ -243,106 +178,6 @@ func isPAXSparse(hdr *tar.Header) bool {
 		}
 	}
 	return false
-}
-
-// mkdirEntry creates a directory entry 0700. The directory may already exist,
-// created as the parent of an earlier file.
-func mkdirEntry(target string) error {
-	err := os.Mkdir(target, dirMode)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, fs.ErrExist):
-		if fi, lerr := os.Lstat(target); lerr == nil && fi.IsDir() {
-			return nil
-		}
-		return err
-	case errors.Is(err, fs.ErrNotExist):
-		return os.MkdirAll(target, dirMode)
-	}
-	return err
-}
-
-// writeFile streams size bytes of r into a new 0600 file at target. It uses
-// raw descriptors: os.OpenFile costs three extra syscalls per file trying to
-// register a regular file with the poller, which shows when unpacking
-// thousands of small files.
-func (u *unpacker) writeFile(target string, r io.Reader, size int64) error {
-	fd, err := createFile(target)
-	if err != nil {
-		return err
-	}
-	for size > 0 {
-		chunk := u.buf
-		if int64(len(chunk)) > size {
-			chunk = chunk[:size]
-		}
-		if _, err := io.ReadFull(r, chunk); err != nil {
-			syscall.Close(fd)
-			return readError(err)
-		}
-		if err := writeAll(fd, chunk); err != nil {
-			syscall.Close(fd)
-			return &os.PathError{Op: "write", Path: target, Err: err}
-		}
-		size -= int64(len(chunk))
-	}
-	if err := syscall.Close(fd); err != nil {
-		return &os.PathError{Op: "close", Path: target, Err: err}
-	}
-	return nil
-}
-
-// createFile creates target exclusively, without following a symlink. It
-// creates missing parents on demand rather than checking for them first, and
-// replaces a regular file an earlier entry of the same name wrote.
-func createFile(target string) (int, error) {
-	fd, err := openExcl(target)
-	if err == syscall.ENOENT {
-		if err := os.MkdirAll(filepath.Dir(target), dirMode); err != nil {
-			return -1, err
-		}
-		fd, err = openExcl(target)
-	}
-	if err == syscall.EEXIST {
-		if fi, lerr := os.Lstat(target); lerr == nil && fi.Mode().IsRegular() {
-			if err := os.Remove(target); err != nil {
-				return -1, err
-			}
-			fd, err = openExcl(target)
-		}
-	}
-	if err != nil {
-		return -1, &os.PathError{Op: "open", Path: target, Err: err}
-	}
-	return fd, nil
-}
-
-func openExcl(path string) (int, error) {
-	const flags = syscall.O_WRONLY | syscall.O_CREAT | syscall.O_EXCL | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
-	for {
-		fd, err := syscall.Open(path, flags, fileMode)
-		if err != syscall.EINTR {
-			return fd, err
-		}
-	}
-}
-
-func writeAll(fd int, b []byte) error {
-	for len(b) > 0 {
-		n, err := syscall.Write(fd, b)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return io.ErrShortWrite
-		}
-		b = b[n:]
-	}
-	return nil
 }
 
 // readError gives a failure to read the archive its message: errors of the

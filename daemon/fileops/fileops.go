@@ -50,12 +50,18 @@
 //     impossible (destDir is a mount point, or its parent is not writable)
 //     destDir is removed in place instead. A failure to delete the old tree
 //     is reported as "clean destDir: …" (no .synced marker), and its remains
-//     are left in the sibling.
+//     are left in the sibling, as they are if the daemon dies mid-call.
 //  5. Entries are unpacked: directories 0700, regular files 0600 whatever the
 //     header mode (subject to the process umask, like any create), owners and
 //     times are not restored. Files are created with O_CREAT|O_EXCL|O_NOFOLLOW,
 //     so nothing ever writes through a symlink; a regular file repeated later
-//     in the archive replaces the earlier one, as tar does.
+//     in the archive replaces the earlier one, as tar does. The archive is
+//     read and every entry checked in order on one goroutine; directories
+//     and files up to 64 KiB are then created by a few worker goroutines,
+//     because unpacking a source tree is bound by the kernel's inode
+//     allocation. Entries of one path always go to the same worker, so their
+//     archive order holds.
+//  6. On success an empty ".synced" marker is written at destDir's root.
 //  6. On success an empty ".synced" marker is written at destDir's root.
 //
 // fileCount counts the regular-file entries written (a file repeated in the
@@ -82,13 +88,19 @@
 //
 // A failure after unpacking started leaves what was already written in
 // destDir (as the reference does) but never writes the .synced marker, so a
-// reader can tell a complete tree from a partial one.
+// reader can tell a complete tree from a partial one. Workers finish the
+// entries before the failed one and skip those after it, and the error
+// reported is that of the earliest failed entry, as a one-at-a-time
+// extraction would report. The one exception is two entries that collide
+// through different paths (a file "x", then "x/y"): the extraction fails
+// either way, but which of the two is named depends on which landed first.
 //
-// Memory is bounded whatever the archive: entries are streamed through one
-// fixed buffer, decompression runs one goroutine ahead through a few fixed
-// chunks (so decompressing and writing overlap, as `tar xzf` overlaps with
-// its gzip child), and no per-entry state is kept. The only unbounded cost is
-// disk: a small gzip can legitimately expand about a thousandfold.
+// Memory is bounded whatever the archive: large files are streamed through
+// one fixed buffer, at most a few MiB of small files wait for the workers,
+// decompression runs one goroutine ahead through a few fixed chunks (so
+// inflating and writing overlap, as `tar xzf` overlaps with its gzip
+// child), and no per-entry state is kept. The only unbounded cost is disk: a
+// small gzip can legitimately expand about a thousandfold.
 package fileops
 
 import (

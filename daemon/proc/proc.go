@@ -98,6 +98,20 @@ type Process struct {
 // Spawn starts a process. A live process with the same id is torn down first
 // (its subscribers dropped, its group killed) and replaced.
 func (r *Registry) Spawn(spec Spec) (*Process, error) {
+	p, _, err := r.spawn(spec, false)
+	return p, err
+}
+
+// SpawnFollowed is Spawn that also returns a cursor from seq 1, taken before
+// any output is read: however fast the child writes, and however long the
+// caller takes to start reading, nothing is dropped before the caller's
+// subscription (the log holds the child back instead). The caller must
+// close the cursor.
+func (r *Registry) SpawnFollowed(spec Spec) (*Process, *streamlog.Cursor, error) {
+	return r.spawn(spec, true)
+}
+
+func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, error) {
 	env := mergeEnv(r.opt.Env, spec.Env)
 	dir := spec.Cwd
 	if dir == "" {
@@ -105,22 +119,22 @@ func (r *Registry) Spawn(spec Spec) (*Process, error) {
 	}
 	path, err := lookPath(spec.Command, env, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(stdinR, stdinW)
-		return nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(stdinR, stdinW, outR, outW)
-		return nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
 
 	cmd := &exec.Cmd{
@@ -135,7 +149,7 @@ func (r *Registry) Spawn(spec Spec) (*Process, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll(stdinR, stdinW, outR, outW, errR, errW)
-		return nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
 	closeAll(stdinR, outW, errW) // the child's ends
 
@@ -164,12 +178,16 @@ func (r *Registry) Spawn(spec Spec) (*Process, error) {
 		old.discard()
 	}
 
+	var cur *streamlog.Cursor
+	if follow {
+		cur = p.Log.NewCursor(0) // before the readers start
+	}
 	r.opt.Logger.Info("spawn", "id", spec.ID, "command", spec.Command, "args", len(spec.Args), "pid", p.Pid)
 	r.wg.Add(3)
 	go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
 	go func() { defer r.wg.Done(); r.supervise(p) }()
 	go func() { defer r.wg.Done(); p.reap() }()
-	return p, nil
+	return p, cur, nil
 }
 
 // supervise reads the output pipes until they end, then appends the exit frame.
@@ -200,6 +218,10 @@ func (r *Registry) supervise(p *Process) {
 
 // readPipe turns one pipe into frames of at most one 32 KiB read each, until
 // EOF, the drain deadline, or the process being discarded.
+//
+// A large read hands its buffer over to the frame (no copy); a small one is
+// copied out, so that it does not pin 32 KiB. (Carving frames out of bigger
+// slabs, to allocate less often, measured no faster.)
 func (r *Registry) readPipe(p *Process, f *os.File, stream wire.Stream) {
 	defer f.Close()
 	buf := make([]byte, wire.MaxFrameData)
@@ -208,9 +230,9 @@ func (r *Registry) readPipe(p *Process, f *os.File, stream wire.Stream) {
 		if n > 0 {
 			var data []byte
 			if n >= wire.MaxFrameData/2 {
-				data, buf = buf[:n], make([]byte, wire.MaxFrameData) // hand the buffer over, no copy
+				data, buf = buf[:n], make([]byte, wire.MaxFrameData)
 			} else {
-				data = append([]byte(nil), buf[:n]...) // small: do not pin 32 KiB
+				data = append([]byte(nil), buf[:n]...)
 			}
 			if r.opt.OnOutput != nil {
 				r.opt.OnOutput(n)
@@ -451,7 +473,9 @@ func lookPath(command string, env []string, dir string) (string, error) {
 		if _, err := os.Stat(path); err != nil {
 			return "", fmt.Errorf("spawn %s: %w", command, err)
 		}
-		return path, nil
+		// Exec the name as given: the child resolves a relative one after
+		// its chdir, so it sees the same argv[0]/$0 a shell would give it.
+		return command, nil
 	}
 	pathEnv := ""
 	for _, kv := range env {

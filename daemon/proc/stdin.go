@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -24,9 +25,14 @@ type stdinQueue struct {
 	closing bool  // close the pipe once chunks drain
 	dead    bool  // the writer has stopped (child gone or pipe closed)
 	limit   int
+	w       io.WriteCloser // the pipe, once run has started
 }
 
 const defaultStdinQueueLimit = 8 << 20
+
+// MsgStdinClosed is the -32602 message for data sent after stdin was closed
+// (the process.stdin.close extension).
+const MsgStdinClosed = "Process stdin closed"
 
 func newStdinQueue(limit int) *stdinQueue {
 	if limit <= 0 {
@@ -60,6 +66,11 @@ func (q *stdinQueue) Offer(ctx context.Context, data []byte, offset *int64) (app
 	if len(data) == 0 {
 		return q.applied, false, nil
 	}
+	if q.closing {
+		// Fresh data after process.stdin {"close":true} could never reach
+		// the child: refuse it rather than count it as applied.
+		return q.applied, false, wire.InvalidParams(MsgStdinClosed)
+	}
 	// Wait for room; the mutex is released while waiting so the writer drains.
 	for q.queued > 0 && q.queued+len(data) > q.limit && !q.dead {
 		wait := q.notify
@@ -73,7 +84,7 @@ func (q *stdinQueue) Offer(ctx context.Context, data []byte, offset *int64) (app
 		q.mu.Lock()
 	}
 	q.applied += int64(len(data))
-	if !q.dead && !q.closing {
+	if !q.dead {
 		// The caller's buffer is ours: it was decoded for this request.
 		q.chunks = append(q.chunks, data)
 		q.queued += len(data)
@@ -98,11 +109,17 @@ func (q *stdinQueue) Applied() int64 {
 }
 
 // stop makes the writer exit and drops what is queued (the child is gone).
+// A write blocked on a full pipe is interrupted too: a descendant that
+// inherited the pipe and never reads it would otherwise hold the writer (and
+// the registry's shutdown) forever.
 func (q *stdinQueue) stop() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.dead = true
 	q.chunks, q.queued = nil, 0
+	if d, ok := q.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		d.SetWriteDeadline(time.Now())
+	}
 	q.broadcast()
 }
 
@@ -110,6 +127,9 @@ func (q *stdinQueue) stop() {
 // closes w.
 func (q *stdinQueue) run(w io.WriteCloser) {
 	defer w.Close()
+	q.mu.Lock()
+	q.w = w
+	q.mu.Unlock()
 	for {
 		q.mu.Lock()
 		for len(q.chunks) == 0 && !q.closing && !q.dead {

@@ -115,7 +115,7 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 				ExitCode: int(int32(binary.BigEndian.Uint32(h[1:5]))),
 				Data:     data,
 			})
-			size += int(n)
+			size += int(n) + frameOverhead
 		}
 		off += recordHeader + n
 		seq++

@@ -128,43 +128,72 @@ func (l *Log) Append(ctx context.Context, f wire.Frame) (int64, error) {
 	return seq, nil
 }
 
-// makeRoom evicts old frames until n more bytes fit in memory. It reports
-// false when a live cursor blocks the eviction. Called with mu held.
+// makeRoom evicts old frames until n more bytes fit in memory, then trims
+// the disk. It reports false when a live cursor blocks an eviction. Called
+// with mu held.
 func (l *Log) makeRoom(n int) bool {
 	for len(l.mem) > 0 && l.memBytes+n > l.opt.MemLimit {
-		oldest := &l.mem[0]
-		if l.opt.SpillDir != "" && l.spillErr == nil {
-			if err := l.spill(oldest); err != nil {
-				l.spillErr = err // degrade to truncation rather than failing the child
-				continue
-			}
-		} else {
-			if l.minCursor() <= oldest.Seq {
-				return false
-			}
-			if len(l.segs) == 0 {
-				l.first = oldest.Seq + 1
-			}
-		}
-		l.memBytes -= oldest.Size()
-		l.mem[0] = wire.Frame{}
-		l.mem = l.mem[1:]
-		if len(l.mem) == 0 {
-			l.mem = nil // let the backing array go
-		}
-	}
-	// Keep the disk within its limit, never dropping what a cursor still needs.
-	for len(l.segs) > 1 && l.disk > l.opt.DiskLimit {
-		oldest := l.segs[0]
-		if l.minCursor() <= oldest.last {
+		if !l.evictOldest() {
 			return false
 		}
-		l.disk -= oldest.size
-		oldest.remove()
-		l.segs = l.segs[1:]
+	}
+	return l.trimDisk()
+}
+
+// evictOldest moves the oldest in-memory frame to disk, or drops it when
+// there is no spill dir (or spilling failed). Called with mu held.
+func (l *Log) evictOldest() bool {
+	oldest := &l.mem[0]
+	if l.opt.SpillDir != "" && l.spillErr == nil {
+		err := l.spill(oldest)
+		if err == nil {
+			l.popMem()
+			return true
+		}
+		l.spillErr = err // degrade to truncation rather than failing the child
+	}
+	if l.minCursor() <= oldest.Seq {
+		return false
+	}
+	// Spilled frames are older than any in memory: dropping this frame
+	// drops them too, so what is retained stays one run of seqs.
+	l.dropSegments(len(l.segs))
+	l.first = oldest.Seq + 1
+	l.popMem()
+	return true
+}
+
+func (l *Log) popMem() {
+	l.memBytes -= l.mem[0].Size()
+	l.mem[0] = wire.Frame{}
+	l.mem = l.mem[1:]
+	if len(l.mem) == 0 {
+		l.mem = nil // let the backing array go
+	}
+}
+
+// trimDisk drops the oldest segments while the disk is over its limit,
+// never one a live cursor still needs, and never the one being written.
+// Called with mu held.
+func (l *Log) trimDisk() bool {
+	for len(l.segs) > 1 && l.disk > l.opt.DiskLimit {
+		if l.minCursor() <= l.segs[0].last {
+			return false
+		}
+		l.dropSegments(1)
 		l.first = l.segs[0].first
 	}
 	return true
+}
+
+// dropSegments removes the n oldest segments. Called with mu held.
+func (l *Log) dropSegments(n int) {
+	for _, s := range l.segs[:n] {
+		l.disk -= s.size
+		s.remove()
+	}
+	clear(l.segs[:n])
+	l.segs = l.segs[n:]
 }
 
 // minCursor is the lowest seq any live cursor still needs. Called with mu held.
@@ -232,6 +261,7 @@ func (l *Log) Close() {
 		s.remove()
 	}
 	l.segs, l.mem = nil, nil
+	l.memBytes, l.disk = 0, 0
 	l.broadcast()
 }
 
@@ -264,8 +294,12 @@ func (c *Cursor) Close() {
 	}
 }
 
-// Next appends to buf the next frames, about maxBytes of data at most (always
-// at least one frame), and advances the cursor past them. It waits for new
+// frameOverhead is what a frame costs a batch beyond its data (its line's
+// JSON around the base64), so a batch of tiny frames stays small too.
+const frameOverhead = 64
+
+// Next appends to buf the next frames, about maxBytes at most (always at
+// least one frame), and advances the cursor past them. It waits for new
 // frames while the log is open and the exit frame not yet read; after the exit
 // frame it returns io.EOF. Frames read back from disk have freshly allocated
 // Data; frames from memory share the log's.
@@ -307,7 +341,7 @@ func (c *Cursor) Next(ctx context.Context, buf []wire.Frame, maxBytes int) ([]wi
 		size := 0
 		for ; i < len(l.mem) && (size == 0 || size < maxBytes); i++ {
 			buf = append(buf, l.mem[i])
-			size += len(l.mem[i].Data)
+			size += len(l.mem[i].Data) + frameOverhead
 		}
 		c.next = buf[len(buf)-1].Seq + 1
 		l.broadcast() // an appender may be waiting for this cursor
@@ -339,7 +373,12 @@ func (c *Cursor) Next(ctx context.Context, buf []wire.Frame, maxBytes int) ([]wi
 	n0 := len(buf)
 	buf, err := seg.read(buf, from, pos, end, c.next, maxBytes)
 	if err != nil {
-		return buf, err
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.closed {
+			return buf[:n0], ErrClosed // the segment was removed under the read
+		}
+		return buf[:n0], err
 	}
 	l.mu.Lock()
 	if len(buf) > n0 {

@@ -10,6 +10,7 @@
 //	defer s.Close()                         // always: ends the CLI's process tree
 //	turn, err := s.Send(ctx, "fix the test") // blocks until the turn's result
 //	p := s.Start("next prompt")              // or: send now, wait later
+//	p = s.StartWith("p", agent.TurnOptions{Timeout: d}) // this turn's own limit
 //	turn, err = p.Wait(ctx)                  // or select on p.Done()
 //	s.Interrupt(ctx); s.SetModel(ctx, m); s.SetPermissionMode(ctx, m)
 //	s.ID()                                   // the CLI's session id
@@ -25,8 +26,9 @@
 // error_during_execution, not an error. Send's ctx ending interrupts the
 // turn; Pending.Wait's ctx ending only stops waiting. Options.TurnTimeout
 // interrupts a turn that runs too long and fails it with ErrTurnTimeout (the
-// Turn is returned too); a CLI that does not stop within 15 s of that
-// interrupt ends the session.
+// Turn is returned too); TurnOptions.Timeout (StartWith) sets one turn's
+// limit instead. A CLI that does not stop within 15 s of that interrupt ends
+// the session.
 //
 // Permission requests (control_request can_use_tool) each run the
 // Permission callback on their own goroutine, so several can be pending. A
@@ -66,7 +68,7 @@
 // Options map to the CLI as --model, --permission-mode, --allowedTools and
 // --disallowedTools (one argument per rule), --max-turns, --resume,
 // --fork-session; a fresh session gets --session-id with a UUID sous
-// generated, so ID is known before the first turn. SystemPrompt and
+// generated (or Options.SessionID), so ID is known before the first turn. SystemPrompt and
 // AppendSystemPrompt travel in initialize (no command-line size limit).
 //
 // # What the real CLI does (2.1.81 and 2.1.330, against internal/modelapi)

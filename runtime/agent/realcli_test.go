@@ -158,7 +158,8 @@ func TestInterrupt(t *testing.T) {
 }
 
 // TestTurnTimeout: a turn that runs past TurnTimeout is interrupted and Send
-// says it timed out.
+// says it timed out; a turn's own timeout (StartWith) replaces the
+// session's.
 func TestTurnTimeout(t *testing.T) {
 	t.Parallel()
 	hold := make(chan struct{})
@@ -166,6 +167,7 @@ func TestTurnTimeout(t *testing.T) {
 	w := newWorld(t, "latest", modelapi.Options{Script: []modelapi.Reply{
 		{Blocks: []modelapi.Block{modelapi.TextBlock("slow")}, Hold: hold},
 		modelapi.Text("fast"),
+		{Blocks: []modelapi.Block{modelapi.TextBlock("slow again")}, Hold: hold},
 	}})
 	s := w.start(embedded(t), TransportStdio, Options{TurnTimeout: 3 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -183,6 +185,17 @@ func TestTurnTimeout(t *testing.T) {
 	}
 	if next := send(t, s, "quick one"); next.Text != "fast" {
 		t.Errorf("after the timeout: %q", next.Text)
+	}
+	start = time.Now()
+	turn, err = s.StartWith("a shorter limit", TurnOptions{Timeout: time.Second}).Wait(ctx)
+	if !errors.Is(err, ErrTurnTimeout) || !strings.Contains(err.Error(), "after 1s") {
+		t.Fatalf("a turn with its own 1 s timeout: %v", err)
+	}
+	if turn == nil || turn.Subtype != "error_during_execution" {
+		t.Errorf("timed-out turn %+v", turn)
+	}
+	if d := time.Since(start); d > 3*time.Second+interruptGrace {
+		t.Errorf("the per-turn timeout took %s", d)
 	}
 }
 

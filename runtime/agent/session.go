@@ -119,9 +119,10 @@ type turnState struct {
 	pending *Pending
 	sent    bool
 	msgs    []json.RawMessage
-	errs    []error // permission callback failures
+	errs    []error       // permission callback failures
+	limit   time.Duration // this turn's timeout (0: none)
 	timer   *time.Timer
-	timeout bool // TurnTimeout fired
+	timeout bool // the limit passed
 }
 
 // transport carries lines between the session and the CLI and owns the CLI
@@ -155,6 +156,14 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 	if opt.Fork && opt.Resume == "" {
 		return nil, errors.New("agent: fork needs resume (the session id to fork)")
 	}
+	if opt.SessionID != "" {
+		if opt.Resume != "" {
+			return nil, errors.New("agent: a session id is for a fresh session; a resumed one keeps its id and a fork gets a new one from the CLI")
+		}
+		if _, err := uuid.Parse(opt.SessionID); err != nil {
+			return nil, fmt.Errorf("agent: session id %q: the CLI wants a UUID: %w", opt.SessionID, err)
+		}
+	}
 	if opt.MaxTurns < 0 {
 		return nil, fmt.Errorf("agent: max turns %d: want a positive number", opt.MaxTurns)
 	}
@@ -180,7 +189,10 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 	sessionID := ""
 	switch {
 	case opt.Resume == "":
-		sessionID = uuid.NewString()
+		sessionID = opt.SessionID
+		if sessionID == "" {
+			sessionID = uuid.NewString()
+		}
 		s.id = sessionID
 	case !opt.Fork:
 		s.id = opt.Resume
@@ -326,7 +338,24 @@ func (s *Session) Send(ctx context.Context, prompt string) (*Turn, error) {
 // another: a prompt started while another turn runs is sent when that turn
 // ends, so every result belongs to exactly one prompt.
 func (s *Session) Start(prompt string) *Pending {
-	ts := &turnState{prompt: prompt, uuid: uuid.NewString()}
+	return s.StartWith(prompt, TurnOptions{})
+}
+
+// TurnOptions adjust one turn.
+type TurnOptions struct {
+	// Timeout bounds this turn instead of Options.TurnTimeout (0: the
+	// session's). It counts from when the prompt is sent, not from when it
+	// was queued behind an earlier turn.
+	Timeout time.Duration
+}
+
+// StartWith is Start with options for this turn.
+func (s *Session) StartWith(prompt string, o TurnOptions) *Pending {
+	limit := o.Timeout
+	if limit <= 0 {
+		limit = s.opt.TurnTimeout
+	}
+	ts := &turnState{prompt: prompt, uuid: uuid.NewString(), limit: limit}
 	p := &Pending{s: s, ts: ts, done: make(chan struct{})}
 	ts.pending = p
 	s.mu.Lock()
@@ -354,8 +383,8 @@ func (s *Session) sendTurn(ts *turnState) {
 	}
 	ts.sent = true
 	sid := s.id
-	if s.opt.TurnTimeout > 0 {
-		ts.timer = time.AfterFunc(s.opt.TurnTimeout, func() { s.turnTimedOut(ts) })
+	if ts.limit > 0 {
+		ts.timer = time.AfterFunc(ts.limit, func() { s.turnTimedOut(ts) })
 	}
 	s.mu.Unlock()
 	s.enqueue(map[string]any{
@@ -384,7 +413,7 @@ func (s *Session) turnTimedOut(ts *turnState) {
 	select {
 	case <-ts.pending.done:
 	case <-ctx.Done():
-		s.fail(fmt.Errorf("agent: %w after %s and the CLI did not stop within %s of the interrupt; the session was ended", ErrTurnTimeout, s.opt.TurnTimeout, interruptGrace))
+		s.fail(fmt.Errorf("agent: %w after %s and the CLI did not stop within %s of the interrupt; the session was ended", ErrTurnTimeout, ts.limit, interruptGrace))
 		go s.Close()
 	}
 }
@@ -865,7 +894,7 @@ func (s *Session) result(line []byte) {
 	var err error
 	switch {
 	case timedOut:
-		err = fmt.Errorf("agent: %w after %s; the turn was interrupted", ErrTurnTimeout, s.opt.TurnTimeout)
+		err = fmt.Errorf("agent: %w after %s; the turn was interrupted", ErrTurnTimeout, ts.limit)
 	case len(errs) > 0:
 		err = errors.Join(errs...)
 	}

@@ -42,6 +42,10 @@ type Options struct {
 	// new session id from a copy of it.
 	Resume string
 	Fork   bool
+	// SessionID is the id of a fresh session, a UUID (default: a random
+	// one). Choosing it lets a caller label what it observes before Start
+	// returns.
+	SessionID string
 	// TurnTimeout bounds each turn (0: none). When it passes the turn is
 	// interrupted and Send fails with ErrTurnTimeout.
 	TurnTimeout time.Duration
