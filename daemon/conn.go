@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -45,10 +44,10 @@ func (c *conn) serve() {
 	c.s.log.Info("connection", "state", "open", "remote", c.nc.RemoteAddr().String())
 	defer c.s.log.Info("connection", "state", "closed")
 	defer c.close()
-	r := bufio.NewReaderSize(c.nc, 64<<10)
+	r := newLineReader(c.nc)
 	sem := make(chan struct{}, maxInFlight)
 	for {
-		line, err := readLine(r, wire.MaxLine)
+		line, err := r.next(wire.MaxLine)
 		if err != nil {
 			if errors.Is(err, errLineTooLong) {
 				c.s.log.Warn("request line over 1 MiB: closing the connection")
@@ -71,34 +70,89 @@ func (c *conn) serve() {
 
 var errLineTooLong = errors.New("line too long")
 
-// readLine returns the next line without its newline, in a fresh slice the
-// caller owns. A line longer than max is an error: the contract closes the
-// connection without reading further.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
+// lineReader splits a connection into request lines. It grows its buffer for
+// a long line (up to the limit) and then reads in large pieces, and hands a
+// long line over without copying it: a 1 MiB process.stdin line through a
+// 64 KiB bufio.Reader took a dozen reads and as many copies.
+type lineReader struct {
+	r          io.Reader
+	buf        []byte
+	start, end int   // buf[start:end] is read and not yet returned
+	scanned    int   // buf[start:start+scanned] holds no newline
+	err        error // the read error, returned once the buffer is drained
+}
+
+// lineReaderSize is the buffer a connection starts with and returns to.
+const lineReaderSize = 64 << 10
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: r, buf: make([]byte, lineReaderSize)}
+}
+
+// next returns the next line without its newline, in a slice the caller
+// owns. A line longer than limit is errLineTooLong: the contract closes the
+// connection without reading further. A last line without a newline is still
+// a line.
+func (lr *lineReader) next(limit int) ([]byte, error) {
 	for {
-		frag, err := r.ReadSlice('\n')
-		n := len(line) + len(frag)
-		if err == nil {
-			n-- // the newline does not count
+		i := bytes.IndexByte(lr.buf[lr.start+lr.scanned:lr.end], '\n')
+		if i >= 0 {
+			return lr.take(lr.scanned+i, 1, limit)
 		}
-		if n > max {
+		lr.scanned = lr.end - lr.start
+		if lr.scanned > limit {
 			return nil, errLineTooLong
 		}
-		switch {
-		case err == nil:
-			if line == nil {
-				return append([]byte(nil), frag[:len(frag)-1]...), nil
+		if lr.err != nil {
+			if lr.scanned > 0 {
+				return lr.take(lr.scanned, 0, limit)
 			}
-			return append(line, frag[:len(frag)-1]...), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			line = append(line, frag...)
-		case errors.Is(err, io.EOF) && len(line)+len(frag) > 0:
-			// A last line without a newline is still a request.
-			return append(line, frag...), nil
-		default:
-			return nil, err
+			return nil, lr.err
 		}
+		lr.fill(limit)
+	}
+}
+
+// take returns the first n bytes as a line and drops skip more (the newline).
+func (lr *lineReader) take(n, skip, limit int) ([]byte, error) {
+	if n > limit {
+		return nil, errLineTooLong
+	}
+	var line []byte
+	if n < lineReaderSize {
+		line = append([]byte(nil), lr.buf[lr.start:lr.start+n]...)
+	} else {
+		// Hand the buffer over and carry the rest into a fresh one.
+		line = lr.buf[lr.start : lr.start+n : lr.start+n]
+		rest := lr.buf[lr.start+n+skip : lr.end]
+		lr.buf = make([]byte, max(lineReaderSize, len(rest)))
+		lr.start, lr.end = 0, copy(lr.buf, rest)
+		lr.scanned = 0
+		return line, nil
+	}
+	lr.start += n + skip
+	lr.scanned = 0
+	return line, nil
+}
+
+// fill reads more, making room first: by moving the pending bytes to the
+// front, or by growing the buffer (up to what a line of limit bytes needs).
+func (lr *lineReader) fill(limit int) {
+	if lr.end == len(lr.buf) {
+		pending := lr.end - lr.start
+		if pending < len(lr.buf)/2 {
+			copy(lr.buf, lr.buf[lr.start:lr.end])
+		} else {
+			nb := make([]byte, min(2*len(lr.buf), limit+2))
+			copy(nb, lr.buf[lr.start:lr.end])
+			lr.buf = nb
+		}
+		lr.start, lr.end = 0, pending
+	}
+	n, err := lr.r.Read(lr.buf[lr.end:])
+	lr.end += n
+	if err != nil {
+		lr.err = err
 	}
 }
 

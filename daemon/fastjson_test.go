@@ -1,0 +1,105 @@
+package daemon
+
+import (
+	"bytes"
+	stdbase64 "encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+var fastPathSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"server.ping","auth":"t"}`,
+	` {"jsonrpc" : "2.0", "id" : "x\"y", "method":"process.stdin","params":{"id":"p","data":"aGk=","offset":3,"close":true},"auth":"t"} `,
+	`{"jsonrpc":"2.0","id":null,"params":null,"auth":null,"method":null}`,
+	`{"auth":"a","auth":null,"auth":"b","id":1,"id":[2,{"z":-0.5e+3}]}`,
+	`{"Method":"x","ID":2,"paramſ":{}}`,
+	`{"jsonrpc":"2.0\u0000","method":"a\/b"}`,
+	`{"jsonrpc":2}`, `[1,2]`, `"str"`, `null`, `{}`, `{"a":01}`, `{"a":1.}`, `{"a":"\x"}`, `{"a":"` + "\t" + `"}`,
+	`{"id":"p","data":"aGk=","offset":-1}`,
+	`{"id":"p","data":"!!","offset":1e3}`,
+	`{"id":"p","data":"aGk=","data":"","offset":null,"close":null}`,
+	`{"id":"p","data":"aGk\u003d","offset":9223372036854775808}`,
+	`{"id":"p","Data":"aGk=","command":1}`,
+	`{"id":"p","data":"aGk=","unknown":[1,{"deep":null}],"x":true}`,
+	`{"id":"p","data":"aG` + "\xff" + `k=","close":false}`,
+	`{"id":"p","data":"aGk=\n"}`,
+	`{"id":"\u00e9","data":"aGk="}`,
+	`{"ıd":"p"}`, `{"K":1}`,
+}
+
+// The fast path must agree with encoding/json whenever it answers.
+func FuzzFastPath(f *testing.F) {
+	for _, s := range fastPathSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if validJSON(doc) && !json.Valid(doc) {
+			t.Fatalf("validJSON accepts %q", doc)
+		}
+		if req, ok := parseRequestFast(doc); ok {
+			var want wire.Request
+			if err := json.Unmarshal(doc, &want); err != nil {
+				t.Fatalf("%q: fast path answered, encoding/json: %v", doc, err)
+			}
+			if req.JSONRPC != want.JSONRPC || req.Method != want.Method || req.Auth != want.Auth ||
+				!bytes.Equal(req.ID, want.ID) || !bytes.Equal(req.Params, want.Params) {
+				t.Fatalf("%q:\nfast %+v\njson %+v", doc, req, want)
+			}
+		}
+		if p, dataErr, ok := decodeStdinFast(doc); ok {
+			want, err := decodeParams[wire.ProcessParams](doc)
+			if err != nil {
+				t.Fatalf("%q: fast path answered, slow: %v", doc, err)
+			}
+			data, derr := stdbase64.StdEncoding.DecodeString(want.Data)
+			if p.ID != want.ID || p.Close != want.Close || (p.Offset == nil) != (want.Offset == nil) ||
+				p.Offset != nil && *p.Offset != *want.Offset || dataErr != (derr != nil) || !dataErr && !bytes.Equal(p.Data, data) {
+				t.Fatalf("%q:\nfast %+v %v\nslow %+v %v", doc, p, dataErr, want, derr)
+			}
+		}
+	})
+}
+
+// The fast path takes the shapes real clients send.
+func TestFastPathTaken(t *testing.T) {
+	line := `{"jsonrpc":"2.0","id":12,"method":"process.stdin","params":{"id":"p","data":"` +
+		strings.Repeat("QUJD", 1000) + `","offset":0},"auth":"tok"}`
+	req, ok := parseRequestFast([]byte(line))
+	if !ok || req.Method != "process.stdin" || string(req.ID) != "12" || req.Auth != "tok" {
+		t.Fatalf("request: %v %+v", ok, req)
+	}
+	p, dataErr, ok := decodeStdinFast(req.Params)
+	if !ok || dataErr || len(p.Data) != 3000 || p.Offset == nil || *p.Offset != 0 {
+		t.Fatalf("params: %v %v %+v", ok, dataErr, p)
+	}
+	for _, s := range fastPathSeeds {
+		if _, ok := parseRequestFast([]byte(s)); ok != json.Valid([]byte(s)) && strings.HasPrefix(s, `{"jsonrpc":"2.0","id":1,`) {
+			t.Errorf("%s: fast path not taken", s)
+		}
+	}
+}
+
+func BenchmarkDecodeStdinRequest(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":12,"method":"process.stdin","params":{"id":"p","data":"` +
+		stdbase64.StdEncoding.EncodeToString(make([]byte, 512<<10)) + `","offset":0},"auth":"tok"}`)
+	b.SetBytes(512 << 10)
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			req, _ := decodeRequest(line)
+			if _, err := decodeStdinParams(req.Params); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			var req wire.Request
+			json.Unmarshal(line, &req)
+			p, _ := decodeParams[wire.ProcessParams](req.Params)
+			stdbase64.StdEncoding.DecodeString(p.Data)
+		}
+	})
+}

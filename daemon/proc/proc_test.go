@@ -1,0 +1,249 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/streamlog"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+func i64(v int64) *int64 { return &v }
+
+func TestStdinOffsets(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	q := newStdinQueue(0)
+	done := make(chan struct{})
+	go func() { defer close(done); q.run(w) }()
+	ctx := context.Background()
+	steps := []struct {
+		data    string
+		off     *int64
+		applied int64
+		dup     bool
+		gap     bool
+	}{
+		{"", nil, 0, false, false},
+		{"abc", nil, 3, false, false},
+		{"def", i64(3), 6, false, false},
+		{"abc", i64(0), 6, true, false},
+		{"f", i64(5), 6, true, false},
+		{"", i64(6), 6, false, false},
+		{"", i64(2), 6, true, false},
+		{"zz", i64(7), 6, false, true},
+		{"efgh", i64(4), 8, false, false}, // partial overlap: only "gh" is new
+		{"ij", nil, 10, false, false},
+	}
+	for i, s := range steps {
+		applied, dup, err := q.Offer(ctx, []byte(s.data), s.off)
+		var we *wire.Error
+		if s.gap != (errors.As(err, &we) && we.Code == wire.CodeStdinGap && we.Message == wire.MsgStdinGap) {
+			t.Fatalf("step %d: err %v", i, err)
+		}
+		if applied != s.applied || dup != s.dup {
+			t.Fatalf("step %d: applied %d dup %v, want %d %v", i, applied, dup, s.applied, s.dup)
+		}
+	}
+	q.Close()
+	if _, _, err := q.Offer(ctx, []byte("late"), nil); err == nil || err.Error() != "-32602: "+MsgStdinClosed {
+		t.Fatalf("data after close: %v", err)
+	}
+	if applied, dup, err := q.Offer(ctx, []byte("ij"), i64(8)); err != nil || !dup || applied != 10 {
+		t.Fatalf("a retried request after close: %d %v %v", applied, dup, err)
+	}
+	got, _ := io.ReadAll(r)
+	<-done
+	if string(got) != "abcdefghij" {
+		t.Fatalf("the child received %q", got)
+	}
+}
+
+// A writer blocked on a pipe nobody reads (a descendant holds the read end)
+// is released by stop.
+func TestStdinStopUnblocksWriter(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	q := newStdinQueue(0)
+	done := make(chan struct{})
+	go func() { defer close(done); q.run(w) }()
+	if _, _, err := q.Offer(context.Background(), make([]byte, 1<<20), nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	q.stop()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("writer still blocked after stop")
+	}
+}
+
+// A full queue makes Offer wait, and the wait ends with the caller's context.
+func TestStdinQueueBound(t *testing.T) {
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	q := newStdinQueue(64 << 10)
+	go q.run(w)
+	defer q.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		_, _, err = q.Offer(ctx, make([]byte, 32<<10), nil)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Offer did not wait: %v", err)
+	}
+}
+
+func newTestRegistry(t *testing.T) *Registry {
+	r := NewRegistry(Options{DrainAfterExit: 50 * time.Millisecond})
+	t.Cleanup(func() { r.Shutdown(false, 100*time.Millisecond) })
+	return r
+}
+
+func frames(t *testing.T, p *Process) []wire.Frame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := p.Log.NewCursor(0)
+	defer c.Close()
+	var all []wire.Frame
+	for {
+		var err error
+		all, err = c.Next(ctx, all, 1<<20)
+		if errors.Is(err, io.EOF) {
+			return all
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	r := newTestRegistry(t)
+	for script, want := range map[string]int{"exit 0": 0, "exit 42": 42, "kill -TERM $$": -1, "kill -9 $$": -1} {
+		p, err := r.Spawn(Spec{ID: script, Command: "sh", Args: []string{"-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := frames(t, p)
+		if last := fs[len(fs)-1]; last.Stream != wire.Exit || last.ExitCode != want {
+			t.Errorf("%s: %+v", script, last)
+		}
+		if code, ok := p.ExitCode(); !ok || code != want {
+			t.Errorf("%s: ExitCode %d %v", script, code, ok)
+		}
+	}
+}
+
+func TestNoSignalAfterReap(t *testing.T) {
+	r := newTestRegistry(t)
+	p, err := r.Spawn(Spec{ID: "t", Command: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if p.Signal(syscall.SIGKILL) {
+		t.Fatal("signalled a reaped process")
+	}
+	if res := p.KillAndWait(context.Background(), syscall.SIGTERM, time.Second, true); res != (wire.KillAndWaitResult{Found: true, Died: true, AlreadyExited: true}) {
+		t.Fatalf("KillAndWait %+v", res)
+	}
+}
+
+func TestReplaceDiscardsOld(t *testing.T) {
+	r := newTestRegistry(t)
+	old, err := r.Spawn(Spec{ID: "x", Command: "sleep", Args: []string{"60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := old.Log.NewCursor(0)
+	nu, err := r.Spawn(Spec{ID: "x", Command: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Get("x") != nu {
+		t.Fatal("not replaced")
+	}
+	select {
+	case <-old.Reaped():
+	case <-time.After(5 * time.Second):
+		t.Fatal("old process not killed")
+	}
+	// Its readers are dropped: no frame (not even its exit) reaches them.
+	if fs, err := cur.Next(context.Background(), nil, 1); !errors.Is(err, streamlog.ErrClosed) || len(fs) != 0 {
+		t.Fatalf("old cursor: %v %v", fs, err)
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	s := func(v string) *string { return &v }
+	got := mergeEnv([]string{"A=1", "B=2", "C=3", "PATH=/bin"}, map[string]*string{"B": nil, "C": s("x=y"), "D": s("")})
+	want := []string{"A=1", "PATH=/bin", "C=x=y", "D="}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q", got)
+	}
+	base := []string{"A=1"}
+	if got := mergeEnv(base, nil); !slices.Equal(got, base) {
+		t.Fatalf("no overrides: %q", got)
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(dir+"/tool", []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(dir+"/plain", []byte(""), 0o644)
+	env := []string{"PATH=/nonexistent:" + dir}
+	for _, tc := range []struct{ cmd, dir, want, err string }{
+		{"tool", "", dir + "/tool", ""},
+		{"plain", "", "", "not found"},
+		{"./tool", dir, "./tool", ""},
+		{"./nope", dir, "", "no such file"},
+		{"", "", "", "empty command"},
+	} {
+		got, err := lookPath(tc.cmd, env, tc.dir)
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("lookPath(%q) = %q, %v", tc.cmd, got, err)
+		}
+	}
+}
+
+func TestDrainAfterExit(t *testing.T) {
+	// The child exits but a descendant keeps its stdout open and quiet: the
+	// exit frame still comes, soon after.
+	r := newTestRegistry(t)
+	p, err := r.Spawn(Spec{ID: "bg", Command: "sh", Args: []string{"-c", "echo a; (sleep 3; echo late) & exit 5"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(-p.Pid, syscall.SIGKILL) // the quiet descendant; its group is still alive
+	start := time.Now()
+	fs := frames(t, p)
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("exit frame after %v", el)
+	}
+	var out bytes.Buffer
+	for _, f := range fs {
+		out.Write(f.Data)
+	}
+	if out.String() != "a\n" || fs[len(fs)-1].ExitCode != 5 {
+		t.Fatalf("frames %+v", fs)
+	}
+}

@@ -1,0 +1,433 @@
+package streamlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// payload is the deterministic data of frame seq.
+func payload(seq int64, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(seq*7 + int64(i))
+	}
+	return b
+}
+
+func appendN(t *testing.T, l *Log, n, size int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 0; i < n; i++ {
+		seq := l.Stats().LastSeq + 1
+		got, err := l.Append(ctx, wire.Frame{Stream: wire.Stdout, Data: payload(seq, size)})
+		if err != nil {
+			t.Fatalf("append %d: %v", seq, err)
+		}
+		if got != seq {
+			t.Fatalf("append got seq %d, want %d", got, seq)
+		}
+	}
+}
+
+func appendExit(t *testing.T, l *Log, code int) {
+	t.Helper()
+	if _, err := l.Append(context.Background(), wire.Frame{Stream: wire.Exit, ExitCode: code}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readAll reads a cursor to the exit frame, checking seqs and payloads.
+func readAll(t *testing.T, c *Cursor, maxBytes int) []wire.Frame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var all []wire.Frame
+	for {
+		n0 := len(all)
+		var err error
+		all, err = c.Next(ctx, all, maxBytes)
+		if len(all) == n0 && err == nil {
+			t.Fatal("Next returned nothing")
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+	}
+	for i, f := range all {
+		if i > 0 && f.Seq != all[i-1].Seq+1 {
+			t.Fatalf("seq %d after %d", f.Seq, all[i-1].Seq)
+		}
+		if f.Stream == wire.Stdout && !bytes.Equal(f.Data, payload(f.Seq, len(f.Data))) {
+			t.Fatalf("frame %d data differs", f.Seq)
+		}
+	}
+	if len(all) == 0 || all[len(all)-1].Stream != wire.Exit {
+		t.Fatal("no exit frame")
+	}
+	return all
+}
+
+func TestSeqsAndStats(t *testing.T) {
+	l := New(Options{})
+	defer l.Close()
+	if st := l.Stats(); st != (Stats{}) {
+		t.Fatalf("empty stats %+v", st)
+	}
+	appendN(t, l, 3, 10)
+	appendExit(t, l, 7)
+	st := l.Stats()
+	if st.FirstSeq != 1 || st.LastSeq != 4 || !st.Ended || st.MemBytes != 3*(10+64)+64 || st.Disk != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	c := l.NewCursor(0)
+	fs := readAll(t, c, 1<<20)
+	if len(fs) != 4 || fs[3].ExitCode != 7 || fs[0].Seq != 1 {
+		t.Fatalf("frames %+v", fs)
+	}
+	// fromSeq is exclusive; beyond the end there is nothing but EOF.
+	fs = readAll(t, l.NewCursor(2), 1<<20)
+	if len(fs) != 2 || fs[0].Seq != 3 {
+		t.Fatalf("from 2: %+v", fs)
+	}
+	_, err := l.NewCursor(4).Next(context.Background(), nil, 1)
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("after the end: %v", err)
+	}
+}
+
+func TestMemoryLimitTruncates(t *testing.T) {
+	l := New(Options{MemLimit: 10 * (100 + 64)})
+	defer l.Close()
+	appendN(t, l, 25, 100)
+	st := l.Stats()
+	if st.FirstSeq != 16 || st.LastSeq != 25 || st.MemBytes > 10*(164) {
+		t.Fatalf("stats %+v", st)
+	}
+	appendExit(t, l, 0)
+	// A cursor from before the truncation starts at the oldest retained frame.
+	fs := readAll(t, l.NewCursor(0), 1<<20)
+	if fs[0].Seq != 17 || len(fs) != 10 {
+		t.Fatalf("replay from %d, %d frames", fs[0].Seq, len(fs))
+	}
+}
+
+// The accounting uses the capacity a frame keeps alive, not just its length.
+func TestMemoryAccountsCapacity(t *testing.T) {
+	l := New(Options{MemLimit: 1 << 20})
+	defer l.Close()
+	for i := 0; i < 100; i++ {
+		data := make([]byte, 10, 32<<10)
+		if _, err := l.Append(context.Background(), wire.Frame{Stream: wire.Stdout, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := l.Stats(); st.MemBytes > 1<<20 || st.FirstSeq == 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestLiveCursorBlocksAppend(t *testing.T) {
+	l := New(Options{MemLimit: 4 * (1000 + 64)})
+	defer l.Close()
+	c := l.NewCursor(0)
+	appendN(t, l, 4, 1000)
+
+	// The fifth frame needs the first dropped, which c has not read.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := l.Append(ctx, wire.Frame{Stream: wire.Stdout, Data: payload(5, 1000)}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("append did not block: %v", err)
+	}
+
+	done := make(chan error)
+	go func() {
+		_, err := l.Append(context.Background(), wire.Frame{Stream: wire.Stdout, Data: payload(5, 1000)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("append returned %v while blocked", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	fs, err := c.Next(context.Background(), nil, 1000) // reads seq 1 only
+	if err != nil || len(fs) != 1 || fs[0].Seq != 1 {
+		t.Fatalf("Next %v %v", fs, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Stats(); st.FirstSeq != 2 || st.LastSeq != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	// Closing the cursor releases the log too.
+	go func() {
+		_, err := l.Append(context.Background(), wire.Frame{Stream: wire.Stdout, Data: payload(6, 3000)})
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Next(context.Background(), nil, 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next on a closed cursor: %v", err)
+	}
+}
+
+// A slow reader concurrent with a fast writer sees every frame in order.
+func TestConcurrentReaders(t *testing.T) {
+	l := New(Options{MemLimit: 16 << 10})
+	defer l.Close()
+	const n = 2000
+	var wg sync.WaitGroup
+	for r := 0; r < 3; r++ {
+		c := l.NewCursor(0)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fs := readAll(t, c, 4<<10)
+			if len(fs) != n+1 || fs[0].Seq != 1 {
+				t.Errorf("reader got %d frames from %d", len(fs), fs[0].Seq)
+			}
+		}()
+	}
+	appendN(t, l, n, 300)
+	appendExit(t, l, 0)
+	wg.Wait()
+}
+
+func TestNextWaitsAndCancels(t *testing.T) {
+	l := New(Options{})
+	defer l.Close()
+	c := l.NewCursor(0)
+	got := make(chan []wire.Frame)
+	go func() {
+		fs, _ := c.Next(context.Background(), nil, 1<<20)
+		got <- fs
+	}()
+	time.Sleep(10 * time.Millisecond)
+	appendN(t, l, 1, 5)
+	if fs := <-got; len(fs) != 1 || fs[0].Seq != 1 {
+		t.Fatalf("got %+v", fs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.Next(ctx, nil, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next: %v", err)
+	}
+}
+
+func TestBatchBounds(t *testing.T) {
+	l := New(Options{MemLimit: 64 << 20})
+	defer l.Close()
+	appendN(t, l, 10000, 1)
+	c := l.NewCursor(0)
+	fs, err := c.Next(context.Background(), nil, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Tiny frames count their overhead: about 64 KiB of them, not 64Ki frames.
+	if len(fs) < 500 || len(fs) > 1100 {
+		t.Fatalf("batch of %d tiny frames", len(fs))
+	}
+	// A frame bigger than the batch still comes, alone.
+	appendN(t, l, 1, 100<<10)
+	c2 := l.NewCursor(10000)
+	fs, err = c2.Next(context.Background(), nil, 1)
+	if err != nil || len(fs) != 1 || len(fs[0].Data) != 100<<10 {
+		t.Fatalf("%d frames, %v", len(fs), err)
+	}
+}
+
+func TestSpillExactReplay(t *testing.T) {
+	dir := t.TempDir()
+	l := New(Options{MemLimit: 64 << 10, SpillDir: dir, SegmentSize: 1 << 20})
+	defer l.Close()
+	// 4000 frames of 1000 bytes: ~4 MiB over several segments, with sparse
+	// index entries inside each.
+	appendN(t, l, 4000, 1000)
+	appendExit(t, l, 3)
+	st := l.Stats()
+	if st.FirstSeq != 1 || st.MemBytes > 64<<10 || st.Disk < 3<<20 {
+		t.Fatalf("stats %+v", st)
+	}
+	l.mu.Lock()
+	nsegs := len(l.segs)
+	l.mu.Unlock()
+	if nsegs < 3 {
+		t.Fatalf("%d segments", nsegs)
+	}
+	for _, from := range []int64{0, 1, 299, 1500, 3000, 3998} {
+		fs := readAll(t, l.NewCursor(from), 50<<10)
+		if fs[0].Seq != from+1 || len(fs) != int(4001-from) || fs[len(fs)-1].ExitCode != 3 {
+			t.Fatalf("from %d: first %d, %d frames", from, fs[0].Seq, len(fs))
+		}
+	}
+	// Segments are unlinked at once: nothing is left on disk by name.
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("spill dir holds %d files", len(ents))
+	}
+}
+
+func TestSpillDiskLimitDropsSegments(t *testing.T) {
+	l := New(Options{MemLimit: 16 << 10, SpillDir: t.TempDir(), SegmentSize: 64 << 10, DiskLimit: 256 << 10})
+	defer l.Close()
+	appendN(t, l, 2000, 1000) // ~2 MiB through a 256 KiB disk
+	appendExit(t, l, 0)
+	st := l.Stats()
+	if st.FirstSeq <= 1 || st.Disk > 256<<10+64<<10 || st.MemBytes > 16<<10 {
+		t.Fatalf("stats %+v", st)
+	}
+	// What remains is one contiguous run up to the exit.
+	fs := readAll(t, l.NewCursor(0), 1<<20)
+	if fs[0].Seq != st.FirstSeq || fs[len(fs)-1].Seq != 2001 {
+		t.Fatalf("replay %d..%d, stats %+v", fs[0].Seq, fs[len(fs)-1].Seq, st)
+	}
+}
+
+// A live cursor still reading the oldest segment holds it: the writer waits.
+func TestSpillDiskLimitBlocksOnCursor(t *testing.T) {
+	l := New(Options{MemLimit: 16 << 10, SpillDir: t.TempDir(), SegmentSize: 64 << 10, DiskLimit: 128 << 10})
+	defer l.Close()
+	c := l.NewCursor(0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		appendN(t, l, 1000, 1000)
+		appendExit(t, l, 0)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if st := l.Stats(); st.LastSeq >= 1000 || st.FirstSeq != 1 {
+		t.Fatalf("writer not held back: %+v", st)
+	}
+	fs := readAll(t, c, 8<<10)
+	<-done
+	if fs[0].Seq != 1 || len(fs) != 1001 {
+		t.Fatalf("reader got %d frames from %d", len(fs), fs[0].Seq)
+	}
+}
+
+// Without a usable spill dir the log degrades to truncation, never to a gap.
+func TestSpillFailureDegrades(t *testing.T) {
+	t.Run("from the start", func(t *testing.T) {
+		l := New(Options{MemLimit: 8 << 10, SpillDir: filepath.Join(t.TempDir(), "missing")})
+		defer l.Close()
+		appendN(t, l, 100, 1000)
+		appendExit(t, l, 0)
+		st := l.Stats()
+		fs := readAll(t, l.NewCursor(0), 1<<20)
+		if st.FirstSeq <= 1 || fs[0].Seq != st.FirstSeq || st.Disk != 0 {
+			t.Fatalf("stats %+v, replay from %d", st, fs[0].Seq)
+		}
+	})
+	t.Run("after segments", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "spill")
+		os.Mkdir(dir, 0o700)
+		l := New(Options{MemLimit: 8 << 10, SpillDir: dir, SegmentSize: 16 << 10})
+		defer l.Close()
+		appendN(t, l, 50, 1000)
+		if l.Stats().Disk == 0 {
+			t.Fatal("nothing spilled")
+		}
+		os.Remove(dir) // the next segment cannot be created
+		appendN(t, l, 100, 1000)
+		appendExit(t, l, 0)
+		st := l.Stats()
+		fs := readAll(t, l.NewCursor(0), 1<<20)
+		if fs[0].Seq != st.FirstSeq || st.FirstSeq <= 50 || st.Disk != 0 {
+			t.Fatalf("stats %+v, replay from %d", st, fs[0].Seq)
+		}
+	})
+}
+
+func TestClose(t *testing.T) {
+	l := New(Options{MemLimit: 4 << 10, SpillDir: t.TempDir(), SegmentSize: 8 << 10})
+	appendN(t, l, 50, 1000)
+	waiting := l.NewCursor(50)
+	errs := make(chan error, 2)
+	go func() {
+		_, err := waiting.Next(context.Background(), nil, 1)
+		errs <- err
+	}()
+	// A writer blocked on a live cursor in no-spill mode is released too.
+	l2 := New(Options{MemLimit: 1100})
+	c2 := l2.NewCursor(0)
+	appendN(t, l2, 1, 1000)
+	go func() {
+		_, err := l2.Append(context.Background(), wire.Frame{Stream: wire.Stdout, Data: make([]byte, 1000)})
+		errs <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	l.Close()
+	l2.Close()
+	l.Close() // idempotent
+	for i := 0; i < 2; i++ {
+		if err := <-errs; !errors.Is(err, ErrClosed) {
+			t.Fatalf("blocked call returned %v", err)
+		}
+	}
+	if _, err := l.Append(context.Background(), wire.Frame{Stream: wire.Stdout}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after close: %v", err)
+	}
+	if _, err := l.NewCursor(0).Next(context.Background(), nil, 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next after close: %v", err)
+	}
+	if st := l.Stats(); st.Disk != 0 || st.MemBytes != 0 {
+		t.Fatalf("stats after close %+v", st)
+	}
+	c2.Close()
+}
+
+// Reading a segment that Close removes ends with ErrClosed, not an I/O error.
+func TestCloseDuringDiskRead(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		l := New(Options{MemLimit: 4 << 10, SpillDir: t.TempDir(), SegmentSize: 1 << 20})
+		appendN(t, l, 500, 1000)
+		c := l.NewCursor(0)
+		errc := make(chan error)
+		go func() {
+			for {
+				_, err := c.Next(context.Background(), nil, 2000)
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+		time.Sleep(time.Duration(i) * 50 * time.Microsecond)
+		l.Close()
+		if err := <-errc; !errors.Is(err, ErrClosed) {
+			t.Fatalf("reader ended with %v", err)
+		}
+	}
+}
+
+func Example() {
+	l := New(Options{})
+	defer l.Close()
+	ctx := context.Background()
+	l.Append(ctx, wire.Frame{Stream: wire.Stdout, Data: []byte("hi\n")})
+	l.Append(ctx, wire.Frame{Stream: wire.Exit})
+	fs, _ := l.NewCursor(0).Next(ctx, nil, 1<<20)
+	for _, f := range fs {
+		fmt.Printf("%d %v %q\n", f.Seq, f.Stream, f.Data)
+	}
+	// Output:
+	// 1 stdout "hi\n"
+	// 2 exit ""
+}
