@@ -1,0 +1,366 @@
+// Package bench measures sous against its baselines, side by side in the same
+// run, and prints the table of the README's Performance section.
+//
+//	make bench                                  # the whole table (several minutes)
+//	SOUS_BENCH_TABLE=1 SOUS_BENCH_REPEATS=3 go test ./bench -run TestTable -v -timeout 60m
+//
+// Every figure is a ratio against a baseline measured in the same run, as
+// the median of interleaved repeats: the machines are shared and noisy, so
+// absolute times mean little and alternating the two sides spreads the noise
+// over both. SOUS_BENCH_BYTES overrides the stream size (default 1 GiB).
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/client"
+)
+
+type row struct {
+	figure, baseline, target, result string
+	ok                                bool
+}
+
+func TestTable(t *testing.T) {
+	if os.Getenv("SOUS_BENCH_TABLE") == "" {
+		t.Skip("set SOUS_BENCH_TABLE=1 (or run `make bench`) to measure the performance table")
+	}
+	e := newEnv(t)
+	var rows []row
+	add := func(r row) {
+		rows = append(rows, r)
+		t.Logf("%s: %s", r.figure, r.result)
+	}
+	add(e.execStream(t, false))
+	add(e.execStream(t, true))
+	add(e.peakRSS(t))
+	add(e.ping(t))
+	add(e.spawnExit(t))
+	add(e.recipeStart(t))
+	add(e.extractTar(t))
+	add(e.concurrentChildren(t))
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| figure | baseline | target | result | met |\n| --- | --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		met := "yes"
+		if !r.ok {
+			met = "no"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.figure, r.baseline, r.target, r.result, met)
+	}
+	fmt.Fprintf(&b, "\n%d repeats, medians; %s, %d CPUs, %s\n", e.repeats, runtime.Version(), runtime.NumCPU(), time.Now().Format(time.DateOnly))
+	fmt.Print(b.String())
+}
+
+type env struct {
+	bin     string
+	dir     string
+	repeats int
+	bytes   int64
+}
+
+func newEnv(t *testing.T) *env {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sous")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/sous").CombinedOutput(); err != nil {
+		t.Fatalf("build sous: %v\n%s", err, out)
+	}
+	e := &env{bin: bin, dir: dir, repeats: 5, bytes: 1 << 30}
+	if n, err := strconv.Atoi(os.Getenv("SOUS_BENCH_REPEATS")); err == nil && n > 0 {
+		e.repeats = n
+	}
+	if n, err := strconv.ParseInt(os.Getenv("SOUS_BENCH_BYTES"), 10, 64); err == nil && n > 0 {
+		e.bytes = n
+	}
+	return e
+}
+
+// interleave runs a and b alternately and returns their median durations.
+func (e *env) interleave(t *testing.T, a, b func() time.Duration) (time.Duration, time.Duration) {
+	var as, bs []time.Duration
+	for range e.repeats {
+		as = append(as, a())
+		bs = append(bs, b())
+	}
+	return median(as), median(bs)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func timeShell(t *testing.T, script string, env ...string) time.Duration {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), env...)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return time.Since(start)
+}
+
+// daemonProc is a `sous daemon serve` subprocess.
+type daemonProc struct {
+	cmd    *exec.Cmd
+	socket string
+	token  string
+}
+
+func (e *env) startDaemon(t *testing.T) *daemonProc {
+	t.Helper()
+	d := &daemonProc{socket: filepath.Join(e.dir, fmt.Sprintf("d%d.sock", time.Now().UnixNano()%1e6)), token: "bench"}
+	d.cmd = exec.Command(e.bin, "daemon", "serve", "--socket", d.socket, "--token-fd", "0", "--log-format", "json")
+	d.cmd.Stdin = strings.NewReader(d.token + "\n")
+	d.cmd.Stderr = nil
+	out, err := d.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if !strings.Contains(line, "listening") {
+		t.Fatalf("daemon did not start: %q", line)
+	}
+	t.Cleanup(func() { d.cmd.Process.Signal(syscall.SIGTERM); d.cmd.Wait() })
+	return d
+}
+
+// vmHWM reads a process's peak resident set size.
+func vmHWM(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM")
+}
+
+func (e *env) execStream(t *testing.T, socket bool) row {
+	size := strconv.FormatInt(e.bytes, 10)
+	base := "head -c " + size + " /dev/zero | cat > /dev/null"
+	via := e.bin + " exec -- head -c " + size + " /dev/zero | cat > /dev/null"
+	var extra []string
+	r := row{figure: "`sous exec` streaming " + human(e.bytes) + ", embedded daemon", baseline: "`head -c` into a pipe", target: ">= 0.6 of the pipe"}
+	want := 0.6
+	if socket {
+		d := e.startDaemon(t)
+		via = e.bin + " exec --socket " + d.socket + " -- head -c " + size + " /dev/zero | cat > /dev/null"
+		extra = []string{"SOUS_TOKEN=" + d.token}
+		r.figure = "the same through a Unix-socket daemon"
+		r.target = ">= 0.4 of the pipe"
+		want = 0.4
+	}
+	tb, ts := e.interleave(t, func() time.Duration { return timeShell(t, base) }, func() time.Duration { return timeShell(t, via, extra...) })
+	ratio := tb.Seconds() / ts.Seconds()
+	r.result = fmt.Sprintf("%.2fx of the pipe (%.0f vs %.0f MB/s)", ratio, float64(e.bytes)/ts.Seconds()/1e6, float64(e.bytes)/tb.Seconds()/1e6)
+	r.ok = ratio >= want
+	return r
+}
+
+func (e *env) peakRSS(t *testing.T) row {
+	d := e.startDaemon(t)
+	size := strconv.FormatInt(2*e.bytes, 10)
+	timeShell(t, e.bin+" exec --socket "+d.socket+" -- head -c "+size+" /dev/zero > /dev/null", "SOUS_TOKEN="+d.token)
+	hwm, err := vmHWM(d.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return row{figure: "daemon peak RSS while a child writes " + human(2*e.bytes), baseline: "—", target: "under 64 MiB",
+		result: fmt.Sprintf("%.1f MiB", float64(hwm)/(1<<20)), ok: hwm < 64<<20}
+}
+
+func (e *env) ping(t *testing.T) row {
+	d := e.startDaemon(t)
+	ctx := context.Background()
+	c, err := client.DialUnix(ctx, d.socket, d.token, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var lat []time.Duration
+	for range 20000 {
+		start := time.Now()
+		if err := c.Call(ctx, "server.ping", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	p50 := median(lat)
+
+	// 16 connections, as fast as they go, for 2 s.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	deadline := time.Now().Add(2 * time.Second)
+	for range 16 {
+		cc, err := client.DialUnix(ctx, d.socket, d.token, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := 0
+			for time.Now().Before(deadline) {
+				if cc.Call(ctx, "server.ping", nil, nil) == nil {
+					n++
+				}
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	rate := float64(total) / 2
+	return row{figure: "server.ping round trip", baseline: "—", target: "p50 under 50 µs; 16 connections over 100k calls/s",
+		result: fmt.Sprintf("p50 %.0f µs; %.0fk calls/s", float64(p50.Microseconds()), rate/1000),
+		ok:     p50 < 50*time.Microsecond && rate > 100000}
+}
+
+func (e *env) spawnExit(t *testing.T) row {
+	srv, err := daemon.New(daemon.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := client.Embedded(srv)
+	defer c.Close()
+	ctx := context.Background()
+	const n = 200
+	i := 0
+	viaDaemon := func() time.Duration {
+		start := time.Now()
+		for range n {
+			i++
+			p, err := c.Spawn(ctx, client.SpawnSpec{ID: "t" + strconv.Itoa(i), Command: "/bin/true"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	osExec := func() time.Duration {
+		start := time.Now()
+		for range n {
+			if err := exec.Command("/bin/true").Run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	tb, ts := e.interleave(t, osExec, viaDaemon)
+	ratio := ts.Seconds() / tb.Seconds()
+	return row{figure: "process spawn to exit frame (`/bin/true`)", baseline: "`os/exec` Run in a Go loop", target: "within 1.5x",
+		result: fmt.Sprintf("%.2fx (%.2f vs %.2f ms each)", ratio, ts.Seconds()*1000/n, tb.Seconds()*1000/n), ok: ratio <= 1.5}
+}
+
+func (e *env) recipeStart(t *testing.T) row {
+	recipe := filepath.Join(e.dir, "one.star")
+	os.WriteFile(recipe, []byte("x = 1\n"), 0o644)
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		return row{figure: "`sous run` of a one-line recipe", baseline: "`python3 -c pass`", target: "no slower", result: "python3 not found"}
+	}
+	// pyenv shims add a shell script in front of python; time the real one.
+	if out, err := exec.Command(python, "-c", "import sys; print(sys.executable)").Output(); err == nil {
+		python = strings.TrimSpace(string(out))
+	}
+	const n = 20
+	loop := func(name string, args ...string) func() time.Duration {
+		return func() time.Duration {
+			start := time.Now()
+			for range n {
+				if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+					t.Fatalf("%s: %v %s", name, err, out)
+				}
+			}
+			return time.Since(start)
+		}
+	}
+	tb, ts := e.interleave(t, loop(python, "-c", "pass"), loop(e.bin, "run", recipe))
+	ratio := ts.Seconds() / tb.Seconds()
+	return row{figure: "`sous run` of a one-line recipe", baseline: "`python3 -c pass`", target: "no slower",
+		result: fmt.Sprintf("%.2fx (%.1f vs %.1f ms)", ratio, ts.Seconds()*1000/n, tb.Seconds()*1000/n), ok: ratio <= 1}
+}
+
+func (e *env) extractTar(t *testing.T) row {
+	src := filepath.Join(runtime.GOROOT(), "src")
+	archive := filepath.Join(e.dir, "gosrc.tar.gz")
+	timeShell(t, "tar czf "+archive+" -C "+filepath.Dir(src)+" src")
+	d := e.startDaemon(t)
+	n := 0
+	viaTar := func() time.Duration {
+		n++
+		dest := filepath.Join(e.dir, "tar", strconv.Itoa(n))
+		os.MkdirAll(dest, 0o755)
+		took := timeShell(t, "tar xzf "+archive+" -C "+dest)
+		go os.RemoveAll(dest)
+		return took
+	}
+	viaSous := func() time.Duration {
+		n++
+		copyPath := filepath.Join(e.dir, fmt.Sprintf("copy%d.tar.gz", n))
+		timeShell(t, "cp "+archive+" "+copyPath) // extract_tar consumes its archive
+		dest := filepath.Join(e.dir, "extracted", strconv.Itoa(n))
+		took := timeShell(t, e.bin+" files extract-tar --socket "+d.socket+" "+copyPath+" "+dest, "SOUS_TOKEN="+d.token)
+		go os.RemoveAll(dest)
+		return took
+	}
+	tb, ts := e.interleave(t, viaTar, viaSous)
+	ratio := ts.Seconds() / tb.Seconds()
+	return row{figure: "extract_tar of the Go source tree as tar.gz", baseline: "`tar xzf`", target: "no slower than 1.2x",
+		result: fmt.Sprintf("%.2fx (%.2f vs %.2f s)", ratio, ts.Seconds(), tb.Seconds()), ok: ratio <= 1.2}
+}
+
+func (e *env) concurrentChildren(t *testing.T) row {
+	recipe := filepath.Join(e.dir, "fanout.star")
+	os.WriteFile(recipe, []byte(`ps = [spawn(["sleep", "1"], echo=False) for i in range(200)]
+rs = wait_all(ps)
+if len([r for r in rs if r.ok]) != 200:
+    fail("not all children succeeded")
+`), 0o644)
+	var ds []time.Duration
+	for range e.repeats {
+		ds = append(ds, timeShell(t, e.bin+" run "+recipe))
+	}
+	beyond := median(ds) - time.Second
+	return row{figure: "200 concurrent children spawned and waited from a recipe", baseline: "the children's own 1 s", target: "under 2 s beyond",
+		result: fmt.Sprintf("%.2f s beyond", beyond.Seconds()), ok: beyond < 2*time.Second}
+}
+
+func human(n int64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}
