@@ -32,7 +32,7 @@ import (
 
 type row struct {
 	figure, baseline, target, result string
-	ok                                bool
+	ok                               bool
 }
 
 func TestTable(t *testing.T) {
