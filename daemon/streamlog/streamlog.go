@@ -61,7 +61,7 @@ type Log struct {
 	opt Options
 
 	mu       sync.Mutex
-	notify   chan struct{} // closed and replaced whenever the log changes
+	notify   chan struct{} // made when someone waits; closed (and cleared) on the next change
 	mem      []wire.Frame  // mem[0].Seq == memFirst when non-empty
 	memBytes int
 	segs     []*segment // spilled frames, oldest first; all below mem
@@ -78,16 +78,27 @@ type Log struct {
 func New(opt Options) *Log {
 	return &Log{
 		opt:     opt.withDefaults(),
-		notify:  make(chan struct{}),
 		first:   1,
 		cursors: make(map[*Cursor]struct{}),
 	}
 }
 
-// broadcast wakes everyone waiting for a change. Called with mu held.
+// broadcast wakes everyone waiting for a change. Called with mu held. The
+// channel exists only while someone waits, so the hot path (a reader keeping
+// up with a writer) allocates nothing per frame.
 func (l *Log) broadcast() {
-	close(l.notify)
-	l.notify = make(chan struct{})
+	if l.notify != nil {
+		close(l.notify)
+		l.notify = nil
+	}
+}
+
+// waitChan is the channel the next change closes. Called with mu held.
+func (l *Log) waitChan() chan struct{} {
+	if l.notify == nil {
+		l.notify = make(chan struct{})
+	}
+	return l.notify
 }
 
 // Append adds a frame, assigning its seq, and returns that seq. It blocks
@@ -103,7 +114,7 @@ func (l *Log) Append(ctx context.Context, f wire.Frame) (int64, error) {
 		if l.makeRoom(f.Size()) {
 			break
 		}
-		wait := l.notify
+		wait := l.waitChan()
 		l.mu.Unlock()
 		select {
 		case <-wait:
@@ -325,7 +336,7 @@ func (c *Cursor) Next(ctx context.Context, buf []wire.Frame, maxBytes int) ([]wi
 			l.mu.Unlock()
 			return buf, io.EOF
 		}
-		wait := l.notify
+		wait := l.waitChan()
 		l.mu.Unlock()
 		select {
 		case <-wait:
