@@ -190,13 +190,16 @@ func strList(dst *[]string) param {
 		if _, isStr := v.(starlark.String); !ok || isStr {
 			return want("list of strings", v)
 		}
-		out := make([]string, seq.Len())
-		for i := range out {
+		// Grow while checking: a range(10**12) is Indexable too, and
+		// allocating its Len() up front would crash the runner.
+		n := seq.Len()
+		out := make([]string, 0, min(n, 64))
+		for i := range n {
 			s, ok := starlark.AsString(seq.Index(i))
 			if !ok {
 				return &argError{path: fmt.Sprintf("[%d]", i), msg: want("string", seq.Index(i)).Error()}
 			}
-			out[i] = s
+			out = append(out, s)
 		}
 		*dst = out
 		return nil

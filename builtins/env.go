@@ -43,6 +43,11 @@ type Env struct {
 // goroutine at the end, hence the lock.
 type agents struct {
 	policy starlark.Callable // set by approvals(); nil: none
+	// inPolicy counts the policies running on the recipe thread (they can
+	// nest through a builtin that waits). Waiting for a turn then would
+	// never end: the loop runs no other callback while one runs, so the
+	// turn's own permission requests could not be answered.
+	inPolicy int
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}

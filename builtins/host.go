@@ -50,11 +50,12 @@ func (h *Host) client(c *Call) (*client.Client, error) {
 func hostEntries() []Entry {
 	return []Entry{
 		{Name: "host", Sig: "host(target, *, token=None) -> Host",
-			Doc: "Connects to another daemon: \"embedded\" (the daemon inside sous), \"unix:///path/to.sock\" or " +
-				"\"ssh://[user@]host[:port][/path/to.sock]\" (through the system ssh and the remote bridge). " +
+			Doc: "Connects to another daemon: \"embedded\" (the daemon inside sous), \"unix:///path/to.sock\", " +
+				"\"ssh://[user@]host[:port][/path/to.sock]\" (through the system ssh and the remote bridge) or " +
+				"\"ws://host:port[/path]\" (a daemon serving --listen ws://...; the token also goes as a bearer header). " +
+				"Socket, ssh and ws connections reconnect and reattach by themselves when they drop. " +
 				"The token is token=, else $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN. The Host has the host-bound builtins " +
-				"as methods and modules: h.spawn, h.run, h.sh, h.pipeline, h.reattach, h.files, h.git, h.extract_tar. " +
-				"ws:// targets are not supported yet.",
+				"as methods and modules: h.spawn, h.run, h.sh, h.pipeline, h.reattach, h.files, h.git, h.extract_tar, h.sdk.",
 			Fn: hostBuiltin},
 		{Name: "Host", Sig: "Host",
 			Doc: "A connection to a daemon, from host(). Every builtin marked as acting on a host is also its method " +

@@ -13,10 +13,13 @@ import (
 func pipelineEntries() []Entry {
 	return []Entry{
 		{Name: "pipeline", Host: true, Sig: "pipeline(stages, *, " + runKeywordsSig + ") -> Result",
-			Doc: "Runs [[cmd, arg...], ...] as a | b | c with real pipes between the stages on the host. " +
+			Doc: "Runs [[cmd, arg...], ...] as a | b | c with real pipes between the stages on the host, in one process group. " +
 				"Result.stdout is the last stage's, Result.stderr and .exit_code too; Result.stages has every stage's " +
-				"exit code and stderr. The status is \"ok\" when every stage exits 0 (a stage before the last that " +
-				"ends by SIGPIPE, exit code 141, counts as 0: the next stage chose to stop reading). " + runDoc,
+				"exit code (128+n for a stage that signal n ended) and stderr (each capped at output_cap, all echoed live). " +
+				"The status is \"ok\" when every stage exits 0 (a stage before the last that " +
+				"ends by SIGPIPE, exit code 141, counts as 0: the next stage chose to stop reading). The daemon joins the " +
+				"stages where it has the process.spawn.pipeline extension; an older one runs them under sh -c, each stage " +
+				"leaving its status and stderr in a temporary directory on the host. " + runDoc,
 			Fn: pipelineBuiltin},
 	}
 }
@@ -33,11 +36,25 @@ func pipelineBuiltin(c *Call) (starlark.Value, error) {
 	if err := o.refuseUnsupported(c); err != nil {
 		return nil, err
 	}
+	native, err := hostHasFeature(c, wire.FeatureSpawnPipeline)
+	if err != nil {
+		return nil, err
+	}
+	if native { // the daemon joins the stages itself (spawn_ext.go)
+		r, err := executeSpec(c, c.Host, spawnSpec{argv: pipelineArgv(stages), ext: spawnExt{pipeline: stages}}, &o)
+		if err != nil {
+			return nil, err
+		}
+		return r, r.check(c, &o, describePipeline(stages))
+	}
+	// An older daemon: sh joins the stages, each wrapped to leave its exit
+	// status and stderr in files that are read back.
 	dir, err := hostTempDir(c)
 	if err != nil {
 		return nil, err
 	}
 	defer removeHostDir(c, dir)
+	o.sandbox = o.sandboxWithWrite(dir) // the stages' status files are written there
 
 	r, err := execute(c, c.Host, []string{"sh", "-c", pipelineScript(dir, stages)}, &o)
 	if err != nil {
@@ -59,8 +76,11 @@ func stageLists(dst *[][]string) param {
 		if seq.Len() == 0 {
 			return fmt.Errorf("want at least one stage, got none")
 		}
-		out := make([][]string, seq.Len())
-		for i := range out {
+		// Grow while checking (see strList): never allocate a range's Len().
+		n := seq.Len()
+		out := make([][]string, 0, min(n, 64))
+		for i := range n {
+			out = append(out, nil)
 			path := fmt.Sprintf("[%d]", i)
 			if err := strList(&out[i]).set(seq.Index(i)); err != nil {
 				if ae, ok := err.(*argError); ok {
@@ -134,16 +154,23 @@ func (r *Result) readStages(c *Call, dir string, n, limit int) error {
 	}
 	last := r.stages[n-1]
 	r.exitCode, r.stderr, r.stderrTruncated = last.ExitCode, last.Stderr, truncated
+	r.stageStatus()
+	return nil
+}
+
+// stageStatus sets a pipeline's status from its stages: "ok" when every
+// stage exited 0, a stage before the last ended by SIGPIPE counting as 0.
+// A timeout stays a timeout.
+func (r *Result) stageStatus() {
 	if r.status == StatusTimeout {
-		return nil
+		return
 	}
 	r.status = StatusOK
 	for i, s := range r.stages {
-		if s.ExitCode != 0 && (i == n-1 || s.ExitCode != sigpipeExit) {
+		if s.ExitCode != 0 && (i == len(r.stages)-1 || s.ExitCode != sigpipeExit) {
 			r.status = StatusFailed
 		}
 	}
-	return nil
 }
 
 // readHostFile reads a file on the host; ok is false when it is missing.

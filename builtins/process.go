@@ -29,6 +29,8 @@ type Process struct {
 
 	mu        sync.Mutex
 	out       [2]capture // stdout, stderr
+	stages    []capture  // a pipeline's stderr, per stage (spawn_ext.go); nil otherwise
+	tty       bool       // spawned with a terminal
 	echo      Echo       // set by announce when echoing
 	announced bool
 	early     []chunk // echo held back until the spawn event is out
@@ -89,7 +91,11 @@ func (p *Process) onFrame(f *wire.Frame) {
 	if p.closed {
 		return
 	}
-	p.out[i].add(f.Data)
+	if s := f.StageIndex(); s >= 0 && s < len(p.stages) {
+		p.stages[s].add(f.Data)
+	} else {
+		p.out[i].add(f.Data)
+	}
 	switch {
 	case p.echo != nil:
 		p.echo.Write(f.Stream, f.Data)
@@ -174,6 +180,9 @@ func (p *Process) result() (*Result, error) {
 		r.status = StatusFailed
 	}
 	r.stages = []Stage{{ExitCode: r.exitCode, Stderr: r.stderr}}
+	if p.stages != nil {
+		p.pipelineResult(r) // spawn_ext.go
+	}
 	return r, nil
 }
 

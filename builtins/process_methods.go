@@ -48,9 +48,9 @@ func processEntries() []Entry {
 		{Name: "Process.kill", Sig: `Process.kill(signal="TERM")`,
 			Doc: "Sends signal (a name such as \"TERM\" or \"KILL\", or a number) to the process group, without waiting.",
 			Fn:  method(processKill)},
-		{Name: "Process.pause", Sig: "Process.pause()", Doc: "Stops the process group (SIGSTOP).",
+		{Name: "Process.pause", Sig: "Process.pause()", Doc: "Stops the whole process group (SIGSTOP): the process and everything it started.",
 			Fn: method(func(c *Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "STOP") })},
-		{Name: "Process.resume", Sig: "Process.resume()", Doc: "Continues a paused process group (SIGCONT).",
+		{Name: "Process.resume", Sig: "Process.resume()", Doc: "Continues the process group paused by pause() (SIGCONT).",
 			Fn: method(func(c *Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "CONT") })},
 		{Name: "Process.stop", Sig: "Process.stop(grace=3, escalate=True) -> struct(found, died, already_exited, escalated)",
 			Doc: "Sends SIGTERM to the process group and waits up to grace seconds for it to die; then, with escalate, " +
@@ -63,7 +63,8 @@ func processEntries() []Entry {
 		{Name: "Process.output", Sig: `Process.output(stream="stdout") -> string`,
 			Doc: "Everything received on stdout or stderr so far (the first 16 MiB).", Fn: method(processOutput)},
 		{Name: "Process.resize", Sig: "Process.resize(rows, cols)",
-			Doc: "Resizes the terminal of a process spawned with tty=True.", Fn: method(processResize)},
+			Doc: "Resizes the terminal of a process spawned with tty=True (its programs get SIGWINCH); fails for a process " +
+				"without one.", Fn: method(processResize)},
 	}
 }
 
@@ -224,16 +225,6 @@ func processOutput(c *Call, p *Process) (starlark.Value, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return starlark.String(p.out[i].buf), nil
-}
-
-func processResize(c *Call, p *Process) (starlark.Value, error) {
-	var rows, cols int64
-	if err := bind(c, 2, req("rows", integer(&rows, 1)), req("cols", integer(&cols, 1))); err != nil {
-		return nil, err
-	}
-	// Only a process with a terminal can be resized, and spawn cannot give
-	// one yet (tty=True is refused), so no process here has one.
-	return nil, c.errorf("process %s has no terminal: only a process spawned with tty=True can be resized", p.id)
 }
 
 // daemonErr words an error of a call about p.

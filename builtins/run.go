@@ -12,13 +12,14 @@ import (
 
 // runKeywordsSig is the keyword part of the signatures of run, sh and
 // pipeline.
-const runKeywordsSig = "cwd=None, env=None, stdin=None, timeout=None, check=True, echo=True, output_cap=16777216, privileged=False, reason=None"
+const runKeywordsSig = "cwd=None, env=None, stdin=None, timeout=None, check=True, echo=True, output_cap=16777216, privileged=False, reason=None, sandbox=None"
 
 const runDoc = "Starts the command on the host, writes stdin (a string) and closes the child's stdin (at once when stdin is None), " +
-	"and waits. timeout (seconds) kills the whole process group (TERM, then KILL after 3 s) and gives status \"timeout\". " +
+	"and waits. timeout (seconds) kills the whole process group (TERM, then KILL after 3 s) and gives status \"timeout\"; " +
+	"the daemon enforces it where it has the process.spawn.timeout extension, else sous does while it runs. " +
 	"The Result keeps exactly the first output_cap bytes of stdout and of stderr (the live echo is never cut). " +
 	"With check=True any status but \"ok\" fails the recipe with the command, the status and the last lines of stderr. " +
-	"A command that cannot be started fails even with check=False. privileged=True is not supported yet."
+	"A command that cannot be started fails even with check=False. privileged=True is not supported yet. " + sandboxDoc
 
 func runEntries() []Entry {
 	return []Entry{
@@ -42,6 +43,7 @@ type runOptions struct {
 	outputCap  int64
 	privileged bool
 	reason     string
+	sandbox    *wire.Sandbox // sandbox.go
 }
 
 func defaultRunOptions() runOptions {
@@ -53,7 +55,7 @@ func (o *runOptions) bindings() []binding {
 		opt("cwd", optStr(&o.cwd)), opt("env", envDict(&o.env)), opt("stdin", optData(&o.stdin)),
 		opt("timeout", optSeconds(&o.timeout)), opt("check", boolean(&o.check)), opt("echo", boolean(&o.echo)),
 		opt("output_cap", integer(&o.outputCap, 0)), opt("privileged", boolean(&o.privileged)),
-		opt("reason", optStr(&o.reason)),
+		opt("reason", optStr(&o.reason)), opt("sandbox", sandboxArg(&o.sandbox)),
 	}
 }
 
@@ -109,45 +111,40 @@ func (r *Result) check(c *Call, o *runOptions, cmdline string) error {
 	return nil
 }
 
-// killGrace is how long a timed-out command's group gets between SIGTERM
-// and SIGKILL.
-const killGrace = 3 * time.Second
-
-// execute starts argv, feeds its stdin, waits for it (killing its group on
+// execute starts argv, feeds its stdin, waits for it (its group killed on
 // timeout) and returns its Result, whatever the status.
 func execute(c *Call, host *Host, argv []string, o *runOptions) (*Result, error) {
-	p, err := startProcess(c, host, spawnSpec{argv: argv, cwd: o.cwd, env: o.env},
+	return executeSpec(c, host, spawnSpec{argv: argv}, o)
+}
+
+// executeSpec is execute for a spawnSpec (a command or a pipeline) with o's
+// cwd, env, sandbox and timeout. The timeout is the daemon's
+// (process.spawn.timeout: TERM, KILL 3 s later), or the client's where the
+// daemon has no such extension.
+func executeSpec(c *Call, host *Host, spec spawnSpec, o *runOptions) (*Result, error) {
+	spec.cwd, spec.env, spec.sandbox = o.cwd, o.env, o.sandbox
+	if o.timeout != nil {
+		spec.ext.timeout = max(*o.timeout, time.Nanosecond) // 0: at once
+	}
+	p, err := startProcess(c, host, spec,
 		procOptions{echo: o.echo, showPid: true, limit: int(min(o.outputCap, int64(maxCap)))})
 	if err != nil {
 		return nil, err
 	}
 	stdin := p.feed(c.Env.Ctx, o.stdin)
 
-	timedOut := false
-	if err := c.Env.wait(p.ended, o.timeout); err != nil {
-		if !errors.Is(err, errTimeout) {
-			p.abandon()
-			return nil, c.errorf("%v", err)
-		}
-		timedOut = true
-		err := c.Env.block(c.Env.Ctx, func(ctx context.Context) error {
-			_, err := p.proc.KillAndWait(ctx, "TERM", killGrace, true)
-			return err
-		})
-		if err != nil {
-			return nil, c.errorf("stopping %s after its timeout: %s", describe(argv), daemonMessage(err))
-		}
-		if err := c.Env.wait(p.ended, nil); err != nil {
-			return nil, c.errorf("%v", err)
-		}
+	if err := c.Env.wait(p.ended, nil); err != nil {
+		p.abandon()
+		return nil, c.errorf("%v", err)
 	}
+	timedOut := p.proc.TimedOut()
 	// The child is gone, so the daemon answers what is left of the feed at
 	// once; waiting for it keeps every call of this command inside it.
 	if err := c.Env.wait(stdin.done, nil); err != nil {
 		return nil, c.errorf("%v", err)
 	}
 	if stdin.err != nil && !timedOut {
-		return nil, c.errorf("writing the stdin of %s: %s", describe(argv), daemonMessage(stdin.err))
+		return nil, c.errorf("writing the stdin of %s: %s", spec.ext.describe(spec.argv), daemonMessage(stdin.err))
 	}
 	r, err := p.result()
 	if err != nil {

@@ -20,8 +20,8 @@ func spawnEntries() []Entry {
 				"arguments (then args must be empty). id defaults to a fresh UUID. env is merged over the host's " +
 				"environment; a value of None unsets a variable. echo=True streams stdout and stderr to the runner's as " +
 				"they arrive, line by line, each line prefixed \"[id] \" while more than one process echoes. " +
-				"tty, size and sandbox are not supported yet: asking for them fails. Processes of the embedded daemon " +
-				"still running when the recipe ends are stopped.",
+				ttyDoc + " Processes of the embedded daemon " +
+				"still running when the recipe ends are stopped. " + sandboxDoc,
 			Fn: spawnBuiltin},
 		{Name: "reattach", Host: true, Sig: "reattach(id, *, from_seq=0, echo=True) -> Process",
 			Doc: "Follows a process already on the host (spawned by this run, another run or another client), " +
@@ -33,10 +33,12 @@ func spawnEntries() []Entry {
 
 // spawnSpec is what spawn, run and pipeline agree on before starting.
 type spawnSpec struct {
-	argv []string
-	id   string
-	cwd  string
-	env  map[string]*string
+	argv    []string
+	id      string
+	cwd     string
+	env     map[string]*string
+	sandbox *wire.Sandbox // sandbox.go
+	ext     spawnExt      // spawn_ext.go: tty, timeout, pipeline
 }
 
 // commandLine joins cmd (string or list) and args into an argv.
@@ -56,54 +58,24 @@ func spawnBuiltin(c *Call) (starlark.Value, error) {
 		cmd, args     []string
 		spec          spawnSpec
 		tty           bool
-		size, sandbox starlark.Value = starlark.None, starlark.None
+		size          starlark.Value = starlark.None
 		echo, wantPid                = true, true
 	)
 	err := bind(c, 2,
 		req("cmd", command(&cmd)), opt("args", strList(&args)),
 		opt("id", optStr(&spec.id)), opt("cwd", optStr(&spec.cwd)), opt("env", envDict(&spec.env)),
-		opt("tty", boolean(&tty)), opt("size", value(&size)), opt("sandbox", value(&sandbox)),
+		opt("tty", boolean(&tty)), opt("size", value(&size)), opt("sandbox", sandboxArg(&spec.sandbox)),
 		opt("echo", boolean(&echo)), opt("want_pid", boolean(&wantPid)))
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseTerminalAndSandbox(c, tty, size, sandbox); err != nil {
+	if spec.ext.tty, err = terminalArg(c, tty, size); err != nil { // spawn_ext.go
 		return nil, err
 	}
 	if spec.argv, err = commandLine(c, cmd, args); err != nil {
 		return nil, err
 	}
 	return startProcess(c, c.Host, spec, procOptions{echo: echo, showPid: wantPid, limit: DefaultOutputCap})
-}
-
-// refuseTerminalAndSandbox checks tty, size and sandbox, then refuses what
-// this build cannot do: a sandbox asked for and not enforced would be
-// worse than an error.
-func refuseTerminalAndSandbox(c *Call, tty bool, size, sandbox starlark.Value) error {
-	if size != starlark.None {
-		t, ok := size.(starlark.Tuple)
-		if !ok || len(t) != 2 {
-			return c.errorf("size: want (rows, cols), got %s", size.Type())
-		}
-	}
-	switch sb := sandbox.(type) {
-	case starlark.NoneType, *starlark.Dict:
-	case starlark.String:
-		if sb != "read-only" {
-			return c.errorf(`sandbox: want None, "read-only" or a dict, got %s`, sb)
-		}
-	default:
-		return c.errorf(`sandbox: want None, "read-only" or a dict, got %s`, sandbox.Type())
-	}
-	switch {
-	case tty:
-		return c.errorf("tty: not supported yet (pseudo-terminals come in a later version of sous)")
-	case size != starlark.None:
-		return c.errorf("size: only valid with tty=True")
-	case sandbox != starlark.None:
-		return c.errorf("sandbox: not supported yet (this build cannot enforce a sandbox, and never runs a process unsandboxed when one was asked for)")
-	}
-	return nil
 }
 
 // startProcess spawns spec on host and follows it.
@@ -116,7 +88,8 @@ func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Proces
 		spec.id = uuid.NewString()
 	}
 	p := newProcess(c.Env, host, spec.id, spec.argv, opt)
-	req := client.SpawnSpec{ID: spec.id, Command: spec.argv[0], Args: spec.argv[1:], Cwd: spec.cwd, Env: spec.env}
+	req := client.SpawnSpec{ID: spec.id, Command: spec.argv[0], Args: spec.argv[1:], Cwd: spec.cwd, Env: spec.env, Sandbox: spec.sandbox}
+	spec.ext.apply(&req, p) // spawn_ext.go
 	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
 		p.proc, err = cl.Spawn(ctx, req, p.onFrame)
 		return err
@@ -124,7 +97,7 @@ func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Proces
 	if err != nil {
 		// The daemon says "spawn PROGRAM: why"; the command is named here.
 		why := strings.TrimPrefix(daemonMessage(err), "spawn "+spec.argv[0]+": ")
-		return nil, c.errorf("cannot start %s: %s", describe(spec.argv), why)
+		return nil, c.errorf("cannot start %s: %s", spec.ext.describe(spec.argv), why)
 	}
 	p.announce(false)
 	return p, nil

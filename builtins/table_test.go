@@ -45,7 +45,7 @@ func TestContractNames(t *testing.T) {
 	tab := DefaultTable()
 	for _, name := range []string{
 		"args", "getenv", "sleep", "json", "time", "struct", "spawn", "reattach", "run", "sh", "pipeline",
-		"wait_all", "host", "files", "git", "extract_tar",
+		"wait_all", "host", "files", "git", "extract_tar", "sdk", "approve", "deny", "permissions", "approvals",
 	} {
 		if !tab.IsPredeclared(name) {
 			t.Errorf("%s is not predeclared", name)
@@ -59,12 +59,18 @@ func TestContractNames(t *testing.T) {
 		"Process.output", "Process.resize",
 		"Result.status", "Result.exit_code", "Result.ok", "Result.stdout", "Result.stderr", "Result.stdout_truncated",
 		"Result.stderr_truncated", "Result.stages", "Result.duration",
+		"sdk.session", "sdk.send",
+		"Session.id", "Session.send", "Session.start", "Session.interrupt", "Session.set_model",
+		"Session.set_permission_mode", "Session.close", "Pending.wait",
+		"Turn.text", "Turn.ok", "Turn.subtype", "Turn.cost_usd", "Turn.num_turns", "Turn.duration_ms", "Turn.session_id",
+		"Turn.usage", "Turn.denials", "Turn.messages",
+		"Request.kind", "Request.tool", "Request.input", "Request.tool_use_id", "Request.description", "Request.session_id",
 	} {
 		if _, ok := tab.Lookup(name); !ok {
 			t.Errorf("%s is missing", name)
 		}
 	}
-	want := "extract_tar files git pipeline reattach run sh spawn"
+	want := "extract_tar files git pipeline reattach run sdk sh spawn"
 	if got := strings.Join(tab.HostNames(), " "); got != want {
 		t.Errorf("Host attributes = %s, want %s", got, want)
 	}

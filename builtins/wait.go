@@ -64,6 +64,11 @@ func waitAll(c *Call) (starlark.Value, error) {
 	if err := bind(c, 2, req("items", awaitables(&items)), opt("timeout", optSeconds(&timeout))); err != nil {
 		return nil, err
 	}
+	for _, it := range items {
+		if _, turn := it.(*Pending); turn && c.Env.agents.inPolicy > 0 {
+			return nil, c.errorf("%v", errInPolicy)
+		}
+	}
 	ctx := c.Env.Ctx
 	if timeout != nil {
 		// One deadline for all: each wait below gets what is left of it.
@@ -110,13 +115,15 @@ func awaitables(dst *[]Awaitable) param {
 		if _, isStr := v.(starlark.String); !ok || isStr {
 			return want("list of Process or Pending", v)
 		}
-		out := make([]Awaitable, seq.Len())
-		for i := range out {
+		// Grow while checking (see strList): never allocate a range's Len().
+		n := seq.Len()
+		out := make([]Awaitable, 0, min(n, 64))
+		for i := range n {
 			a, ok := seq.Index(i).(Awaitable)
 			if !ok {
 				return &argError{path: fmt.Sprintf("[%d]", i), msg: want("Process or Pending", seq.Index(i)).Error()}
 			}
-			out[i] = a
+			out = append(out, a)
 		}
 		*dst = out
 		return nil

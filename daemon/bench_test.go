@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed5ad92d46/sous/daemon/sandbox"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -27,6 +28,7 @@ import (
 const daemonSocketEnv = "SOUS_TEST_DAEMON_SOCKET"
 
 func TestMain(m *testing.M) {
+	sandbox.MaybeRunHelper() // this binary is the helper of its sandboxed children
 	if sock := os.Getenv(daemonSocketEnv); sock != "" {
 		os.Exit(runDaemonProcess(sock))
 	}

@@ -19,11 +19,13 @@ import (
 // flooding client instead of growing goroutines without limit.
 const maxInFlight = 128
 
-// conn is one NDJSON connection: a reader that dispatches each line on its
-// own goroutine, and a writer shared by responses and stream frames.
+// conn is one client connection: a reader that dispatches each request on
+// its own goroutine, and a writer shared by responses and stream frames. The
+// protocol lives here once; the transport only moves requests in and encoded
+// lines out (NDJSON over a byte stream, or one message each over WebSocket).
 type conn struct {
 	s    *Server
-	nc   net.Conn
+	t    transport
 	sess *Session
 
 	wmu  sync.Mutex // one writer at a time; each write is whole lines
@@ -33,24 +35,75 @@ type conn struct {
 	handlers  sync.WaitGroup
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc}
+// transport carries one connection's messages. The conn above it owns the
+// protocol (validation order, dispatch, responses, frames); a transport only
+// moves requests in and encoded lines out.
+type transport interface {
+	// next returns the next request without its line end, in a slice the
+	// caller owns. errLineTooLong means it was over the 1 MiB cap: the
+	// connection closes without a reply. Any error ends the connection.
+	next() ([]byte, error)
+	// write sends b: one or more complete lines, each ending in '\n' (a
+	// response, or a batch of stream frames). The conn serializes calls.
+	write(b []byte) error
+	// close tears the transport down, unblocking next and write. why is what
+	// ended the connection (errShutdown when the daemon stops, or the error
+	// from next), so a message transport can tell the peer.
+	close(why error)
+	// kind and remote describe the peer in logs.
+	kind() string
+	remote() string
+}
+
+// errShutdown is the reason given to transports when the daemon closes.
+var errShutdown = errors.New("daemon shutting down")
+
+// streamTransport is NDJSON over a byte stream: a Unix socket, an ssh
+// bridge, a test's net.Pipe.
+type streamTransport struct {
+	nc net.Conn
+	lr *lineReader
+}
+
+func newStreamTransport(nc net.Conn) *streamTransport {
+	return &streamTransport{nc: nc, lr: newLineReader(nc)}
+}
+
+func (t *streamTransport) next() ([]byte, error) { return t.lr.next(wire.MaxLine) }
+
+func (t *streamTransport) write(b []byte) error {
+	_, err := t.nc.Write(b)
+	return err
+}
+
+func (t *streamTransport) close(error)  { t.nc.Close() }
+func (t *streamTransport) kind() string { return "socket" }
+func (t *streamTransport) remote() string {
+	if a := t.nc.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+func newConn(s *Server, t transport) *conn {
+	c := &conn{s: s, t: t}
 	c.bufs.New = func() any { b := make([]byte, 0, 64<<10); return &b }
 	c.sess = newSession(s, c)
 	return c
 }
 
 func (c *conn) serve() {
-	c.s.log.Info("connection", "state", "open", "remote", c.nc.RemoteAddr().String())
-	defer c.s.log.Info("connection", "state", "closed")
-	defer c.close()
-	r := newLineReader(c.nc)
+	c.s.log.Info("connection", "state", "open", "transport", c.t.kind(), "remote", c.t.remote())
+	defer c.s.log.Info("connection", "state", "closed", "transport", c.t.kind())
+	var why error
+	defer func() { c.close(why) }()
 	sem := make(chan struct{}, maxInFlight)
 	for {
-		line, err := r.next(wire.MaxLine)
+		line, err := c.t.next()
 		if err != nil {
+			why = err
 			if errors.Is(err, errLineTooLong) {
-				c.s.log.Warn("request line over 1 MiB: closing the connection")
+				c.s.log.Warn("request over 1 MiB: closing the connection", "transport", c.t.kind())
 			}
 			break
 		}
@@ -156,7 +209,7 @@ func (lr *lineReader) fill(limit int) {
 	}
 }
 
-// handle validates and runs one request line, in the contract's order:
+// handle validates and runs one request, in the contract's order:
 // parse, auth, version, method, params.
 func (c *conn) handle(line []byte) {
 	req, err := decodeRequest(line)
@@ -213,7 +266,7 @@ func toWireError(err error) *wire.Error {
 	return wire.Internal(err)
 }
 
-// writeResponse writes one response line. The id is echoed raw (null when
+// writeResponse writes one response. The id is echoed raw (null when
 // the request had none or could not be parsed).
 func (c *conn) writeResponse(id, result json.RawMessage, rerr *wire.Error) {
 	bp := c.bufs.Get().(*[]byte)
@@ -256,16 +309,17 @@ func (c *conn) SendFrames(_ string, quotedID []byte, frames []wire.Frame) error 
 func (c *conn) write(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err := c.nc.Write(b)
+	err := c.t.write(b)
 	if err != nil {
-		c.nc.Close() // a broken writer ends the connection; the reader notices
+		c.t.close(err) // a broken writer ends the connection; the reader notices
 	}
 	return err
 }
 
-func (c *conn) close() {
+// close ends the connection; why is passed on to the transport.
+func (c *conn) close(why error) {
 	c.closeOnce.Do(func() {
-		c.nc.Close()
+		c.t.close(why)
 		c.sess.Close()
 	})
 }

@@ -22,12 +22,14 @@ import (
 
 const testToken = "s3cret token"
 
-// testDaemon is a real daemon serving a real Unix socket in a temp dir.
+// testDaemon is a real daemon serving a real Unix socket in a temp dir (and
+// a WebSocket endpoint on loopback, when started by startDaemonWS).
 type testDaemon struct {
-	t    *testing.T
-	srv  *Server
-	sock string
-	done chan error // Serve's result
+	t     *testing.T
+	srv   *Server
+	sock  string
+	wsURL string     // ws://127.0.0.1:PORT/ when serving WebSocket
+	done  chan error // Serve's result
 }
 
 // startDaemon starts a daemon with cfg (Token defaults to testToken) and
@@ -84,6 +86,12 @@ func (d *testDaemon) dial() *rawClient {
 	if err != nil {
 		d.t.Fatal(err)
 	}
+	return d.newRawClient(nc)
+}
+
+// newRawClient reads lines from nc (the socket, or a WebSocket seen as
+// lines: see wsLineConn) until the test ends.
+func (d *testDaemon) newRawClient(nc net.Conn) *rawClient {
 	c := &rawClient{t: d.t, nc: nc, frames: make(map[string][][]byte), readDone: make(chan struct{})}
 	c.cond = sync.NewCond(&c.mu)
 	go c.readLoop()

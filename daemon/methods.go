@@ -23,10 +23,11 @@ import (
 type handler func(ctx context.Context, se *Session, params json.RawMessage) (result any, after func(), err error)
 
 // extensionMethods follow the 19 of the contract in server.capabilities.
-var extensionMethods = []string{"process.list"}
+var extensionMethods = []string{"process.list", "process.resize"}
 
 // features advertised in server.capabilities.
-var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureProcessList}
+var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureProcessList,
+	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY}
 
 // namespaces maps each namespace to its methods. server.* takes no params;
 // the others require a params object.
@@ -71,6 +72,7 @@ var namespaces = map[string]map[string]handler{
 		"killAndWait": processKillAndWait,
 		"reattach":    processReattach,
 		"list":        processList,
+		"resize":      processResize, // spawn_ext.go
 	},
 }
 
@@ -141,7 +143,8 @@ func serverVersion(_ context.Context, se *Session, _ json.RawMessage) (any, func
 
 func serverCapabilities(_ context.Context, se *Session, _ json.RawMessage) (any, func(), error) {
 	methods := append(append([]string(nil), wire.Methods...), extensionMethods...)
-	return wire.CapabilitiesResult{Version: se.s.cfg.Version, Methods: methods, Features: features}, nil, nil
+	methods, feats := se.s.withoutDisabled(methods, withSandbox(se.s.features())) // spawn_ext.go, spawn_sandbox.go
+	return wire.CapabilitiesResult{Version: se.s.cfg.Version, Methods: methods, Features: feats}, nil, nil
 }
 
 // ---- files.extract_tar ----
@@ -157,13 +160,11 @@ func processSpawn(_ context.Context, se *Session, raw json.RawMessage) (any, fun
 	if err != nil {
 		return nil, nil, err
 	}
-	if p.ID == "" {
-		return nil, nil, wire.InvalidParams("Process ID is required")
+	spec, err := se.s.spawnSpec(p) // spawn_ext.go: the contract's checks, the extensions', allowed commands
+	if err != nil {
+		return nil, nil, err
 	}
-	if p.Command == "" {
-		return nil, nil, wire.InvalidParams("Command is required")
-	}
-	pr, cur, err := se.s.reg.SpawnFollowed(proc.Spec{ID: p.ID, Command: p.Command, Args: p.Args, Cwd: p.Cwd, Env: p.Env})
+	pr, cur, err := se.s.reg.SpawnFollowed(spec)
 	if err != nil {
 		return nil, nil, wire.Internal(err)
 	}
@@ -324,6 +325,8 @@ func processList(_ context.Context, se *Session, raw json.RawMessage) (any, func
 			Args:      pr.Args,
 			StartTime: pr.StartTime,
 			LastSeq:   pr.Log.Stats().LastSeq,
+			Pipeline:  pr.Stages(),
+			Tty:       pr.HasTTY(),
 		}
 		if info.Args == nil {
 			info.Args = []string{}

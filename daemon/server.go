@@ -54,6 +54,21 @@ type Config struct {
 	Env []string
 	// Logger receives structured logs; never tokens or output.
 	Logger *slog.Logger
+
+	// AllowCommands, when not empty, are the only programs process.spawn
+	// runs (every stage of a pipeline included); others are refused with
+	// -32602. An entry is a program name, matching a command with that base
+	// name however it is given, or an absolute path, matching a command
+	// that resolves to the same file (see spawn_ext.go).
+	AllowCommands []string
+	// TimeoutGrace is how long a process killed for its timeoutMs gets
+	// between SIGTERM and SIGKILL (default 3 s).
+	TimeoutGrace time.Duration
+	// DisableFeatures are extensions this daemon neither advertises nor
+	// honours, as a daemon from before them (for testing clients' fallbacks):
+	// process.spawn.pipeline, process.spawn.timeout, process.spawn.env.unset,
+	// process.spawn.tty.
+	DisableFeatures []string
 }
 
 // Server is a claustrum daemon.
@@ -70,6 +85,8 @@ type Server struct {
 	conns     map[*conn]struct{}
 	closed    bool
 
+	wsListeners atomic.Int32 // WebSocket listeners being served (ws.go)
+
 	shutdownOnce sync.Once
 	shutdownReq  chan struct{} // closed by server.shutdown
 	closeOnce    sync.Once
@@ -77,15 +94,24 @@ type Server struct {
 	connWG       sync.WaitGroup
 }
 
-// Stats are the daemon's counters (exported as metrics by the CLI).
+// Stats are the daemon's counters, read at scrape time by daemon/metrics
+// (which exports every field; a new counter needs a line there for its name).
 type Stats struct {
-	Connections atomic.Int64
-	Spawns      atomic.Int64
-	Exits       atomic.Int64
-	Reattaches  atomic.Int64
-	StreamBytes atomic.Int64 // child output bytes read
-	StdinBytes  atomic.Int64 // stdin bytes accepted
-	Refused     atomic.Int64 // requests refused for auth
+	Connections     atomic.Int64 // connections accepted, every transport
+	ConnectionsOpen atomic.Int64 // connections open now (a gauge)
+	Spawns          atomic.Int64
+	Exits           atomic.Int64
+	Reattaches      atomic.Int64
+	StreamBytes     atomic.Int64 // child output bytes read
+	StdinBytes      atomic.Int64 // stdin bytes accepted
+	Refused         atomic.Int64 // requests refused for auth
+	RefusedSpawns   atomic.Int64 // spawns refused: a command not in AllowCommands
+
+	// WebSocket transport (ws.go).
+	WebSocketsOpen    atomic.Int64 // WebSocket connections open now (a gauge; what --max-connections bounds)
+	UpgradesRefused   atomic.Int64 // upgrades refused with 401 (bad or missing bearer token)
+	UpgradesOverLimit atomic.Int64 // upgrades refused with 503 (--max-connections)
+	HeartbeatDrops    atomic.Int64 // WebSocket peers dropped for not answering a ping
 }
 
 // New returns a Server ready to Serve.
@@ -105,6 +131,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
+	}
+	if err := checkAllowCommands(cfg.AllowCommands); err != nil { // spawn_ext.go
+		return nil, err
 	}
 	s := &Server{
 		cfg:         cfg,
@@ -130,6 +159,8 @@ func New(cfg Config) (*Server, error) {
 		Logger:   cfg.Logger,
 		OnExit:   func(*proc.Process) { s.stats.Exits.Add(1) },
 		OnOutput: func(n int) { s.stats.StreamBytes.Add(int64(n)) },
+
+		TimeoutGrace: cfg.TimeoutGrace,
 	})
 	return s, nil
 }
@@ -259,23 +290,37 @@ func isTemporary(err error) bool {
 // ServeConn serves one NDJSON connection in the background (Unix socket,
 // ssh bridge, or a test's net.Pipe).
 func (s *Server) ServeConn(nc net.Conn) {
-	c := newConn(s, nc)
+	s.serveTransport(newStreamTransport(nc), nil)
+}
+
+// serveTransport serves one connection in the background; done, when set,
+// runs once it has ended (also when the daemon is closed already).
+func (s *Server) serveTransport(t transport, done func()) {
+	c := newConn(s, t)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		nc.Close()
+		t.close(errShutdown)
+		if done != nil {
+			done()
+		}
 		return
 	}
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	s.mu.Unlock()
 	s.stats.Connections.Add(1)
+	s.stats.ConnectionsOpen.Add(1)
 	go func() {
 		defer s.connWG.Done()
 		c.serve()
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
+		s.stats.ConnectionsOpen.Add(-1)
+		if done != nil {
+			done()
+		}
 	}()
 }
 
@@ -308,7 +353,7 @@ func (s *Server) Close() error {
 		}
 		s.mu.Unlock()
 		for _, c := range conns {
-			c.close()
+			c.close(errShutdown)
 		}
 		n := s.reg.Shutdown(s.cfg.KeepChildren, s.cfg.ShutdownGrace)
 		if s.cfg.KeepChildren && n > 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/sandbox"
 )
 
 func TestServerMethods(t *testing.T) {
@@ -20,9 +22,14 @@ func TestServerMethods(t *testing.T) {
 		`"files.list","files.validate","files.stat","files.read","files.extract_tar",` +
 		`"git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove",` +
 		`"process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach",` +
-		`"process.list"`
+		`"process.list","process.resize"`
+	sandboxFeature := `,"process.spawn.sandbox"` // only where the kernel can enforce it
+	if sandbox.Supported() != nil {
+		sandboxFeature = ""
+	}
 	c.wantResult("server.capabilities", `{"x":1}`,
-		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.list"]}`)
+		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.list",`+
+			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.env.unset","process.spawn.tty"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).
 	for _, m := range strings.Split(strings.ReplaceAll(methods, `"`, ""), ",") {
 		if m == "server.shutdown" || m == "files.extract_tar" || strings.HasPrefix(m, "git.worktree") {

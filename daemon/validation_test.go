@@ -11,7 +11,11 @@ import (
 func TestValidationOrder(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
-	c := d.dial()
+	checkValidationOrder(t, d.dial())
+}
+
+// checkValidationOrder is the validation table, on any transport.
+func checkValidationOrder(t *testing.T, c *rawClient) {
 	const (
 		unauth   = `"error":{"code":-32001,"message":"Unauthorized: invalid or missing auth token"}}`
 		version  = `"error":{"code":-32600,"message":"Invalid JSON-RPC version"}}`

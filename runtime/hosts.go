@@ -11,7 +11,8 @@ import (
 )
 
 // hosts selects and owns a run's daemon connections: the default host
-// (the --socket daemon, else the embedded one, connected on first use),
+// (the --socket or --remote daemon, else the embedded one, connected on
+// first use),
 // and every host() the recipe opens. Close ends them all; processes on the
 // embedded daemon are stopped then.
 //
@@ -24,7 +25,7 @@ type hosts struct {
 	mu       sync.Mutex
 	defConn  *client.Client
 	embedded *client.Conn     // the run's embedded daemon, once started
-	conns    []*client.Conn   // socket connections
+	conns    []*client.Conn   // socket, ssh and WebSocket connections
 	extra    []*client.Client // further connections to the embedded daemon
 	closed   bool
 }
@@ -83,7 +84,7 @@ func (h *hosts) Open(ctx context.Context, target, token string) (*client.Client,
 		c := client.Embedded(conn.Server())
 		h.extra = append(h.extra, c)
 		return c, nil
-	case "unix", "ssh":
+	case "unix", "ssh", "ws":
 		// ssh targets reuse the command line's ssh settings (SOUS_SSH_COMMAND,
 		// --bridge-cmd), so host("ssh://...") reaches hosts the way --remote does.
 		conn, err := h.dial(ctx, client.Target{URL: target, Token: token, SSH: h.def.SSH, Options: h.def.Options})
@@ -110,7 +111,7 @@ func (h *hosts) startEmbedded(ctx context.Context) (*client.Conn, error) {
 	return h.embedded, nil
 }
 
-// dial connects to a socket daemon. h.mu is held.
+// dial connects to a socket, ssh or WebSocket daemon. h.mu is held.
 func (h *hosts) dial(ctx context.Context, t client.Target) (*client.Conn, error) {
 	if h.closed {
 		return nil, errors.New("the run is over")

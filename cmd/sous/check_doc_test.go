@@ -49,8 +49,12 @@ func TestDocOfOneName(t *testing.T) {
 		{"files", []string{"files.read(path, *, max_bytes=None) -> string or None", "files.stat(path)"}},
 		{"Process", []string{"Process.wait(timeout=None) -> Result", "Process.stop(grace=3, escalate=True)"}},
 		{"Result.stages", []string{"Result.stages -> list of struct(exit_code, stderr)"}},
-		{"Host", []string{"Methods and modules: extract_tar, files, git, pipeline, reattach, run, sh, spawn"}},
+		{"Host", []string{"Methods and modules: extract_tar, files, git, pipeline, reattach, run, sdk, sh, spawn"}},
 		{"Host.run", []string{"Host.run: run, acting on the host.", "run(cmd, args=[], *, cwd=None"}},
+		{"sdk", []string{`sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, resume=None, fork=False, timeout=None) -> Session`, "sdk.send(prompt, **session_kwargs) -> Turn"}},
+		{"Turn", []string{"Turn.denials -> list of struct(tool, tool_use_id, input)", "Turn.messages -> list of dicts"}},
+		{"approvals", []string{"approvals(policy)", "Sets the recipe-wide approver"}},
+		{"Request.kind", []string{"Request.kind -> string", `"privileged"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +69,7 @@ func TestDocOfOneName(t *testing.T) {
 		})
 	}
 	sous(t, "doc", "wiat").expect(t, 2, `no builtin named "wiat"`)
-	sous(t, "doc", "Process.wai").expect(t, 2, "did you mean wait_all, Process.wait?")
+	sous(t, "doc", "Process.wai").expect(t, 2, "did you mean wait_all, Process.wait, Pending.wait?")
 }
 
 func TestEveryCommandHasHelpWithAnExample(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/metrics"
 )
 
 func init() { commandGroups = append(commandGroups, newDaemonCmd) }
@@ -62,6 +64,13 @@ type serveOptions struct {
 	logFile         string
 	replayMemLimit  int
 	replayDiskLimit int64
+	allowCommands   []string // --allow-command
+	// WebSocket transport and metrics (feature transport.websocket,
+	// seeds/001 -metrics-addr).
+	listen          []string
+	wsRequireBearer bool
+	maxConnections  int
+	metricsAddr     string
 }
 
 func (o *serveOptions) register(cmd *cobra.Command) {
@@ -74,6 +83,46 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.IntVar(&o.replayMemLimit, "replay-mem-limit", 4<<20, "bytes of output per process kept in memory for replay")
 	f.Int64Var(&o.replayDiskLimit, "replay-disk-limit", 1<<30, "bytes of output per process spilled to disk for replay; older output is dropped and reported via firstSeq")
+	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "spawn only this program (`NAME`: any command of that base name; /ABS/PATH: that file, found on PATH or named); repeatable; default: any. Refusals are -32602, logged and counted")
+	f.StringArrayVar(&o.listen, "listen", nil, "also serve JSON-RPC over WebSocket at `ws://HOST:PORT[/PATH]` (path default /; repeatable; --socket \"\" serves WebSocket only)")
+	f.BoolVar(&o.wsRequireBearer, "ws-require-bearer", true, "refuse WebSocket upgrades without \"Authorization: Bearer TOKEN\" (401); =false admits them and relies on each request's auth")
+	f.IntVar(&o.maxConnections, "max-connections", 100, "most WebSocket connections open at once (503 beyond; 0 = no limit)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus counters at http://`ADDR`/metrics (no auth: bind to loopback)")
+}
+
+// checkListen validates --listen and --socket together.
+func (o *serveOptions) checkListen() error {
+	addrs, err := o.wsListenAddrs()
+	if err != nil {
+		return err
+	}
+	if o.socket == "" && len(addrs) == 0 {
+		return usageErrorf("--socket \"\" needs a --listen ws://HOST:PORT to serve on")
+	}
+	return nil
+}
+
+// wsListenAddrs parses --listen values into host:port and path.
+func (o *serveOptions) wsListenAddrs() ([][2]string, error) {
+	var out [][2]string
+	for _, l := range o.listen {
+		u, err := url.Parse(l)
+		if err != nil {
+			return nil, usageErrorf("--listen %q: %v", l, err)
+		}
+		switch {
+		case u.Scheme == "wss":
+			return nil, usageErrorf("--listen %q: the daemon serves plain ws://; put TLS in front of it (a reverse proxy) and dial wss:// there", l)
+		case u.Scheme != "ws" || u.Host == "" || u.Port() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+			return nil, usageErrorf("--listen %q: want ws://HOST:PORT[/PATH], e.g. ws://127.0.0.1:8003", l)
+		}
+		path := u.Path
+		if path == "" {
+			path = "/"
+		}
+		out = append(out, [2]string{u.Host, path})
+	}
+	return out, nil
 }
 
 // readToken gets the token from --token-file or --token-fd. It is checked
@@ -112,13 +161,31 @@ func newDaemonServeCmd(streams *IO) *cobra.Command {
 		Use:   "serve",
 		Short: "Run a daemon in the foreground",
 		Long: `Serve claustrum's protocol on a Unix socket in the foreground (for systemd,
-CI, containers). Prints a line containing "listening" once it accepts
-connections. SIGTERM, SIGINT or a server.shutdown request with the token stop
-it and every child process group (unless --keep-children).`,
+CI, containers). Prints a line containing "listening" for each address once
+it accepts connections. SIGTERM, SIGINT or a server.shutdown request with the
+token stop it and every child process group (unless --keep-children).
+
+--listen ws://HOST:PORT[/PATH] also serves the same JSON-RPC over WebSocket,
+one JSON message per text message (clients: --remote ws://HOST:PORT[/PATH]).
+Every request still carries the token in "auth"; the upgrade is also refused
+with 401 unless it carries "Authorization: Bearer TOKEN" (--ws-require-bearer,
+on by default; a wrong bearer is refused either way), and with 503 beyond
+--max-connections. Peers are pinged every 15 s and dropped after 10 s without
+an answer; their processes keep running. The daemon speaks plain ws://: for
+wss://, put a TLS-terminating proxy in front of it.
+
+--metrics-addr ADDR serves Prometheus counters (connections, spawns, exits,
+reattaches, stream and stdin bytes, refused requests) at http://ADDR/metrics,
+without auth: bind it to loopback. A bind failure is logged, not fatal.`,
 		Example: `  sous daemon serve --socket /run/sous.sock --token-file /run/sous.token
-  printf '%s\n' "$TOKEN" | sous daemon serve --socket /tmp/s.sock --token-fd 0`,
+  printf '%s\n' "$TOKEN" | sous daemon serve --socket /tmp/s.sock --token-fd 0
+  sous daemon serve --socket /tmp/s.sock --listen ws://127.0.0.1:8003 --metrics-addr 127.0.0.1:9103 --token-file tok`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Flag mistakes first: they must not consume the token file.
+			if err := o.checkListen(); err != nil {
+				return err
+			}
 			token, err := o.readToken()
 			if err != nil {
 				return err
@@ -162,22 +229,59 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		ReplayDiskLimit: o.replayDiskLimit,
 		KeepChildren:    o.keepChildren,
 		Logger:          logger,
+		AllowCommands:   o.allowCommands,
 	})
 	if err != nil {
 		return err
 	}
-	ln, err := daemon.ListenUnix(o.socket)
-	if err != nil {
+	if err := o.checkListen(); err != nil {
 		return err
+	}
+	wsAddrs, _ := o.wsListenAddrs()
+	var ln net.Listener
+	if o.socket != "" {
+		if ln, err = daemon.ListenUnix(o.socket); err != nil {
+			return err
+		}
+	}
+	wsLns := make([]net.Listener, 0, len(wsAddrs))
+	for _, a := range wsAddrs {
+		l, err := net.Listen("tcp", a[0])
+		if err != nil {
+			for _, l := range wsLns {
+				l.Close()
+			}
+			if ln != nil {
+				ln.Close()
+			}
+			return fmt.Errorf("--listen ws://%s: %w", a[0], err)
+		}
+		wsLns = append(wsLns, l)
+	}
+	if o.metricsAddr != "" {
+		// Off the wire and optional: a bind failure is logged, not fatal.
+		if ms, err := metrics.Listen(o.metricsAddr, srv.Stats()); err != nil {
+			logger.Error(fmt.Sprintf("[Server] metrics: %v", err))
+		} else {
+			defer ms.Close()
+			logger.Info("[Server] metrics: serving " + ms.URL())
+		}
 	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(streams.Out, "sous daemon listening on %s\n", o.socket)
+	served := make(chan error, 1+len(wsLns))
+	if ln != nil {
+		go func() { served <- srv.Serve(ln) }()
+		fmt.Fprintf(streams.Out, "sous daemon listening on %s\n", o.socket)
+	}
+	for i, l := range wsLns {
+		opt := daemon.WebSocketOptions{Path: wsAddrs[i][1], RequireBearer: o.wsRequireBearer, MaxConnections: o.maxConnections}
+		go func() { served <- srv.ServeWebSocket(l, opt) }()
+		fmt.Fprintf(streams.Out, "sous daemon listening on ws://%s%s\n", l.Addr(), opt.Path)
+	}
 
 	var serveErr error
 	select {
@@ -213,6 +317,12 @@ forwarded to the daemon over a pipe, never through disk, argv or environment.`,
 }
 
 func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
+	if o.socket == "" {
+		return usageErrorf("start needs a --socket: it waits for the socket, and stop talks to it")
+	}
+	if err := o.checkListen(); err != nil {
+		return err
+	}
 	// Read the token here so a missing or bad token fails in the foreground
 	// with a clear message, then forward it over a pipe.
 	token, err := o.readToken()
@@ -247,6 +357,17 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 	}
 	if o.keepChildren {
 		args = append(args, "--keep-children")
+	}
+	for _, c := range o.allowCommands {
+		args = append(args, "--allow-command", c)
+	}
+	for _, l := range o.listen {
+		args = append(args, "--listen", l)
+	}
+	args = append(args, "--ws-require-bearer="+strconv.FormatBool(o.wsRequireBearer),
+		"--max-connections", strconv.Itoa(o.maxConnections))
+	if o.metricsAddr != "" {
+		args = append(args, "--metrics-addr", o.metricsAddr)
 	}
 	child := exec.Command(self, args...)
 	child.Stdout, child.Stderr = logf, logf

@@ -101,9 +101,6 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if err != nil {
 		return err
 	}
-	if o.tty {
-		return fmt.Errorf("exec: --tty needs the daemon extension %q, which this build does not provide yet", "process.spawn.tty")
-	}
 	url, err := o.target.url()
 	if err != nil {
 		return err
@@ -126,7 +123,10 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		cwd = absPath(cwd)
 	}
 	out := newStreamWriter(streams)
-	spec := client.SpawnSpec{ID: id, Command: argv[0], Args: argv[1:], Cwd: cwd, Env: env}
+	spec := client.SpawnSpec{ID: id, Command: argv[0], Args: argv[1:], Cwd: cwd, Env: env, Timeout: o.timeout}
+	if o.tty {
+		ttySpec(streams, &spec) // exec_tty.go
+	}
 	var handler client.FrameHandler
 	if !o.detach {
 		handler = out.frame
@@ -138,6 +138,9 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if o.detach {
 		fmt.Fprintln(streams.Out, id)
 		return nil
+	}
+	if o.tty {
+		return followTTY(ctx, streams, p, o.timeout) // exec_tty.go
 	}
 	if !isTerminal(streams.In) {
 		go forwardStdin(ctx, p, streams.In, streams.ErrOut)
@@ -175,6 +178,11 @@ func forwardStdin(ctx context.Context, p *client.Proc, r io.Reader, errOut io.Wr
 }
 
 func isNotRunning(err error) bool {
+	if errors.Is(err, client.ErrClosed) {
+		// The process exited and sous closed its connection while stdin
+		// was still being forwarded: nothing left to report.
+		return true
+	}
 	var we *wire.Error
 	return errors.As(err, &we) && (we.Message == "Process not running" || we.Message == "Process not found")
 }
@@ -185,15 +193,8 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	var timer <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		timer = t.C
-	}
 	var sent syscall.Signal
 	var lastInt time.Time
-	timedOut := false
 	for {
 		select {
 		case <-p.Done():
@@ -202,7 +203,7 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 				return &exitError{code: 1, err: p.Err()}
 			}
 			switch {
-			case timedOut:
+			case p.TimedOut(): // the spawn's Timeout: the daemon's, or the client's
 				return &exitError{code: 124, err: fmt.Errorf("timed out after %s; the process group was stopped", timeout)}
 			case code == -1 && sent != 0:
 				return &exitError{code: 128 + int(sent)}
@@ -224,9 +225,6 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 			if err := p.Kill(ctx, signalName(sig)); err != nil && !isNotRunning(err) {
 				fmt.Fprintln(streams.ErrOut, "sous: forward signal:", err)
 			}
-		case <-timer:
-			timedOut, sent = true, syscall.SIGTERM
-			go p.KillAndWait(ctx, "TERM", 3*time.Second, true)
 		}
 	}
 }
@@ -333,14 +331,4 @@ func exactArgs(n int, form string) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-// isTerminal reports whether r is a character device (a terminal).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -33,7 +33,7 @@ print(sorted(dir(h1)))
 	want := `"first\nsecond\n" True Host
 "second\n" 0
 via h1 True False
-["extract_tar", "files", "git", "pipeline", "reattach", "run", "sh", "spawn"]
+["extract_tar", "files", "git", "pipeline", "reattach", "run", "sdk", "sh", "spawn"]
 `
 	if o.stderr != want {
 		t.Errorf("log:\n%s\nwant:\n%s", o.stderr, want)

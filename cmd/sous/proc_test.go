@@ -21,11 +21,11 @@ func TestArgumentErrors(t *testing.T) {
 		{`spawn("ls", env={"A": 1})`, `spawn: env["A"]: want string or None, got int`},
 		{`spawn("ls", [], "id")`, "spawn: got 3 positional arguments, want at most 2"},
 		{`spawn("ls", echo="yes")`, "spawn: echo: want bool, got string"},
-		{`spawn("ls", tty=True)`, "spawn: tty: not supported yet"},
 		{`spawn("ls", size=(24, 80))`, "spawn: size: only valid with tty=True"},
-		{`spawn("ls", sandbox="read-only")`, "spawn: sandbox: not supported yet"},
-		{`spawn("ls", sandbox={"write": []})`, "spawn: sandbox: not supported yet"},
-		{`spawn("ls", sandbox=3)`, `spawn: sandbox: want None, "read-only" or a dict, got int`},
+		{`spawn("ls", tty=True, size=(24,))`, "spawn: size: want (rows, cols), got tuple"},
+		{`spawn("ls", tty=True, size=(0, 80))`, "spawn: size: rows: want an int from 1 to 65535, got 0"},
+		{`spawn("ls", tty=True, size="24x80")`, "spawn: size: want (rows, cols), got string"},
+		{`spawn("ls", sandbox=3)`, `spawn: sandbox: want None, "read-only" or a dict with write and network, got int`}, // more in sandbox_test.go
 		{`run("ls", args=[1])`, "run: args[0]: want string, got int"},
 		{`run("true", timeout="1s")`, "run: timeout: want seconds (int or float), got string"},
 		{`run("true", timeout=-1)`, "run: timeout: want a number of seconds between 0 and 3153600000, got -1"},
@@ -42,7 +42,7 @@ func TestArgumentErrors(t *testing.T) {
 		{`wait_all("p")`, "wait_all: items: want list of Process or Pending, got string"},
 		{`getenv(1)`, "getenv: name: want string, got int"},
 		{`host(1)`, "host: target: want string, got int"},
-		{`host("ssh://example.com")`, "host: target ssh://example.com: ssh targets are not supported yet"},
+		{`host("tcp://example.com")`, `host: target "tcp://example.com": want "embedded", unix:///path/to.sock`},
 		{`files.read(1)`, "files.read: path: want string, got int"},
 		{`files.read("/", max_bytes="x")`, "files.read: max_bytes: want int, got string"},
 		{`git.info(path=1)`, "git.info: path: want string, got int"},
@@ -57,6 +57,8 @@ func TestArgumentErrors(t *testing.T) {
 		{`spawn("true").lines("stdin")`, `Process.lines: stream: want "stdout" or "stderr", got "stdin"`},
 		{`spawn("true").wait(timeout=None, bogus=1)`, `Process.wait: unexpected keyword argument "bogus"`},
 		{`spawn("true").resize(24, 80)`, "Process.resize: process"},
+		{`spawn(["sleep", "1"], echo=False).resize(24, 80)`, "no terminal: only a process spawned with tty=True can be resized"},
+		{`spawn("true", tty=True).resize(0, 80)`, "Process.resize: rows: want at least 1, got 0"},
 		{`spawn("nonexistent-program-xyz")`, "spawn: cannot start `nonexistent-program-xyz`: executable file not found in $PATH"},
 	}
 	for _, tt := range tests {

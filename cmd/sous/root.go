@@ -63,6 +63,9 @@ type IO struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	// Env is the environment recipes and the embedded daemon see (nil:
+	// the process's), so tests can run agents against their own model.
+	Env []string
 }
 
 // exitError carries a specific exit code out of a command.
@@ -93,11 +96,16 @@ func usageErrorf(format string, args ...any) error {
 
 // Main runs the sous command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	streams := &IO{In: stdin, Out: stdout, ErrOut: stderr}
+	return mainIO(args, &IO{In: stdin, Out: stdout, ErrOut: stderr})
+}
+
+// mainIO is Main with every stream and the environment given.
+func mainIO(args []string, streams *IO) int {
+	stderr := streams.ErrOut
 	root := newRootCmd(streams)
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
 	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {

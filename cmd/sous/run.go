@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seed5ad92d46/sous/builtins"
-	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/runtime"
 )
 
@@ -24,8 +24,7 @@ type runOptions struct {
 	json   bool
 	target targetFlags
 	// allow and deny are approval rules for agents' permission requests and
-	// privileged commands. They are accepted now so that scripts can pass
-	// them; the approvers that read them come with the agent builtins.
+	// privileged commands, asked after the recipe's own policies.
 	allow, deny []string
 }
 
@@ -35,7 +34,8 @@ func newRunCmd(streams *IO) *cobra.Command {
 		Use:   "run RECIPE.star [-a key=value]... [flags]",
 		Short: "Run a recipe",
 		Long: `Run executes a Starlark recipe top to bottom. Its builtins act on the default
-host: the daemon at --socket (or $SOUS_SOCKET), else a daemon embedded in sous,
+host: the daemon at --socket (or $SOUS_SOCKET) or --remote ssh://... or
+ws://... (or $SOUS_REMOTE), else a daemon embedded in sous,
 started only when the recipe first needs it and stopped, with every process it
 still runs, when the recipe ends.
 
@@ -44,10 +44,17 @@ The recipe and every file it loads are checked before anything runs. Exit codes:
 syntax or undefined name), 130 interrupted (Ctrl-C).
 
 With --json, stdout carries one JSON event per line (start first, end last) and
-nothing else; errors still go to stderr.`,
+nothing else; errors still go to stderr.
+
+Permission requests of agent sessions (and privileged commands) go to the
+session's policy, then the recipe's approvals(policy), then the --allow and
+--deny rules (Claude Code syntax, e.g. "Bash(go test:*)", "Write(/src/**)";
+deny wins), then a prompt when stdin is a terminal; otherwise they are denied.
+Every decision is logged on stderr (an approval event with --json).`,
 		Example: `  sous run recipes/hello.star
   sous run recipes/build-and-test.star -a module=./mymod
-  sous run deploy.star --json -a env=staging --socket /run/sous.sock`,
+  sous run deploy.star --json -a env=staging --socket /run/sous.sock
+  sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.recipe = args[0]
@@ -76,19 +83,30 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 		}
 		return usageErrorf("--token-file: %v", err)
 	}
-	if kind, _, _ := client.Kind(target.URL); kind == "ws" {
-		return usageErrorf("%s: sous run over WebSocket is not supported yet; use --socket PATH or --remote ssh://...", target.URL)
+	var rules builtins.RuleSet
+	if rules.Allow, err = builtins.ParseRules("--allow", opts.allow); err != nil {
+		return usageErrorf("%v", err)
+	}
+	if rules.Deny, err = builtins.ParseRules("--deny", opts.deny); err != nil {
+		return usageErrorf("%v", err)
+	}
+	var prompt io.Reader
+	if isTerminal(streams.In) {
+		prompt = streams.In
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
 	err = runtime.Run(ctx, runtime.Options{
-		Recipe: opts.recipe,
-		Args:   args,
-		Stdout: streams.Out,
-		Stderr: streams.ErrOut,
-		JSON:   opts.json,
-		Host:   target,
-		Table:  builtins.DefaultTable(),
+		Recipe:    opts.recipe,
+		Args:      args,
+		Stdout:    streams.Out,
+		Stderr:    streams.ErrOut,
+		JSON:      opts.json,
+		Host:      target,
+		Env:       streams.Env,
+		Table:     builtins.DefaultTable(),
+		Approvals: rules,
+		Prompt:    prompt,
 	})
 	var ee *runtime.ExitError
 	if errors.As(err, &ee) {

@@ -25,7 +25,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"syntax error", "x = (\n", nil, 2, []string{"main.star:2:1: got end of file, want primary expression"}},
 		{"undefined name", "run(\"true\")\nnope()\n", nil, 2, []string{"main.star:2:1: undefined: nope"}},
 		{"bad arg flag", "x = 1\n", []string{"-a", "novalue"}, 2, []string{`-a "novalue": want key=value`}},
-		{"remote", "x = 1\n", []string{"--remote", "ssh://h"}, 2, []string{"ssh://h: sous run over ssh and WebSocket is not supported yet"}},
+		{"remote of an unknown kind", "x = 1\n", []string{"--remote", "tcp://h"}, 2, []string{`--remote: target "tcp://h": want "embedded"`}},
 		{"unknown flag", "x = 1\n", []string{"--bogus"}, 2, []string{"unknown flag: --bogus"}},
 		{"unreadable token file", "x = 1\n", []string{"--socket", "/nonexistent/sock", "--token-file", "/nonexistent/token"}, 2, []string{"--token-file: read token file"}},
 	}

@@ -16,6 +16,7 @@ import (
 // --socket PATH | --remote URL, and --token-file. Defaults come from
 // SOUS_SOCKET and SOUS_REMOTE; the token from --token-file, else SOUS_TOKEN,
 // else CLAUDE_RPC_TOKEN. With none of them, the embedded daemon is used.
+// SOUS_RECONNECT_TIMEOUT bounds how long a dropped connection is redialed.
 type targetFlags struct {
 	socket    string
 	remote    string
@@ -26,7 +27,7 @@ type targetFlags struct {
 func (t *targetFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&t.socket, "socket", "", "talk to the daemon on this Unix socket (default $SOUS_SOCKET, else the embedded daemon)")
-	f.StringVar(&t.remote, "remote", "", "talk to a remote daemon: ssh://[user@]host[:port][/socket] or ws://host:port (default $SOUS_REMOTE)")
+	f.StringVar(&t.remote, "remote", "", "talk to a remote daemon: ssh://[user@]host[:port][/socket] or ws://host:port[/path] (default $SOUS_REMOTE)")
 	f.StringVar(&t.tokenFile, "token-file", "", "read the daemon's token from this file (default $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN)")
 	f.StringVar(&t.bridgeCmd, "bridge-cmd", "", `with --remote ssh://: the remote relay command, the socket path appended (default $SOUS_BRIDGE_CMD, else "sous daemon bridge --socket"; "claustrum -bridge -socket" for claustrum hosts)`)
 }
@@ -90,7 +91,12 @@ func (t *targetFlags) target() (client.Target, error) {
 			return client.Target{}, err
 		}
 	}
-	return client.Target{URL: url, Token: tok, Embedded: embeddedConfig(), SSH: t.sshOptions()}, nil
+	reconnect, err := client.ReconnectTimeoutFromEnv(os.Getenv)
+	if err != nil {
+		return client.Target{}, usageErrorf("%v", err)
+	}
+	return client.Target{URL: url, Token: tok, Embedded: embeddedConfig(), SSH: t.sshOptions(),
+		Options: client.Options{ReconnectTimeout: reconnect}}, nil
 }
 
 // open connects to the daemon the flags name.

@@ -1,6 +1,6 @@
 // Package client is the Go client of claustrum's protocol, for every target:
-// an embedded in-process daemon, a Unix socket, or any byte stream that
-// reaches a daemon (an ssh bridge).
+// an embedded in-process daemon, a Unix socket, any byte stream that reaches
+// a daemon (an ssh bridge), or a daemon's WebSocket endpoint.
 //
 // It matches responses to requests by id, routes stream frames to the
 // process that follows them, and survives a dropped connection: it dials
@@ -71,14 +71,21 @@ func Embedded(srv *daemon.Server) *Client {
 
 // Dial connects to a daemon through dial, sending token with every request.
 func Dial(ctx context.Context, dial DialFunc, token string, opt Options) (*Client, error) {
-	c := newClient(opt)
-	c.dial = func(ctx context.Context, recv receiver) (link, error) {
+	return dialLinks(ctx, func(ctx context.Context, recv receiver) (link, error) {
 		rwc, err := dial(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return newStreamLink(rwc, token, recv), nil
-	}
+	}, opt)
+}
+
+// dialLinks makes a client whose connections come from dial: the first one
+// now, the next ones when a connection drops. Only the link differs between
+// transports; reconnecting, reattaching and stdin offsets are the client's.
+func dialLinks(ctx context.Context, dial func(ctx context.Context, recv receiver) (link, error), opt Options) (*Client, error) {
+	c := newClient(opt)
+	c.dial = dial
 	l, err := c.dial(ctx, c)
 	if err != nil {
 		return nil, err
@@ -166,6 +173,7 @@ var retryable = map[string]bool{
 	"files.list": true, "files.validate": true, "files.stat": true, "files.read": true,
 	"git.info": true, "git.status": true, "git.list_branches": true,
 	"process.stdin": true, "process.kill": true, "process.killAndWait": true, "process.list": true,
+	"process.resize": true, // setting a size twice is setting it once
 }
 
 // ErrConnectionLost is wrapped by calls that were in flight when the
@@ -338,6 +346,7 @@ func (c *Client) reconnect(cause error) {
 	// moving data is worth staying on.
 	delay := 20 * time.Millisecond
 	deadline := time.Now().Add(c.opt.ReconnectTimeout)
+	var lastErr error // the last attempt's own failure, not the deadline's
 	for {
 		before := c.progress()
 		actx, acancel := context.WithDeadline(ctx, deadline)
@@ -349,6 +358,9 @@ func (c *Client) reconnect(cause error) {
 			}
 			l.close()
 		}
+		if err != nil && (lastErr == nil || actx.Err() == nil) {
+			lastErr = err
+		}
 		acancel()
 		if c.progress() != before {
 			delay = 20 * time.Millisecond
@@ -356,7 +368,7 @@ func (c *Client) reconnect(cause error) {
 			continue
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			c.giveUp(fmt.Errorf("%w (%v); reconnecting failed: %v", ErrConnectionLost, cause, err))
+			c.giveUp(fmt.Errorf("%w (%v); gave up reconnecting after %s: %v", ErrConnectionLost, cause, c.opt.ReconnectTimeout, lastErr))
 			return
 		}
 		select {

@@ -56,21 +56,13 @@ func newStreamLink(rwc io.ReadWriteCloser, token string, recv receiver) *streamL
 func (l *streamLink) send(id uint64, method string, params json.RawMessage) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	b := append(l.wbuf[:0], `{"jsonrpc":"2.0","id":`...)
-	b = strconv.AppendUint(b, id, 10)
-	b = append(b, `,"method":`...)
-	b = appendJSONString(b, method)
-	if params != nil {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	b = append(b, `,"auth":`...)
-	b = appendJSONString(b, l.token)
-	b = append(b, "}\n"...)
+	b, err := appendRequest(l.wbuf[:0], id, method, params, l.token)
 	l.wbuf = b
-	if len(b) > wire.MaxLine+1 {
-		return fmt.Errorf("%s: request of %d bytes exceeds the daemon's 1 MiB line limit", method, len(b))
+	if err != nil {
+		return err
 	}
+	b = append(b, '\n')
+	l.wbuf = b
 	if _, err := l.rwc.Write(b); err != nil {
 		l.rwc.Close()
 		return err
@@ -79,6 +71,26 @@ func (l *streamLink) send(id uint64, method string, params json.RawMessage) erro
 		l.wbuf = nil // do not pin a huge buffer after one big write
 	}
 	return nil
+}
+
+// appendRequest appends one request, without a line end, and refuses one
+// the daemon would not read (over its 1 MiB cap).
+func appendRequest(b []byte, id uint64, method string, params json.RawMessage, token string) ([]byte, error) {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendUint(b, id, 10)
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, method)
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	b = append(b, `,"auth":`...)
+	b = appendJSONString(b, token)
+	b = append(b, '}')
+	if len(b) > wire.MaxLine {
+		return b, fmt.Errorf("%s: request of %d bytes exceeds the daemon's 1 MiB line limit", method, len(b))
+	}
+	return b, nil
 }
 
 func appendJSONString(b []byte, s string) []byte {
@@ -97,8 +109,7 @@ const maxResponseLine = 256 << 20
 func (l *streamLink) read() {
 	r := bufio.NewReaderSize(l.rwc, 256<<10)
 	var (
-		frame   wire.Frame
-		one     = make([]wire.Frame, 1)
+		d       lineDispatcher
 		long    []byte
 		lastErr error
 	)
@@ -117,43 +128,8 @@ func (l *streamLink) read() {
 			lastErr = err
 			break
 		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			continue
-		}
-		if wire.IsFrameLine(line) {
-			id, perr := wire.ParseFrame(line, &frame)
-			if perr == nil {
-				one[0] = frame
-				l.recv.frames(l, string(id), one)
-				frame.Data = one[0].Data // keep the grown buffer for reuse
-				continue
-			}
-			if !errors.Is(perr, wire.ErrNotFrame) {
-				lastErr = fmt.Errorf("daemon sent a malformed stream frame: %w", perr)
-				break
-			}
-		}
-		var resp wire.Response
-		if err := json.Unmarshal(line, &resp); err != nil {
-			lastErr = fmt.Errorf("daemon sent a malformed line: %w", err)
+		if lastErr = d.dispatch(l, l.recv, line); lastErr != nil {
 			break
-		}
-		id, err := strconv.ParseUint(string(resp.ID), 10, 64)
-		if err != nil {
-			// An error about a request we could not have sent (id null:
-			// a parse error) means the stream is out of step.
-			if resp.Error != nil {
-				lastErr = fmt.Errorf("daemon: %s", resp.Error.Message)
-			} else {
-				lastErr = fmt.Errorf("daemon sent a response with id %s", resp.ID)
-			}
-			break
-		}
-		if resp.Error != nil {
-			l.recv.response(l, id, nil, resp.Error)
-		} else {
-			l.recv.response(l, id, resp.Result, nil)
 		}
 	}
 	l.close()
@@ -161,6 +137,54 @@ func (l *streamLink) read() {
 		lastErr = io.ErrUnexpectedEOF
 	}
 	l.recv.closed(l, lastErr)
+}
+
+// lineDispatcher routes what the daemon sends, a response or a stream frame
+// per line or message, to a receiver. It is shared by every encoded link and
+// keeps one frame's data buffer for reuse.
+type lineDispatcher struct {
+	frame wire.Frame
+	one   [1]wire.Frame
+}
+
+// dispatch handles one line (its line end, if any, is ignored). An error
+// means the daemon's output is out of step: the link must end.
+func (d *lineDispatcher) dispatch(l link, recv receiver, line []byte) error {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(line) == 0 {
+		return nil
+	}
+	if wire.IsFrameLine(line) {
+		id, perr := wire.ParseFrame(line, &d.frame)
+		if perr == nil {
+			d.one[0] = d.frame
+			recv.frames(l, string(id), d.one[:])
+			d.frame.Data = d.one[0].Data // keep the grown buffer for reuse
+			return nil
+		}
+		if !errors.Is(perr, wire.ErrNotFrame) {
+			return fmt.Errorf("daemon sent a malformed stream frame: %w", perr)
+		}
+	}
+	var resp wire.Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return fmt.Errorf("daemon sent a malformed line: %w", err)
+	}
+	id, err := strconv.ParseUint(string(resp.ID), 10, 64)
+	if err != nil {
+		// An error about a request we could not have sent (id null:
+		// a parse error) means the stream is out of step.
+		if resp.Error != nil {
+			return fmt.Errorf("daemon: %s", resp.Error.Message)
+		}
+		return fmt.Errorf("daemon sent a response with id %s", resp.ID)
+	}
+	if resp.Error != nil {
+		recv.response(l, id, nil, resp.Error)
+	} else {
+		recv.response(l, id, resp.Result, nil)
+	}
+	return nil
 }
 
 // ---- in process ----

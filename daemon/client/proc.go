@@ -23,6 +23,17 @@ type SpawnSpec struct {
 	Args    []string
 	Cwd     string
 	Env     map[string]*string // nil values unset inherited variables
+
+	// Sandbox confines the process (extension process.spawn.sandbox, which
+	// cannot be emulated: a daemon without it fails the spawn); nil:
+	// unsandboxed.
+	Sandbox *wire.Sandbox
+
+	// Extensions (spawn_ext.go says which are emulated on an older daemon).
+	Pipeline [][]string    // stages [cmd, args...] run as a | b | c, instead of Command and Args
+	TTY      bool          // a pseudo-terminal
+	Size     wire.TermSize // its size (zero: 24x80)
+	Timeout  time.Duration // kill the group (TERM, KILL 3 s later) once this passes; 0: never
 }
 
 // Proc is a process the client follows.
@@ -42,6 +53,9 @@ type Proc struct {
 	done       chan struct{}
 	spawning   bool // process.spawn not answered yet
 	reattached bool // a reconnect found it on the daemon
+	stageCodes []int
+	timedOut   bool
+	tty        bool // spawned with a terminal by this client
 
 	stdinMu  sync.Mutex
 	stdinOff int64 // the offset of our next stdin byte
@@ -79,6 +93,21 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 	if spec.ID == "" {
 		return nil, errors.New("spawn: empty process id")
 	}
+	if spec.Sandbox != nil {
+		// No emulation is possible, and running unsandboxed is never an option.
+		switch ok, err := c.HasFeature(ctx, wire.FeatureSpawnSandbox); {
+		case err != nil:
+			return nil, err
+		case !ok:
+			return nil, fmt.Errorf("a sandboxed process needs the daemon extension %q, which this daemon does not advertise: "+
+				"its kernel cannot enforce a sandbox (Linux with Landlock ABI 3+), or it is an older sous or a claustrum; "+
+				"the process was not started", wire.FeatureSpawnSandbox)
+		}
+	}
+	ext, err := c.prepareSpawn(ctx, &spec) // spawn_ext.go
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		p := newProc(c, spec.ID, h)
 		p.spawning = true
@@ -93,6 +122,10 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		if len(spec.Env) > 0 {
 			params["env"] = spec.Env
 		}
+		if spec.Sandbox != nil {
+			params["sandbox"] = spec.Sandbox
+		}
+		ext.apply(params)
 		var res wire.SpawnResult
 		err := c.Call(ctx, "process.spawn", params, &res)
 		p.mu.Lock()
@@ -101,9 +134,11 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		p.mu.Unlock()
 		if err == nil {
 			p.Pid, p.StartTime = res.Pid, res.StartTime
+			ext.started(p)
 			return p, nil
 		}
 		if errors.Is(err, ErrConnectionLost) && found {
+			ext.started(p)
 			return p, nil // the daemon had started it before the connection broke
 		}
 		c.unregister(p)
@@ -158,6 +193,8 @@ func (p *Proc) deliver(f *wire.Frame) {
 	if f.Stream == wire.Exit {
 		p.mu.Lock()
 		p.exited, p.exitCode = true, f.ExitCode
+		p.stageCodes = append([]int(nil), f.StageCodes...)
+		p.timedOut = p.timedOut || f.TimedOut
 		close(p.done)
 		p.mu.Unlock()
 		p.c.unregister(p)

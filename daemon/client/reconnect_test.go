@@ -7,12 +7,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
-	mrand "math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +17,8 @@ import (
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/faultproxy"
+	"github.com/seed5ad92d46/sous/internal/soak"
 )
 
 const testToken = "t0ken with spaces "
@@ -56,91 +55,6 @@ func shortTempDir(t *testing.T) string {
 	return d
 }
 
-// cuttingProxy relays connections to a daemon socket and cuts each one after
-// a random number of bytes (seeded, so a failure can be replayed).
-type cuttingProxy struct {
-	path   string
-	target string
-	rng    *mrand.Rand
-	minCut int
-	maxCut int
-	mu     sync.Mutex
-	cuts   atomic.Int64
-}
-
-func newCuttingProxy(t *testing.T, target string, seed uint64, minCut, maxCut int) *cuttingProxy {
-	t.Helper()
-	p := &cuttingProxy{
-		path:   filepath.Join(shortTempDir(t), "p.sock"),
-		target: target,
-		rng:    mrand.New(mrand.NewPCG(seed, seed^0x5eed)),
-		minCut: minCut,
-		maxCut: maxCut,
-	}
-	t.Logf("cutting proxy seed %d, cuts every %d..%d bytes", seed, minCut, maxCut)
-	ln, err := net.Listen("unix", p.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.relay(c)
-		}
-	}()
-	return p
-}
-
-func (p *cuttingProxy) budget() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return int64(p.minCut + p.rng.IntN(p.maxCut-p.minCut+1))
-}
-
-func (p *cuttingProxy) relay(c net.Conn) {
-	u, err := net.Dial("unix", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	var left atomic.Int64
-	left.Store(p.budget())
-	cut := func() {
-		c.Close()
-		u.Close()
-	}
-	pipe := func(dst, src net.Conn) {
-		buf := make([]byte, 16<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				if rest := left.Add(-int64(n)); rest < 0 {
-					// Deliver part of this read, then cut mid-line.
-					keep := max(int64(n)+rest, 0)
-					dst.Write(buf[:keep])
-					p.cuts.Add(1)
-					cut()
-					return
-				}
-				if _, err := dst.Write(buf[:n]); err != nil {
-					cut()
-					return
-				}
-			}
-			if err != nil {
-				cut()
-				return
-			}
-		}
-	}
-	go pipe(u, c)
-	go pipe(c, u)
-}
-
 func dialProxy(t *testing.T, path string) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -154,7 +68,8 @@ func dialProxy(t *testing.T, path string) *client.Client {
 }
 
 func TestReconnectStreamsByteExact(t *testing.T) {
-	size := 100 << 20
+	// 200 MiB in CI (a few seconds), 1 GiB with SOUS_SOAK=1.
+	size := soak.Int(200<<20, 1<<30)
 	if testing.Short() {
 		size = 8 << 20
 	}
@@ -169,11 +84,12 @@ func TestReconnectStreamsByteExact(t *testing.T) {
 	data = nil
 
 	sock := startDaemon(t, daemon.Config{ReplayMemLimit: 1 << 20})
-	proxy := newCuttingProxy(t, sock, uint64(time.Now().UnixNano()), 200<<10, 600<<10)
-	c := dialProxy(t, proxy.path)
+	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinBytes: 200 << 10, MaxBytes: 600 << 10})
+	c := dialProxy(t, proxy.Path())
 
 	h := sha256.New()
 	var got atomic.Int64
+	start := time.Now()
 	var stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -191,7 +107,7 @@ func TestReconnectStreamsByteExact(t *testing.T) {
 	}
 	code, err := p.Wait(ctx)
 	if err != nil {
-		t.Fatalf("wait: %v (received %d of %d bytes, %d cuts)", err, got.Load(), size, proxy.cuts.Load())
+		t.Fatalf("wait: %v (received %d of %d bytes, %d cuts)", err, got.Load(), size, proxy.Cuts())
 	}
 	if code != 0 {
 		t.Fatalf("cat exited %d: %s", code, stderr.String())
@@ -202,20 +118,21 @@ func TestReconnectStreamsByteExact(t *testing.T) {
 	if p.Lost() != 0 {
 		t.Fatalf("client reports %d lost frames", p.Lost())
 	}
-	if proxy.cuts.Load() < 10 {
-		t.Fatalf("only %d cuts: the test did not exercise reconnects", proxy.cuts.Load())
+	if proxy.Cuts() < 10 {
+		t.Fatalf("only %d cuts: the test did not exercise reconnects", proxy.Cuts())
 	}
-	t.Logf("%d MiB byte-exact across %d dropped connections", size>>20, proxy.cuts.Load())
+	took := time.Since(start)
+	t.Logf("%d MiB byte-exact across %d dropped connections in %s (%.0f MiB/s)", size>>20, proxy.Cuts(), took.Round(time.Millisecond), float64(size>>20)/took.Seconds())
 }
 
 func TestReconnectStdinExactlyOnce(t *testing.T) {
-	lines := 50000
+	lines := soak.Int(50000, 500000)
 	if testing.Short() {
 		lines = 5000
 	}
 	sock := startDaemon(t, daemon.Config{})
-	proxy := newCuttingProxy(t, sock, uint64(time.Now().UnixNano()), 50<<10, 150<<10)
-	c := dialProxy(t, proxy.path)
+	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinBytes: 50 << 10, MaxBytes: 150 << 10})
+	c := dialProxy(t, proxy.Path())
 
 	out := filepath.Join(t.TempDir(), "received")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -224,9 +141,10 @@ func TestReconnectStdinExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	for i := range lines {
 		if _, err := p.Write(ctx, []byte("line "+strconv.Itoa(i)+"\n")); err != nil {
-			t.Fatalf("write line %d: %v (%d cuts so far)", i, err, proxy.cuts.Load())
+			t.Fatalf("write line %d: %v (%d cuts so far)", i, err, proxy.Cuts())
 		}
 	}
 	if err := p.CloseStdin(ctx); err != nil {
@@ -251,10 +169,10 @@ func TestReconnectStdinExactlyOnce(t *testing.T) {
 	if n != lines {
 		t.Fatalf("child received %d lines, want %d", n, lines)
 	}
-	if proxy.cuts.Load() < 5 {
-		t.Fatalf("only %d cuts: the test did not exercise reconnects", proxy.cuts.Load())
+	if proxy.Cuts() < 5 {
+		t.Fatalf("only %d cuts: the test did not exercise reconnects", proxy.Cuts())
 	}
-	t.Logf("%d stdin lines exactly once across %d dropped connections", lines, proxy.cuts.Load())
+	t.Logf("%d stdin lines exactly once, in order, across %d dropped connections in %s", lines, proxy.Cuts(), time.Since(start).Round(time.Millisecond))
 }
 
 func TestEmbeddedSpawnWaitAndReattach(t *testing.T) {

@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seed5ad92d46/sous/daemon"
 )
 
-// Target names a daemon: "embedded" (or ""), "unix:///path/to.sock", or a
-// bare socket path.
+// Target names a daemon: "embedded" (or ""), "unix:///path/to.sock", a
+// bare socket path, "ssh://[user@]host[:port][/socket]" or
+// "ws://host:port[/path]".
 type Target struct {
 	URL   string
-	Token string // for socket targets; see TokenFromEnv
+	Token string // for socket, ssh and ws targets; see TokenFromEnv
 	// Embedded configures the in-process daemon when URL is "embedded".
 	Embedded daemon.Config
 	// SSH tunes ssh:// targets (ssh program, extra args, bridge command).
@@ -28,6 +31,32 @@ func TokenFromEnv(getenv func(string) string) string {
 		return t
 	}
 	return getenv("CLAUDE_RPC_TOKEN")
+}
+
+// ReconnectTimeoutFromEnv reads SOUS_RECONNECT_TIMEOUT: how long a client
+// keeps dialing a daemon whose connection dropped before it gives up, as a
+// Go duration ("30s", "2m") or a number of seconds. "0" turns reconnecting
+// off; unset or empty leaves the default (Options.ReconnectTimeout's zero).
+func ReconnectTimeoutFromEnv(getenv func(string) string) (time.Duration, error) {
+	v := strings.TrimSpace(getenv("SOUS_RECONNECT_TIMEOUT"))
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || secs < 0 || secs > 1e6 {
+			return 0, fmt.Errorf("SOUS_RECONNECT_TIMEOUT=%q: want a duration such as 30s or 2m, or 0 to turn reconnecting off", v)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("SOUS_RECONNECT_TIMEOUT=%q: want a duration of 0 or more", v)
+	case d == 0:
+		return -1, nil // Options: negative disables reconnecting
+	}
+	return d, nil
 }
 
 // ReadTokenFile reads a token file: one trailing newline (\n or \r\n) is
@@ -69,11 +98,21 @@ func Kind(target string) (kind, rest string, err error) {
 	case strings.HasPrefix(target, "ssh://"):
 		return "ssh", target, nil
 	case strings.HasPrefix(target, "ws://") || strings.HasPrefix(target, "wss://"):
+		u, err := url.Parse(target)
+		if err != nil {
+			return "", "", fmt.Errorf("target %q: %w", target, err)
+		}
+		if u.Host == "" {
+			return "", "", fmt.Errorf("target %q: want ws://host:port[/path]", target)
+		}
+		if u.User != nil {
+			return "", "", fmt.Errorf("target %q: put the token in --token-file or SOUS_TOKEN, not in the URL", target)
+		}
 		return "ws", target, nil
 	case strings.HasPrefix(target, "/") || strings.HasPrefix(target, "./") || strings.HasPrefix(target, "../"):
 		return "unix", target, nil
 	}
-	return "", "", fmt.Errorf("target %q: want \"embedded\", unix:///path/to.sock, ssh://[user@]host[:port][/socket] or ws://host:port", target)
+	return "", "", fmt.Errorf("target %q: want \"embedded\", unix:///path/to.sock, ssh://[user@]host[:port][/socket] or ws://host:port[/path]", target)
 }
 
 // Open connects to the target. For "embedded" it starts an in-process daemon
@@ -106,8 +145,14 @@ func Open(ctx context.Context, t Target) (*Conn, error) {
 			return nil, fmt.Errorf("connect to %s: %w", t.URL, err)
 		}
 		return &Conn{Client: c, target: t.URL}, nil
+	case "ws":
+		c, err := DialWebSocket(ctx, rest, t.Token, t.Options)
+		if err != nil {
+			return nil, err
+		}
+		return &Conn{Client: c, target: t.URL}, nil
 	default:
-		return nil, fmt.Errorf("target %s: the %s transport is not available in this build yet", t.URL, kind)
+		return nil, fmt.Errorf("target %s: the %s transport is not available in this build", t.URL, kind)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/sandbox"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -39,6 +41,9 @@ type Options struct {
 	OnExit func(*Process)
 	// OnOutput, when set, is called with the byte count of every output read.
 	OnOutput func(n int)
+	// TimeoutGrace is how long a group killed for its Spec.Timeout gets
+	// between SIGTERM and SIGKILL (default DefaultGrace, 3 s).
+	TimeoutGrace time.Duration
 }
 
 // Registry holds the daemon's processes by id.
@@ -71,6 +76,15 @@ type Spec struct {
 	Args    []string
 	Cwd     string
 	Env     map[string]*string // merged over the inherited environment; nil unsets
+
+	// Extensions (see ext.go): at most one of Pipeline and TTY.
+	Pipeline [][]string     // stages [command, args...] joined by pipes in one group; Command and Args unused
+	TTY      *wire.TermSize // a pseudo-terminal of this size as the child's controlling terminal
+	Timeout  time.Duration  // kill the group (TERM, KILL after the grace) once this passes; 0: never
+
+	// Sandbox confines the child (every stage of a pipeline, a terminal's
+	// child too); nil: unsandboxed. See package sandbox.
+	Sandbox *sandbox.Policy
 }
 
 // Process is one child.
@@ -82,17 +96,20 @@ type Process struct {
 	StartTime float64 // the daemon's wall clock at spawn, epoch seconds
 	Log       *streamlog.Log
 
-	cmd    *exec.Cmd
-	pipes  [2]*os.File // stdout and stderr, the daemon's ends
-	stdin  *stdinQueue
-	ctx    context.Context // ends when the process is discarded
-	cancel context.CancelFunc
+	cmds    []*exec.Cmd // one per pipeline stage, else one; cmds[0] leads the group
+	outputs []output    // the daemon's read ends: stdout and stderr, a pipeline's or a terminal's
+	ext     extState    // pipeline, terminal and timeout state (ext.go)
+	stdin   *stdinQueue
+	ctx     context.Context // ends when the process is discarded
+	cancel  context.CancelFunc
 
-	mu       sync.Mutex
-	reaped   bool
-	exitCode int
-	reapedCh chan struct{} // closed once reaped
-	doneCh   chan struct{} // closed once the exit frame is in the log
+	mu         sync.Mutex
+	reaped     bool
+	exitCode   int
+	stageCodes []int         // a pipeline's, set when reaped
+	timedOut   bool          // killed because Spec.Timeout passed
+	reapedCh   chan struct{} // closed once reaped
+	doneCh     chan struct{} // closed once the exit frame is in the log
 }
 
 // Spawn starts a process. A live process with the same id is torn down first
@@ -116,6 +133,9 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	dir := spec.Cwd
 	if dir == "" {
 		dir = r.opt.Dir
+	}
+	if spec.Pipeline != nil || spec.TTY != nil {
+		return r.spawnExt(spec, env, dir, follow) // ext.go
 	}
 	path, err := lookPath(spec.Command, env, dir)
 	if err != nil {
@@ -147,28 +167,35 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	if err := cmd.Start(); err != nil {
+	if err := sandbox.Start(cmd, spec.Sandbox); err != nil { // cmd.Start() when unsandboxed
 		closeAll(stdinR, stdinW, outR, outW, errR, errW)
 		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
 	closeAll(stdinR, outW, errW) // the child's ends
+	outputs := []output{{f: outR, stream: wire.Stdout}, {f: errR, stream: wire.Stderr}}
+	return r.launch(spec, []*exec.Cmd{cmd}, outputs, stdinW, follow)
+}
 
+// launch registers a started process and starts its goroutines: stdin,
+// output, reaping (and its timeout).
+func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW io.WriteCloser, follow bool) (*Process, *streamlog.Cursor, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Process{
 		ID:        spec.ID,
 		Command:   spec.Command,
 		Args:      append([]string(nil), spec.Args...),
-		Pid:       cmd.Process.Pid,
+		Pid:       cmds[0].Process.Pid,
 		StartTime: float64(time.Now().UnixNano()) / 1e9,
 		Log:       streamlog.New(r.opt.Log),
-		cmd:       cmd,
-		pipes:     [2]*os.File{outR, errR},
+		cmds:      cmds,
+		outputs:   outputs,
 		stdin:     newStdinQueue(r.opt.StdinMax),
 		ctx:       ctx,
 		cancel:    cancel,
 		reapedCh:  make(chan struct{}),
 		doneCh:    make(chan struct{}),
 	}
+	p.ext.init(spec, outputs)
 
 	r.mu.Lock()
 	old := r.procs[spec.ID]
@@ -182,11 +209,15 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	if follow {
 		cur = p.Log.NewCursor(0) // before the readers start
 	}
-	r.opt.Logger.Info("spawn", "id", spec.ID, "command", spec.Command, "args", len(spec.Args), "pid", p.Pid)
+	r.opt.Logger.Info("spawn", "id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid, "stages", len(cmds), "tty", spec.TTY != nil)
 	r.wg.Add(3)
 	go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
 	go func() { defer r.wg.Done(); r.supervise(p) }()
 	go func() { defer r.wg.Done(); p.reap() }()
+	if spec.Timeout > 0 {
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); r.enforceTimeout(p, spec.Timeout) }() // ext.go
+	}
 	return p, cur, nil
 }
 
@@ -198,17 +229,18 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 // the exit frame is not held hostage by a daemonized grandchild.
 func (r *Registry) supervise(p *Process) {
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); r.readPipe(p, p.pipes[0], wire.Stdout) }()
-	go func() { defer wg.Done(); r.readPipe(p, p.pipes[1], wire.Stderr) }()
+	for _, o := range p.outputs {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.readPipe(p, o) }()
+	}
 	<-p.reapedCh
-	for _, f := range p.pipes {
-		f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))
+	for _, o := range p.outputs {
+		o.f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))
 	}
 	wg.Wait()
 	p.stdin.stop()
 	code, _ := p.ExitCode()
-	p.Log.Append(p.ctx, wire.Frame{Stream: wire.Exit, ExitCode: code}) // fails only when discarded
+	p.Log.Append(p.ctx, p.exitFrame()) // fails only when discarded
 	close(p.doneCh)
 	r.opt.Logger.Info("exit", "id", p.ID, "pid", p.Pid, "exitCode", code)
 	if r.opt.OnExit != nil {
@@ -222,7 +254,8 @@ func (r *Registry) supervise(p *Process) {
 // A large read hands its buffer over to the frame (no copy); a small one is
 // copied out, so that it does not pin 32 KiB. (Carving frames out of bigger
 // slabs, to allocate less often, measured no faster.)
-func (r *Registry) readPipe(p *Process, f *os.File, stream wire.Stream) {
+func (r *Registry) readPipe(p *Process, o output) {
+	f := o.f
 	defer f.Close()
 	buf := make([]byte, wire.MaxFrameData)
 	for {
@@ -237,7 +270,7 @@ func (r *Registry) readPipe(p *Process, f *os.File, stream wire.Stream) {
 			if r.opt.OnOutput != nil {
 				r.opt.OnOutput(n)
 			}
-			if _, aerr := p.Log.Append(p.ctx, wire.Frame{Stream: stream, Data: data}); aerr != nil {
+			if _, aerr := p.Log.Append(p.ctx, wire.Frame{Stream: o.stream, Stage: o.stage, Data: data}); aerr != nil {
 				return // discarded
 			}
 			select {
@@ -254,33 +287,49 @@ func (r *Registry) readPipe(p *Process, f *os.File, stream wire.Stream) {
 
 // reap waits for the child to exit without reaping it, then reaps it under
 // the lock that signalling takes, so no signal can reach a recycled pgid.
+// A pipeline's leader (its first stage, whose pid is the group's id) is
+// reaped last, after the other stages: until then it holds the group's id,
+// alive or as a zombie.
 func (p *Process) reap() {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	p.mu.Lock()
-	err := p.cmd.Wait()
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = -1
-			} else {
-				code = ee.ExitCode()
+	n := len(p.cmds)
+	codes, shell := make([]int, n), make([]int, n)
+	for k := range n {
+		i := (k + 1) % n // 1, 2, ..., n-1, then 0
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, p.cmds[i].Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != unix.EINTR {
+				break
 			}
-		} else {
-			code = -1
 		}
+		p.mu.Lock()
+		err := p.cmds[i].Wait()
+		code := 0
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					code = -1
+				} else {
+					code = ee.ExitCode()
+				}
+			} else {
+				code = -1
+			}
+		}
+		codes[i], shell[i] = code, shellStatus(err)
+		if i != 0 {
+			p.mu.Unlock()
+			continue
+		}
+		p.exitCode = codes[n-1]
+		if p.ext.pipeline {
+			p.stageCodes = shell
+		}
+		p.reaped = true
+		close(p.reapedCh)
+		p.mu.Unlock()
 	}
-	p.exitCode = code
-	p.reaped = true
-	close(p.reapedCh)
-	p.mu.Unlock()
 }
 
 // Running reports whether the child has not been reaped yet.
@@ -376,8 +425,8 @@ func (p *Process) discard() {
 func (p *Process) release() {
 	p.Log.Close()
 	p.cancel()
-	for _, f := range p.pipes {
-		f.SetReadDeadline(time.Now())
+	for _, o := range p.outputs {
+		o.f.SetReadDeadline(time.Now())
 	}
 	p.stdin.stop()
 }

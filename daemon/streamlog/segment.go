@@ -14,7 +14,10 @@ import (
 //
 // Record layout: stream (1 byte), exit code (4 bytes, big endian), data
 // length (4 bytes), data. Seqs are implicit: a segment's frames are
-// consecutive from first.
+// consecutive from first. The extension members ride in space the frame
+// does not otherwise use: an output frame's Stage in the exit code's place;
+// an exit frame's StageCodes as its data (4 bytes each) and TimedOut as the
+// stream byte's high bit.
 type segment struct {
 	f       *os.File
 	first   int64
@@ -31,6 +34,7 @@ type indexEntry struct {
 }
 
 const (
+	timedOutBit  = 0x80
 	recordHeader = 9
 	indexEvery   = 256 << 10
 	flushEvery   = 256 << 10
@@ -56,11 +60,23 @@ func (s *segment) append(fr *wire.Frame) error {
 	}
 	var h [recordHeader]byte
 	h[0] = byte(fr.Stream)
-	binary.BigEndian.PutUint32(h[1:5], uint32(int32(fr.ExitCode)))
-	binary.BigEndian.PutUint32(h[5:9], uint32(len(fr.Data)))
+	data := fr.Data
+	if fr.Stream == wire.Exit {
+		binary.BigEndian.PutUint32(h[1:5], uint32(int32(fr.ExitCode)))
+		data = nil
+		for _, c := range fr.StageCodes {
+			data = binary.BigEndian.AppendUint32(data, uint32(int32(c)))
+		}
+		if fr.TimedOut {
+			h[0] |= timedOutBit
+		}
+	} else {
+		binary.BigEndian.PutUint32(h[1:5], uint32(int32(fr.Stage)))
+	}
+	binary.BigEndian.PutUint32(h[5:9], uint32(len(data)))
 	s.pending = append(s.pending, h[:]...)
-	s.pending = append(s.pending, fr.Data...)
-	s.size += int64(recordHeader + len(fr.Data))
+	s.pending = append(s.pending, data...)
+	s.size += int64(recordHeader + len(data))
 	s.last = fr.Seq
 	if len(s.pending) >= flushEvery {
 		return s.flush()
@@ -109,12 +125,17 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 			if _, err := io.ReadFull(r, data); err != nil {
 				return buf, fmt.Errorf("spill read: %w", err)
 			}
-			buf = append(buf, wire.Frame{
-				Seq:      seq,
-				Stream:   wire.Stream(h[0]),
-				ExitCode: int(int32(binary.BigEndian.Uint32(h[1:5]))),
-				Data:     data,
-			})
+			fr := wire.Frame{Seq: seq, Stream: wire.Stream(h[0] &^ timedOutBit)}
+			code := int(int32(binary.BigEndian.Uint32(h[1:5])))
+			if fr.Stream == wire.Exit {
+				fr.ExitCode, fr.TimedOut = code, h[0]&timedOutBit != 0
+				for i := 0; i+4 <= len(data); i += 4 {
+					fr.StageCodes = append(fr.StageCodes, int(int32(binary.BigEndian.Uint32(data[i:]))))
+				}
+			} else {
+				fr.Stage, fr.Data = code, data
+			}
+			buf = append(buf, fr)
 			size += int(n) + frameOverhead
 		}
 		off += recordHeader + n

@@ -58,12 +58,31 @@ type Frame struct {
 	Stream   Stream
 	Data     []byte
 	ExitCode int
+
+	// The members below belong to extensions; they are zero for the frames
+	// of an ordinary process, whose lines stay byte-identical to claustrum's.
+
+	// Stage is 1 + the index of the pipeline stage that wrote a stderr frame
+	// (wire member "stage", from 0), and 0 for every other frame
+	// (process.spawn.pipeline).
+	Stage int
+	// StageCodes are the exit codes of a pipeline's stages, in order, on its
+	// exit frame (wire member "stageExitCodes"; process.spawn.pipeline). A
+	// stage that a signal ended reports 128+signal, as a shell does.
+	StageCodes []int
+	// TimedOut marks the exit frame of a process the daemon killed because
+	// its timeoutMs passed (wire member "timedOut", sent only when true;
+	// process.spawn.timeout).
+	TimedOut bool
 }
+
+// StageIndex is the pipeline stage (from 0) that wrote the frame, or -1.
+func (f *Frame) StageIndex() int { return f.Stage - 1 }
 
 // Size is the number of bytes the frame accounts for in memory budgets: the
 // capacity of its data (a frame may keep a whole read buffer alive) plus a
 // fixed cost for the frame itself.
-func (f *Frame) Size() int { return cap(f.Data) + 64 }
+func (f *Frame) Size() int { return cap(f.Data) + 8*cap(f.StageCodes) + 64 }
 
 // QuoteID returns the JSON string literal of a process id, so the hot path can
 // splice it into every frame without escaping it again.
@@ -85,6 +104,19 @@ func AppendFrame(dst, quotedID []byte, f *Frame) []byte {
 	if f.Stream == Exit {
 		dst = append(dst, `,"exitCode":`...)
 		dst = strconv.AppendInt(dst, int64(f.ExitCode), 10)
+		if len(f.StageCodes) > 0 {
+			dst = append(dst, `,"stageExitCodes":[`...)
+			for i, c := range f.StageCodes {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = strconv.AppendInt(dst, int64(c), 10)
+			}
+			dst = append(dst, ']')
+		}
+		if f.TimedOut {
+			dst = append(dst, `,"timedOut":true`...)
+		}
 	} else {
 		dst = append(dst, `,"data":"`...)
 		n := base64.StdEncoding.EncodedLen(len(f.Data))
@@ -92,6 +124,10 @@ func AppendFrame(dst, quotedID []byte, f *Frame) []byte {
 		base64.StdEncoding.Encode(dst[len(dst):len(dst)+n], f.Data)
 		dst = dst[:len(dst)+n]
 		dst = append(dst, '"')
+		if f.Stage > 0 {
+			dst = append(dst, `,"stage":`...)
+			dst = strconv.AppendInt(dst, int64(f.Stage-1), 10)
+		}
 	}
 	return append(dst, "}\n"...)
 }
@@ -117,11 +153,13 @@ func IsFrameLine(line []byte) bool {
 // ErrNotFrame is returned by ParseFrame for a line that is not a stream frame.
 var ErrNotFrame = errors.New("not a stream frame")
 
-// ParseFrame decodes a stream notification line into f, reusing f.Data's
-// storage for the decoded bytes, and returns the process id. The id is returned
-// as a slice of line (or of scratch storage when it had escapes): callers that
-// keep it must copy it. Members may come in any order; unknown members are
-// skipped.
+// ParseFrame decodes a stream notification line into f, reusing the storage
+// of f.Data (and of f.StageCodes) for the decoded bytes, and returns the
+// process id. The id is returned as a slice of line (or of scratch storage
+// when it had escapes): callers that keep it must copy it. Members may come
+// in any order; unknown members are skipped. The extension members "stage",
+// "stageExitCodes" and "timedOut" are read into Stage, StageCodes and
+// TimedOut.
 func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 	p := parser{b: line}
 	p.ws()
@@ -132,6 +170,7 @@ func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 	var rawData []byte
 	var dataEscaped bool
 	f.Seq, f.ExitCode, f.Stream = 0, 0, 0
+	f.Stage, f.StageCodes, f.TimedOut = 0, f.StageCodes[:0], false
 	for first := true; ; first = false {
 		p.ws()
 		if p.eat('}') {
@@ -194,6 +233,31 @@ func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 				return nil, err
 			}
 			f.ExitCode = int(n)
+		case "stage":
+			if p.peek() == 'n' { // null: no stage
+				if err := p.skip(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			n, err := p.int()
+			if err != nil {
+				return nil, err
+			}
+			if n < 0 || n >= maxStages {
+				return nil, p.errf("stage out of range")
+			}
+			f.Stage = int(n) + 1
+		case "stageExitCodes":
+			if err := p.ints(&f.StageCodes); err != nil {
+				return nil, err
+			}
+		case "timedOut":
+			b, err := p.bool()
+			if err != nil {
+				return nil, err
+			}
+			f.TimedOut = b
 		case "data":
 			if p.peek() == 'n' { // null
 				if err := p.skip(); err != nil {
@@ -375,6 +439,53 @@ func (p *parser) int() (int64, error) {
 		return 0, p.errf("want integer")
 	}
 	return n, nil
+}
+
+// maxStages bounds the stage index a frame may name.
+const maxStages = 1 << 16
+
+// ints scans an array of integers (or null) into *dst, reusing its storage.
+func (p *parser) ints(dst *[]int) error {
+	*dst = (*dst)[:0]
+	if p.peek() == 'n' {
+		return p.skip()
+	}
+	if !p.eat('[') {
+		return p.errf("want array")
+	}
+	p.ws()
+	if p.eat(']') {
+		return nil
+	}
+	for {
+		p.ws()
+		n, err := p.int()
+		if err != nil {
+			return err
+		}
+		if len(*dst) >= maxStages {
+			return p.errf("too many stages")
+		}
+		*dst = append(*dst, int(n))
+		p.ws()
+		if p.eat(']') {
+			return nil
+		}
+		if !p.eat(',') {
+			return p.errf("want , or ]")
+		}
+	}
+}
+
+// bool scans true, false or null (false).
+func (p *parser) bool() (bool, error) {
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if end := p.i + len(lit); end <= len(p.b) && string(p.b[p.i:end]) == lit {
+			p.i = end
+			return lit == "true", nil
+		}
+	}
+	return false, p.errf("want boolean")
 }
 
 // skip passes over one JSON value of any kind.

@@ -5,6 +5,7 @@ import (
 	stdbase64 "encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,6 +112,8 @@ func FuzzParseFrame(f *testing.F) {
 		`{"type":"stream","processId":"p","stream":"stdout","seq":1,"data":"YWJj\/w=="}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"pong":true}}`,
 		`{"type":"stream","processId":"\ud800","stream":"stderr","seq":-9223372036854775808,"data":null}`,
+		`{"type":"stream","processId":"p","stream":"stderr","seq":2,"data":"ZQ==","stage":2}`,
+		`{"type":"stream","processId":"p","stream":"exit","seq":4,"exitCode":-1,"stageExitCodes":[143,0],"timedOut":true}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -141,6 +144,11 @@ func FuzzParseFrame(f *testing.F) {
 		}
 		if fr.Stream != Exit && !bytes.Equal(back.Data, fr.Data) {
 			t.Fatalf("data %q vs %q", back.Data, fr.Data)
+		}
+		// The extension members round trip on the frames that carry them.
+		if fr.Stream != Exit && back.Stage != fr.Stage ||
+			fr.Stream == Exit && (back.TimedOut != fr.TimedOut || !slices.Equal(back.StageCodes, fr.StageCodes)) {
+			t.Fatalf("extensions %q -> %q: %+v vs %+v", line, out, back, fr)
 		}
 	})
 }

@@ -92,6 +92,25 @@ const (
 	FeatureStdinOffset = "process.stdin.offset" // the resumable stdin contract (always present)
 	FeatureStdinClose  = "process.stdin.close"  // process.stdin {"close":true}
 	FeatureProcessList = "process.list"         // the process.list method
+	FeatureWebSocket   = "transport.websocket"  // the daemon also serves JSON-RPC over WebSocket
+
+	// process.spawn {"pipeline": [[cmd, args...], ...]}: the stages joined by
+	// pipes in one process group; stderr frames carry "stage", the exit frame
+	// "stageExitCodes".
+	FeatureSpawnPipeline = "process.spawn.pipeline"
+	// process.spawn {"timeoutMs": n}: the daemon kills the group (TERM, then
+	// KILL after 3 s) once n ms pass; the exit frame then carries "timedOut":true.
+	FeatureSpawnTimeout = "process.spawn.timeout"
+	// process.spawn {"env": {"NAME": null}} unsets an inherited variable
+	// (claustrum would set it to "").
+	FeatureSpawnEnvUnset = "process.spawn.env.unset"
+	// process.spawn {"tty": true, "size": {"rows", "cols"}}: a pseudo-terminal
+	// as the child's controlling terminal; process.resize {id, rows, cols}.
+	FeatureSpawnTTY = "process.spawn.tty"
+	// process.spawn {"sandbox": {...}} (see Sandbox): Landlock and a private
+	// network namespace confine the child. Advertised only where the kernel
+	// enforces it.
+	FeatureSpawnSandbox = "process.spawn.sandbox"
 )
 
 // ---- server.* ----
@@ -243,7 +262,54 @@ type ProcessParams struct {
 	TimeoutMs *int64             `json:"timeoutMs,omitempty"`
 	Escalate  *bool              `json:"escalate,omitempty"`
 	FromSeq   int64              `json:"fromSeq,omitempty"`
+	// Extensions of process.spawn (timeoutMs above is also spawn's limit).
+	Pipeline [][]string `json:"pipeline,omitempty"` // process.spawn.pipeline: instead of command and args
+	Tty      bool       `json:"tty,omitempty"`      // process.spawn.tty
+	Size     *TermSize  `json:"size,omitempty"`     // process.spawn.tty: the terminal's size (default 24x80)
+	Sandbox  *Sandbox   `json:"sandbox,omitempty"`  // process.spawn.sandbox; absent or null: unsandboxed
+	// process.resize's new size.
+	Rows int `json:"rows,omitempty"`
+	Cols int `json:"cols,omitempty"`
 }
+
+// TermSize is a terminal's size in character cells.
+type TermSize struct {
+	Rows int `json:"rows"`
+	Cols int `json:"cols"`
+}
+
+// DefaultTermSize is the size of a terminal spawned without one.
+var DefaultTermSize = TermSize{Rows: 24, Cols: 80}
+
+// Sandbox is process.spawn's "sandbox" (extension process.spawn.sandbox):
+//
+//	"sandbox": {"mode": "read-only" | "workspace-write", "write": [path, ...], "network": false}
+//
+// The child (every stage of a pipeline, a terminal's child too) may read and
+// execute anything, and write only beneath the write roots (files or
+// directories; relative ones are resolved against the process's cwd), plus
+// /dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom and /dev/tty.
+// Mode "read-only" takes no write roots; "workspace-write" takes any number
+// (at least one is usual). "network": false (the default) starts the child in
+// a private network namespace where nothing is reachable, not even the
+// host's loopback; true keeps the host's network.
+//
+// Validation, after the id and the command: a mode other than the two, a
+// write root in read-only mode, or an empty write root is -32602; a sandbox
+// the kernel cannot enforce, a write root that does not exist, or a
+// namespace that cannot be created is -32603, and nothing runs. A daemon
+// never runs a process unsandboxed that asked for a sandbox.
+type Sandbox struct {
+	Mode    string   `json:"mode"`
+	Write   []string `json:"write,omitempty"`
+	Network bool     `json:"network,omitempty"`
+}
+
+// Sandbox modes.
+const (
+	SandboxReadOnly       = "read-only"
+	SandboxWorkspaceWrite = "workspace-write"
+)
 
 // SpawnResult is process.spawn's result.
 type SpawnResult struct {
@@ -293,6 +359,10 @@ type ProcessInfo struct {
 	ExitCode  *int     `json:"exitCode,omitempty"`
 	StartTime float64  `json:"startTime"`
 	LastSeq   int64    `json:"lastSeq"`
+	// Pipeline lists every stage of a pipeline process (Command and Args
+	// are its first stage's); absent for other processes.
+	Pipeline [][]string `json:"pipeline,omitempty"`
+	Tty      bool       `json:"tty,omitempty"`
 }
 
 // ProcessListResult is process.list's result (extension).

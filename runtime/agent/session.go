@@ -538,9 +538,29 @@ func (s *Session) writer() {
 			if s.ctx.Err() != nil {
 				continue // closing: drain without writing
 			}
-			s.fail(fmt.Errorf("agent: write to the CLI: %w", err))
+			s.fail(s.writeError(err))
 		}
 	}
+}
+
+// exitReportWait is how long a failed write waits for the daemon to report
+// the CLI's exit.
+const exitReportWait = 2 * time.Second
+
+// writeError explains a failed write. Most often the CLI exited (a flag it
+// refuses, a crash), and its exit code and stderr say why where the write's
+// own error ("Process not running") does not; but the write can fail before
+// the daemon reported the exit, so that is waited for a little.
+func (s *Session) writeError(err error) error {
+	if t, ok := s.tr.(interface{ cli() *cliProc }); ok {
+		cp := t.cli()
+		select {
+		case <-cp.p.Done():
+			return cp.exitError()
+		case <-time.After(exitReportWait):
+		}
+	}
+	return fmt.Errorf("agent: write to the CLI: %w", err)
 }
 
 func (s *Session) observe(e Event) {

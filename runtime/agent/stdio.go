@@ -63,6 +63,9 @@ func spawnCLI(ctx context.Context, c *client.Client, s *Session, args []string, 
 	return cp, nil
 }
 
+// cli gives the session the process under either transport.
+func (cp *cliProc) cli() *cliProc { return cp }
+
 // note adds a line to the error tail (e.g. a non-JSON line on stdout).
 func (cp *cliProc) note(s string) { cp.stderr.Write([]byte(s + "\n")) }
 

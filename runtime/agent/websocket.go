@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
@@ -110,8 +111,11 @@ func (t *wsTransport) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	want := "Bearer " + t.token
-	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
+	// Compare fixed-length hashes: ConstantTimeCompare returns at once on a
+	// length mismatch, which would tell a guesser the token's length.
+	got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	want := sha256.Sum256([]byte("Bearer " + t.token))
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}

@@ -1,0 +1,581 @@
+package builtins
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+)
+
+// Approvals: a permission request from an agent, or a privileged command,
+// goes through a chain of approvers until one decides:
+//
+//	the session's policy → the recipe's approvals(policy) → Env.Approver
+//	(the command line's --allow/--deny, a prompt, the default deny)
+//
+// The recipe's policies are Starlark functions, so the whole chain runs on
+// the recipe thread: agent sessions post their requests to the event loop
+// (see Session.permission), and a privileged run, already on the recipe
+// thread, calls ApprovePrivileged. Every decision is logged through
+// Output.Approval.
+
+// Request kinds.
+const (
+	KindTool       = "tool"
+	KindPrivileged = "privileged"
+)
+
+// Who decided a request.
+const (
+	BySession = "session"
+	ByRecipe  = "recipe"
+	ByFlag    = "flag"
+	ByPrompt  = "prompt"
+	ByDefault = "default"
+)
+
+// DefaultDenyMessage is what the agent sees when no approver decided.
+const DefaultDenyMessage = "no approver allowed this request"
+
+// ApprovalRequest is a permission request in Go.
+type ApprovalRequest struct {
+	Kind        string // KindTool or KindPrivileged
+	Tool        string // "Bash", "Write", ...; "Sudo" for privileged commands
+	Input       map[string]any
+	ToolUseID   string
+	Description string
+	SessionID   string
+	// Cwd is the session's working directory, for rules on relative paths
+	// ("" when the session did not set one).
+	Cwd string
+}
+
+// RuleRequest is the request as rules see it.
+func (r *ApprovalRequest) RuleRequest() RuleRequest {
+	return RuleRequest{Tool: r.Tool, Input: r.Input, Cwd: r.Cwd}
+}
+
+// Answer is a decision.
+type Answer struct {
+	Allow bool
+	// Input replaces the tool's input when allowing (nil: unchanged).
+	Input map[string]any
+	// Remember is a rule the agent may apply for the rest of its session.
+	Remember string
+	// Message tells the agent why it was denied; Interrupt also stops the
+	// turn.
+	Message   string
+	Interrupt bool
+	By        string
+}
+
+// Approver decides what no recipe policy decided. It is called on the
+// recipe thread, one request at a time, and always decides.
+type Approver interface {
+	Approve(req *ApprovalRequest) Answer
+}
+
+// Summary renders what a request asks for in one line, for the log and the
+// prompt: the command, the path or the url, else the input as JSON.
+func Summary(tool string, input map[string]any) string {
+	var s string
+	switch {
+	case input["command"] != nil:
+		if argv, ok := argvCommand(RuleRequest{Input: input}); ok {
+			s = quoteArgs(argv)
+		} else {
+			s = fmt.Sprint(input["command"])
+		}
+	case len(inputPaths(RuleRequest{Input: input})) > 0:
+		s = strings.Join(inputPaths(RuleRequest{Input: input}), " ")
+	case input["url"] != nil:
+		s = fmt.Sprint(input["url"])
+	default:
+		b, _ := json.Marshal(input)
+		s = string(b)
+	}
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	const max = 160
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max]) + "…"
+	}
+	return s
+}
+
+// decide runs the approver chain for req on the recipe thread: the
+// session's policy (nil: none), the recipe's, then Env.Approver. A policy
+// that fails denies the request, aborts the run with the policy's error
+// (its traceback) and returns that error too.
+func (e *Env) decide(thread *starlark.Thread, req *ApprovalRequest, session starlark.Callable) (Answer, error) {
+	var rv *Request
+	steps := []struct {
+		policy starlark.Callable
+		by     string
+	}{{session, BySession}, {e.agents.policy, ByRecipe}}
+	for _, st := range steps {
+		if st.policy == nil {
+			continue
+		}
+		if rv == nil {
+			rv = newRequest(e, req)
+		}
+		e.agents.inPolicy++
+		d, err := callPolicy(thread, st.policy, rv)
+		e.agents.inPolicy--
+		if err != nil {
+			ans := Answer{Message: "the recipe's policy failed: " + err.Error(), By: st.by}
+			e.logApproval(req, ans)
+			if e.Abort != nil {
+				e.Abort(err)
+			}
+			return ans, err
+		}
+		if d != nil {
+			ans := d.answer()
+			ans.By = st.by
+			e.logApproval(req, ans)
+			return ans, nil
+		}
+	}
+	ans := Answer{Message: DefaultDenyMessage, By: ByDefault}
+	if e.Approver != nil {
+		ans = e.Approver.Approve(req)
+	}
+	e.logApproval(req, ans)
+	return ans, nil
+}
+
+// ApprovePrivileged asks the approvers whether argv may run with root
+// privileges: the recipe's approvals(policy), then the command line's rules,
+// the prompt, the default. It is for run(..., privileged=True) and must be
+// called on the recipe thread (from a builtin). A policy error is returned
+// (the run is aborted with it too); the answer then denies.
+func (e *Env) ApprovePrivileged(thread *starlark.Thread, argv []string, reason string) (Answer, error) {
+	input := map[string]any{"command": stringsToAny(argv), "reason": reason}
+	req := &ApprovalRequest{Kind: KindPrivileged, Tool: "Sudo", Input: input, Description: reason}
+	return e.decide(thread, req, nil)
+}
+
+func stringsToAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func (e *Env) logApproval(req *ApprovalRequest, ans Answer) {
+	info := ApprovalInfo{
+		Kind: req.Kind, Session: req.SessionID, Tool: req.Tool, ToolUseID: req.ToolUseID,
+		Summary: Summary(req.Tool, req.Input), Allow: ans.Allow, By: ans.By,
+	}
+	if !ans.Allow {
+		info.Message = ans.Message
+	}
+	e.Output.Approval(info)
+}
+
+// callPolicy calls a policy with a Request and checks what it returned:
+// a Decision, or None (nil).
+func callPolicy(thread *starlark.Thread, policy starlark.Callable, req *Request) (*Decision, error) {
+	v, err := starlark.Call(thread, policy, starlark.Tuple{req}, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch d := v.(type) {
+	case *Decision:
+		return d, nil
+	case starlark.NoneType:
+		return nil, nil
+	}
+	// The policy returned: the stack is the recipe's, down to the builtin
+	// that was waiting when the request came. That is where the recipe
+	// stops, so the traceback shows it, with the policy named.
+	where := ""
+	if fn, ok := policy.(*starlark.Function); ok {
+		where = fmt.Sprintf(" (%s)", fn.Position())
+	}
+	return nil, &starlark.EvalError{
+		Msg:       fmt.Sprintf("policy %s%s returned %s: want approve(...), deny(...) or None", policy.Name(), where, v.Type()),
+		CallStack: thread.CallStack(),
+	}
+}
+
+// Request is a permission request as recipes see it.
+type Request struct {
+	req   *ApprovalRequest
+	env   *Env
+	input *starlark.Dict // frozen
+}
+
+var _ starlark.HasAttrs = (*Request)(nil)
+
+func newRequest(env *Env, req *ApprovalRequest) *Request {
+	in := toStarlark(req.Input)
+	d, ok := in.(*starlark.Dict)
+	if !ok {
+		d = starlark.NewDict(0)
+	}
+	d.Freeze()
+	return &Request{req: req, env: env, input: d}
+}
+
+func (r *Request) String() string {
+	return fmt.Sprintf("<Request %s %s %s>", r.req.Kind, r.req.Tool, Summary(r.req.Tool, r.req.Input))
+}
+func (r *Request) Type() string          { return "Request" }
+func (r *Request) Freeze()               {}
+func (r *Request) Truth() starlark.Bool  { return starlark.True }
+func (r *Request) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Request") }
+func (r *Request) Attr(name string) (starlark.Value, error) {
+	return r.env.Table.attr(r.env, "Request", r, nil, name)
+}
+func (r *Request) AttrNames() []string { return r.env.Table.attrNames("Request") }
+
+// Decision is what approve() and deny() return.
+type Decision struct {
+	allow     bool
+	input     starlark.Value // the replacement input as given (None: unchanged)
+	goInput   map[string]any
+	remember  string
+	message   string
+	interrupt bool
+	env       *Env
+}
+
+var _ starlark.HasAttrs = (*Decision)(nil)
+
+func (d *Decision) answer() Answer {
+	return Answer{Allow: d.allow, Input: d.goInput, Remember: d.remember, Message: d.message, Interrupt: d.interrupt}
+}
+
+func (d *Decision) String() string {
+	if d.allow {
+		return "<approve>"
+	}
+	return fmt.Sprintf("<deny %q>", d.message)
+}
+func (d *Decision) Type() string          { return "Decision" }
+func (d *Decision) Freeze()               { d.input.Freeze() }
+func (d *Decision) Truth() starlark.Bool  { return starlark.True }
+func (d *Decision) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Decision") }
+func (d *Decision) Attr(name string) (starlark.Value, error) {
+	return d.env.Table.attr(d.env, "Decision", d, nil, name)
+}
+func (d *Decision) AttrNames() []string { return d.env.Table.attrNames("Decision") }
+
+// rulesPolicy is the policy permissions() builds.
+type rulesPolicy struct {
+	set              RuleSet
+	allow, deny, ask []string
+}
+
+var _ starlark.Callable = (*rulesPolicy)(nil)
+
+func (p *rulesPolicy) Name() string { return "permissions" }
+func (p *rulesPolicy) String() string {
+	return fmt.Sprintf("<permissions allow=%s deny=%s ask=%s>", quoteList(p.allow), quoteList(p.deny), quoteList(p.ask))
+}
+func (p *rulesPolicy) Type() string          { return "policy" }
+func (p *rulesPolicy) Freeze()               {}
+func (p *rulesPolicy) Truth() starlark.Bool  { return starlark.True }
+func (p *rulesPolicy) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: policy") }
+
+func (p *rulesPolicy) CallInternal(_ *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var v starlark.Value
+	if err := starlark.UnpackPositionalArgs("permissions policy", args, kwargs, 1, &v); err != nil {
+		return nil, err
+	}
+	req, ok := v.(*Request)
+	if !ok {
+		return nil, fmt.Errorf("permissions policy: want a Request, got %s", v.Type())
+	}
+	verdict, rule := p.set.Decide(req.req.RuleRequest())
+	switch verdict {
+	case Allowed:
+		return &Decision{allow: true, input: starlark.None, env: req.env}, nil
+	case Denied:
+		return &Decision{message: fmt.Sprintf("denied by the rule %q", rule.String()), input: starlark.None, env: req.env}, nil
+	}
+	return starlark.None, nil
+}
+
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func approvalEntries() []Entry {
+	return []Entry{
+		{Name: "approve", Sig: "approve(*, input=None, remember=None) -> Decision",
+			Doc: "What a policy returns to allow a request. input (a dict) replaces the tool's input; the default " +
+				"keeps it. remember is a rule in Claude Code syntax (\"Bash(git:*)\") sent to the agent as a " +
+				"session-scoped addRules update: whether it applies it is the CLI's decision.",
+			Fn: approveBuiltin},
+		{Name: "deny", Sig: "deny(message, *, interrupt=False) -> Decision",
+			Doc: "What a policy returns to refuse a request. The agent sees message as the tool's error result; " +
+				"interrupt=True also stops the turn (the CLI then shows its own interruption text instead).",
+			Fn: denyBuiltin},
+		{Name: "permissions", Sig: "permissions(allow=[], deny=[], ask=[]) -> policy",
+			Doc: "A policy from rules in Claude Code syntax: \"Read\" (any use of the tool), \"Bash(go test:*)\" " +
+				"(a command whose words start with `go test`), \"Bash(make)\" (exactly that command), " +
+				"\"Write(/abs/prefix/**)\" (a glob on file_path, path or notebook_path; ** spans directories; " +
+				"relative paths are from the session's cwd), \"WebFetch(domain:go.dev)\", \"mcp__server\". " +
+				"Tool names are matched exactly (Edit rules do not cover Write). " +
+				"A deny rule that matches the request, or any part of a compound shell command, denies it; " +
+				"then an ask rule returns None (the next approver decides); then allow rules approve a command only " +
+				"when every part is allowed and it has no command substitution, subshell or redirection to a file; " +
+				"no match returns None.",
+			Fn: permissionsBuiltin},
+		{Name: "approvals", Sig: "approvals(policy)",
+			Doc: "Sets the recipe-wide approver, asked after a session's own policy for every session of the run and " +
+				"for privileged commands; None removes it. After it come sous run's --allow/--deny rules, then a " +
+				"prompt when stdin is a terminal, else deny(\"" + DefaultDenyMessage + "\"). Policies run on the " +
+				"recipe thread while it waits (send, wait, sleep, run, ...), one at a time; a policy that fails denies " +
+				"the request and fails the recipe with its traceback.",
+			Fn: approvalsBuiltin},
+		{Name: "Request", Sig: "Request",
+			Doc: "A permission request, the argument of a policy: a tool use by an agent, or a privileged command."},
+		{Name: "Request.kind", Sig: "Request.kind -> string", Doc: `"tool" (an agent's tool use) or "privileged" (run(..., privileged=True)).`,
+			Attr: attr(func(r *Request) starlark.Value { return starlark.String(r.req.Kind) })},
+		{Name: "Request.tool", Sig: "Request.tool -> string", Doc: `The tool: "Bash", "Write", ...; "Sudo" for a privileged command.`,
+			Attr: attr(func(r *Request) starlark.Value { return starlark.String(r.req.Tool) })},
+		{Name: "Request.input", Sig: "Request.input -> dict",
+			Doc:  `The tool's input as the agent sent it (frozen); for a privileged command {"command": [...], "reason": ...}.`,
+			Attr: attr(func(r *Request) starlark.Value { return r.input })},
+		{Name: "Request.tool_use_id", Sig: "Request.tool_use_id -> string", Doc: `The agent's id of the tool use ("" for privileged commands).`,
+			Attr: attr(func(r *Request) starlark.Value { return starlark.String(r.req.ToolUseID) })},
+		{Name: "Request.description", Sig: "Request.description -> string",
+			Doc:  `What the CLI says the tool use does ("" when it says nothing); the reason of a privileged command.`,
+			Attr: attr(func(r *Request) starlark.Value { return starlark.String(r.req.Description) })},
+		{Name: "Request.session_id", Sig: "Request.session_id -> string",
+			Doc:  `The session's id, as in Turn.session_id ("" for privileged commands).`,
+			Attr: attr(func(r *Request) starlark.Value { return starlark.String(r.req.SessionID) })},
+		{Name: "Decision", Sig: "Decision", Doc: "What approve() and deny() return, and a policy passes on."},
+		{Name: "Decision.behavior", Sig: "Decision.behavior -> string", Doc: `"allow" or "deny".`,
+			Attr: attr(func(d *Decision) starlark.Value {
+				if d.allow {
+					return starlark.String("allow")
+				}
+				return starlark.String("deny")
+			})},
+		{Name: "Decision.message", Sig: "Decision.message -> string", Doc: `The deny message ("" for approve).`,
+			Attr: attr(func(d *Decision) starlark.Value { return starlark.String(d.message) })},
+		{Name: "Decision.input", Sig: "Decision.input -> dict or None", Doc: "The replacement input of approve(input=...), else None.",
+			Attr: attr(func(d *Decision) starlark.Value { return d.input })},
+		{Name: "Decision.remember", Sig: "Decision.remember -> string or None", Doc: "The rule of approve(remember=...), else None.",
+			Attr: attr(func(d *Decision) starlark.Value {
+				if d.remember == "" {
+					return starlark.None
+				}
+				return starlark.String(d.remember)
+			})},
+		{Name: "Decision.interrupt", Sig: "Decision.interrupt -> bool", Doc: "Whether deny(..., interrupt=True) also stops the turn.",
+			Attr: attr(func(d *Decision) starlark.Value { return starlark.Bool(d.interrupt) })},
+	}
+}
+
+func approveBuiltin(c *Call) (starlark.Value, error) {
+	var input starlark.Value = starlark.None
+	var remember string
+	if err := bind(c, 0, opt("input", value(&input)), opt("remember", optStr(&remember))); err != nil {
+		return nil, err
+	}
+	d := &Decision{allow: true, input: starlark.None, env: c.Env}
+	if input != starlark.None {
+		dict, ok := input.(*starlark.Dict)
+		if !ok {
+			return nil, c.errorf("input: want dict or None, got %s", input.Type())
+		}
+		goIn, err := fromStarlark(dict)
+		if err != nil {
+			return nil, c.errorf("input%v", err)
+		}
+		d.input, d.goInput = dict, goIn.(map[string]any)
+	}
+	if remember != "" {
+		r, err := ParseRule(remember)
+		if err != nil {
+			return nil, c.errorf("remember: %v", err)
+		}
+		d.remember = r.String()
+	}
+	return d, nil
+}
+
+func denyBuiltin(c *Call) (starlark.Value, error) {
+	var message string
+	var interrupt bool
+	if err := bind(c, 1, req("message", str(&message)), opt("interrupt", boolean(&interrupt))); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(message) == "" {
+		return nil, c.errorf("message: empty; say why, the agent reads it")
+	}
+	return &Decision{message: message, interrupt: interrupt, input: starlark.None, env: c.Env}, nil
+}
+
+func permissionsBuiltin(c *Call) (starlark.Value, error) {
+	p := &rulesPolicy{}
+	if err := bind(c, 3, opt("allow", strList(&p.allow)), opt("deny", strList(&p.deny)), opt("ask", strList(&p.ask))); err != nil {
+		return nil, err
+	}
+	var err error
+	if p.set.Allow, err = ParseRules("allow", p.allow); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	if p.set.Deny, err = ParseRules("deny", p.deny); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	if p.set.Ask, err = ParseRules("ask", p.ask); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return p, nil
+}
+
+func approvalsBuiltin(c *Call) (starlark.Value, error) {
+	var policy starlark.Callable
+	if err := bind(c, 1, req("policy", optCallable(&policy))); err != nil {
+		return nil, err
+	}
+	c.Env.agents.policy = policy
+	return starlark.None, nil
+}
+
+// optCallable binds a function or None (which leaves *dst nil).
+func optCallable(dst *starlark.Callable) param {
+	return paramFunc(func(v starlark.Value) error {
+		if v == starlark.None {
+			*dst = nil
+			return nil
+		}
+		fn, ok := v.(starlark.Callable)
+		if !ok {
+			return want("function or None", v)
+		}
+		*dst = fn
+		return nil
+	})
+}
+
+// toStarlark converts a JSON-like Go value (from encoding/json) to
+// Starlark. Whole float64s become ints: JSON has one number type, and a
+// line number or a count should read as 3, not 3.0.
+func toStarlark(v any) starlark.Value {
+	switch x := v.(type) {
+	case nil:
+		return starlark.None
+	case bool:
+		return starlark.Bool(x)
+	case string:
+		return starlark.String(x)
+	case float64:
+		if x == float64(int64(x)) && x > -1<<53 && x < 1<<53 {
+			return starlark.MakeInt64(int64(x))
+		}
+		return starlark.Float(x)
+	case int:
+		return starlark.MakeInt(x)
+	case int64:
+		return starlark.MakeInt64(x)
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return starlark.MakeInt64(i)
+		}
+		if i, ok := new(big.Int).SetString(string(x), 10); ok {
+			return starlark.MakeBigInt(i)
+		}
+		if f, err := x.Float64(); err == nil {
+			return starlark.Float(f)
+		}
+		return starlark.String(x.String())
+	case []any:
+		l := make([]starlark.Value, len(x))
+		for i, e := range x {
+			l[i] = toStarlark(e)
+		}
+		return starlark.NewList(l)
+	case []string:
+		l := make([]starlark.Value, len(x))
+		for i, e := range x {
+			l[i] = starlark.String(e)
+		}
+		return starlark.NewList(l)
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		d := starlark.NewDict(len(x))
+		for _, k := range keys {
+			d.SetKey(starlark.String(k), toStarlark(x[k]))
+		}
+		return d
+	}
+	return starlark.String(fmt.Sprint(v))
+}
+
+// fromStarlark converts a Starlark value made of dicts with string keys,
+// lists, tuples, strings, numbers, bools and None into JSON-like Go. The
+// error locates the bad element ("[\"content\"]: want ..., got function").
+func fromStarlark(v starlark.Value) (any, error) {
+	switch x := v.(type) {
+	case starlark.NoneType:
+		return nil, nil
+	case starlark.Bool:
+		return bool(x), nil
+	case starlark.String:
+		return string(x), nil
+	case starlark.Bytes:
+		return string(x), nil
+	case starlark.Int:
+		if i, ok := x.Int64(); ok {
+			return i, nil
+		}
+		return json.Number(x.String()), nil
+	case starlark.Float:
+		return float64(x), nil
+	case *starlark.Dict:
+		out := make(map[string]any, x.Len())
+		for _, item := range x.Items() {
+			k, ok := starlark.AsString(item[0])
+			if !ok {
+				return nil, fmt.Errorf(" key %s: want string, got %s", item[0], item[0].Type())
+			}
+			e, err := fromStarlark(item[1])
+			if err != nil {
+				return nil, fmt.Errorf("[%q]%v", k, err)
+			}
+			out[k] = e
+		}
+		return out, nil
+	case *starlark.List, starlark.Tuple:
+		// Only real sequences: a range is Indexable too, and range(10**12)
+		// would never finish converting.
+		seq := x.(starlark.Indexable)
+		out := make([]any, seq.Len())
+		for i := range out {
+			e, err := fromStarlark(seq.Index(i))
+			if err != nil {
+				return nil, fmt.Errorf("[%d]%v", i, err)
+			}
+			out[i] = e
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf(": want a JSON value (dict, list, string, number, bool or None), got %s", v.Type())
+}
+
+// structOf builds a struct from ordered fields.
+func structOf(fields starlark.StringDict) starlark.Value {
+	return starlarkstruct.FromStringDict(starlarkstruct.Default, fields)
+}

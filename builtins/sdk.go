@@ -1,0 +1,688 @@
+package builtins
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime/agent"
+)
+
+// The agent builtins bind runtime/agent's sessions to recipes. The engine
+// runs each session on goroutines of its own; what touches Starlark (a
+// policy) is posted to the recipe thread through the event loop, and every
+// wait goes through the loop so that those callbacks run.
+
+// controlTimeout bounds a control request (interrupt, set_model, ...): a
+// CLI that does not answer in that time is stuck.
+const controlTimeout = 30 * time.Second
+
+const sessionSig = `sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, ` +
+	`allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, ` +
+	`resume=None, fork=False, timeout=None) -> Session`
+
+func sdkEntries() []Entry {
+	return []Entry{
+		{Name: "sdk", Sig: "sdk", Host: true,
+			Doc: "Claude Code sessions on the host: sdk.session(...) and sdk.send(prompt, ...). h.sdk starts them on the Host h."},
+		{Name: "sdk.session", Sig: sessionSig,
+			Doc: "Starts the Claude Code CLI on the host and returns once it answered the protocol's initialize. " +
+				"transport=\"stdio\": the CLI is a daemon process (--print --input-format stream-json --output-format " +
+				"stream-json --verbose --permission-prompt-tool stdio) spoken to through its stdin (with offsets) and " +
+				"stdout, so a session on a remote host survives a dropped connection. transport=\"websocket\": sous " +
+				"serves a loopback WebSocket (random port, bearer token) and starts the CLI with --sdk-url; only for " +
+				"the embedded daemon or a unix socket daemon on this machine (Claude Code 2.1.121 and later refuse it). " +
+				"cli is a program name, a path or a list ([\"node\", \"/path/cli.js\"]). env (dict of strings) is " +
+				"merged over the host's environment (e.g. ANTHROPIC_BASE_URL). model, permission_mode, allowed_tools, " +
+				"disallowed_tools and max_turns map to the CLI's flags, system_prompt and append_system_prompt to " +
+				"initialize. resume continues a session by id; fork=True forks it. timeout (seconds) bounds every " +
+				"turn: the turn is interrupted and send fails saying so. policy(req) answers the session's permission " +
+				"requests first (see approvals). The CLI's process tree is ended by close(), when the recipe ends, " +
+				"fails or is interrupted.",
+			Fn: sdkSession},
+		{Name: "sdk.send", Sig: "sdk.send(prompt, **session_kwargs) -> Turn",
+			Doc: "Starts a session with the keywords of sdk.session, sends one prompt, closes the session and " +
+				"returns the Turn.",
+			Fn: sdkSend},
+		{Name: "Session", Sig: "Session",
+			Doc: "A running Claude Code CLI from sdk.session. Turns run one at a time: a prompt sent while a turn runs " +
+				"is sent when that turn ends."},
+		{Name: "Session.id", Sig: "Session.id -> string or None",
+			Doc:  "The CLI's session id (a fresh session's is known at once; a fork's once its first turn started).",
+			Attr: attr(sessionID)},
+		{Name: "Session.send", Sig: "Session.send(prompt, *, timeout=None) -> Turn",
+			Doc: "Sends a user message and blocks until its result. Permission requests are answered meanwhile. " +
+				"timeout (seconds; default the session's) bounds the turn: when it passes, the turn is interrupted and " +
+				"send fails saying so. An interrupted turn (interrupt(), deny(..., interrupt=True)) returns a Turn.",
+			Fn: method(sessionSend)},
+		{Name: "Session.start", Sig: "Session.start(prompt) -> Pending",
+			Doc: "Sends a user message without waiting; Pending.wait() or wait_all() gives the Turn.",
+			Fn:  method(sessionStart)},
+		{Name: "Session.interrupt", Sig: "Session.interrupt()",
+			Doc: "Stops the running turn: its send or wait returns a Turn with subtype \"error_during_execution\".",
+			Fn:  method(sessionInterrupt)},
+		{Name: "Session.set_model", Sig: "Session.set_model(model)",
+			Doc: "Switches the model for what follows (\"default\" resets it).", Fn: method(sessionSetModel)},
+		{Name: "Session.set_permission_mode", Sig: "Session.set_permission_mode(mode)",
+			Doc: "Changes the permission mode (default, acceptEdits, plan, bypassPermissions, ...; the CLI decides " +
+				"which it accepts).", Fn: method(sessionSetPermissionMode)},
+		{Name: "Session.close", Sig: "Session.close()",
+			Doc: "Ends the CLI and its whole process tree (SIGTERM, then SIGKILL after 3 s). Later calls fail; " +
+				"closing twice is fine.", Fn: method(sessionClose)},
+		{Name: "Pending", Sig: "Pending", Doc: "A turn under way, from Session.start. wait_all accepts it."},
+		{Name: "Pending.wait", Sig: "Pending.wait(timeout=None) -> Turn",
+			Doc: "Blocks until the turn's result. When timeout (seconds) passes first, wait fails and the turn keeps " +
+				"running; a turn that ran past the session's timeout fails as send does.",
+			Fn: method(pendingWait)},
+		{Name: "Turn", Sig: "Turn", Doc: "The outcome of one prompt."},
+		{Name: "Turn.text", Sig: "Turn.text -> string", Doc: `The result text ("" when the CLI gives none).`,
+			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Text) })},
+		{Name: "Turn.ok", Sig: "Turn.ok -> bool", Doc: "Whether the result is not an error (not is_error).",
+			Attr: attr(func(t *Turn) starlark.Value { return starlark.Bool(!t.t.IsError) })},
+		{Name: "Turn.subtype", Sig: "Turn.subtype -> string",
+			Doc:  `The result's subtype: "success", "error_during_execution" (interrupted), "error_max_turns", ...`,
+			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Subtype) })},
+		{Name: "Turn.cost_usd", Sig: "Turn.cost_usd -> float", Doc: "The CLI's total_cost_usd.",
+			Attr: attr(func(t *Turn) starlark.Value { return starlark.Float(t.t.CostUSD) })},
+		{Name: "Turn.num_turns", Sig: "Turn.num_turns -> int", Doc: "The CLI's num_turns (model round trips).",
+			Attr: attr(func(t *Turn) starlark.Value { return starlark.MakeInt(t.t.NumTurns) })},
+		{Name: "Turn.duration_ms", Sig: "Turn.duration_ms -> int", Doc: "The CLI's duration_ms.",
+			Attr: attr(func(t *Turn) starlark.Value { return starlark.MakeInt64(t.t.DurationMs) })},
+		{Name: "Turn.session_id", Sig: "Turn.session_id -> string", Doc: "The session id the result names.",
+			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.SessionID) })},
+		{Name: "Turn.usage", Sig: "Turn.usage -> dict", Doc: "The result's usage (tokens), as the CLI sent it (frozen).",
+			Attr: attr((*Turn).usage)},
+		{Name: "Turn.denials", Sig: "Turn.denials -> list of struct(tool, tool_use_id, input)",
+			Doc: "The tool uses denied during the turn (the result's permission_denials).", Attr: attr((*Turn).denials)},
+		{Name: "Turn.messages", Sig: "Turn.messages -> list of dicts",
+			Doc:  "Every protocol message of the turn as received, in order, the result last (frozen).",
+			Attr: attr((*Turn).messages)},
+	}
+}
+
+// sessionOptions are the keywords of sdk.session.
+type sessionOptions struct {
+	opt      agent.Options
+	policy   starlark.Callable
+	timeout  *time.Duration
+	maxTurns *int64
+}
+
+func newSessionOptions() *sessionOptions {
+	return &sessionOptions{opt: agent.Options{Transport: agent.TransportStdio, CLI: []string{"claude"}}}
+}
+
+func (o *sessionOptions) bindings() []binding {
+	return []binding{
+		opt("cwd", optStr(&o.opt.Cwd)),
+		opt("model", optStr(&o.opt.Model)),
+		opt("permission_mode", optStr(&o.opt.PermissionMode)),
+		opt("system_prompt", optStr(&o.opt.SystemPrompt)),
+		opt("append_system_prompt", optStr(&o.opt.AppendSystemPrompt)),
+		opt("allowed_tools", strList(&o.opt.AllowedTools)),
+		opt("disallowed_tools", strList(&o.opt.DisallowedTools)),
+		opt("max_turns", optInteger(&o.maxTurns, 1)),
+		opt("policy", optCallable(&o.policy)),
+		opt("transport", str(&o.opt.Transport)),
+		opt("cli", command(&o.opt.CLI)),
+		opt("env", strDict(&o.opt.Env)),
+		opt("resume", optStr(&o.opt.Resume)),
+		opt("fork", boolean(&o.opt.Fork)),
+		opt("timeout", optSeconds(&o.timeout)),
+	}
+}
+
+// check validates what binding could not.
+func (o *sessionOptions) check(c *Call) error {
+	switch {
+	case o.opt.Transport != agent.TransportStdio && o.opt.Transport != agent.TransportWebSocket:
+		return c.errorf("transport: want %q or %q, got %q", agent.TransportStdio, agent.TransportWebSocket, o.opt.Transport)
+	case len(o.opt.CLI) == 0 || o.opt.CLI[0] == "":
+		return c.errorf("cli: empty command")
+	case o.opt.Fork && o.opt.Resume == "":
+		return c.errorf("fork: needs resume (the id of the session to fork)")
+	case o.timeout != nil && *o.timeout <= 0:
+		return c.errorf("timeout: want more than 0 seconds")
+	}
+	if o.maxTurns != nil {
+		o.opt.MaxTurns = int(*o.maxTurns)
+	}
+	if o.timeout != nil {
+		o.opt.TurnTimeout = *o.timeout
+	}
+	return nil
+}
+
+func sdkSession(c *Call) (starlark.Value, error) {
+	o := newSessionOptions()
+	if err := bind(c, 0, o.bindings()...); err != nil {
+		return nil, err
+	}
+	if err := o.check(c); err != nil {
+		return nil, err
+	}
+	return startSession(c, o)
+}
+
+func sdkSend(c *Call) (starlark.Value, error) {
+	var prompt string
+	o := newSessionOptions()
+	if err := bind(c, 1, append([]binding{req("prompt", str(&prompt))}, o.bindings()...)...); err != nil {
+		return nil, err
+	}
+	if err := o.check(c); err != nil {
+		return nil, err
+	}
+	s, err := startSession(c, o)
+	if err != nil {
+		return nil, err
+	}
+	turn, err := s.send(c, prompt, 0)
+	if cerr := s.close(c); err == nil && cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return turn, nil
+}
+
+// Session is a running CLI as recipes see it.
+type Session struct {
+	env    *Env
+	host   *Host
+	thread *starlark.Thread // the recipe thread: policies are called on it
+	policy starlark.Callable
+	cwd    string
+	limit  time.Duration // the session's turn timeout (0: none)
+	s      *agent.Session
+	// sid labels the session's events: known before Start for a fresh or
+	// resumed session, learned from system messages for a fork.
+	sid atomic.Value // string
+}
+
+var (
+	_ starlark.HasAttrs = (*Session)(nil)
+	_ Awaitable         = (*Pending)(nil)
+)
+
+func startSession(c *Call, o *sessionOptions) (*Session, error) {
+	kind, _, err := client.Kind(c.Host.target)
+	if err != nil {
+		return nil, c.errorf("%s: %v", c.Host.target, err)
+	}
+	// A unix socket daemon runs on this machine, so a CLI it starts can
+	// reach sous's loopback endpoint; over ssh it could not.
+	o.opt.LocalHost = kind == "embedded" || kind == "unix"
+	if o.opt.Transport == agent.TransportWebSocket && !o.opt.LocalHost {
+		return nil, c.errorf("transport: \"websocket\" needs the CLI on this machine, and %s is not: the CLI could not "+
+			"reach sous's loopback WebSocket endpoint; use transport=\"stdio\"", c.Host.target)
+	}
+	cl, err := c.Host.client(c)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, cwd: o.opt.Cwd, limit: o.opt.TurnTimeout}
+	id := o.opt.Resume
+	if o.opt.Fork {
+		id = ""
+	}
+	if o.opt.Resume == "" {
+		id = uuid.NewString()
+		o.opt.SessionID = id
+	}
+	s.sid.Store(id)
+	o.opt.Permission = s.permission
+	o.opt.Observer = s.observe
+	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) error {
+		as, err := agent.Start(ctx, cl, o.opt)
+		if err != nil {
+			return err
+		}
+		s.s = as
+		if !c.Env.agents.track(s) {
+			// The run ended while the CLI started: nobody will close it.
+			as.Close()
+			return errors.New("the run is over")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, c.errorf("%s", agentMessage(err))
+	}
+	return s, nil
+}
+
+// agentMessage is an engine error without the engine's "agent: " prefixes
+// (the builtin's name leads already) and with a daemon error's message
+// rather than its JSON-RPC code.
+func agentMessage(err error) string {
+	msg := err.Error()
+	var we *wire.Error
+	if errors.As(err, &we) {
+		msg = strings.Replace(msg, we.Error(), we.Message, 1)
+	}
+	return strings.ReplaceAll(strings.TrimPrefix(msg, "agent: "), ": agent: ", ": ")
+}
+
+// track registers a session so that the run closes it; false when the run
+// is over.
+func (a *agents) track(s *Session) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
+	}
+	if a.sessions == nil {
+		a.sessions = make(map[*Session]struct{})
+	}
+	a.sessions[s] = struct{}{}
+	return true
+}
+
+func (a *agents) untrack(s *Session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.sessions, s)
+}
+
+// Close ends what the run's builtins still hold open: every agent session,
+// whose CLI process tree is killed and reaped. The runtime calls it when
+// the recipe ends, however it ends, before it closes the daemon
+// connections (a CLI on a socket daemon would outlive them).
+func (e *Env) Close() error {
+	e.agents.mu.Lock()
+	e.agents.closed = true
+	sessions := e.agents.sessions
+	e.agents.sessions = nil
+	e.agents.mu.Unlock()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.s.Close(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("session %s: %w", s.s.ID(), err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// decided is the recipe thread's answer to one permission request.
+type decided struct {
+	ans Answer
+	err error
+}
+
+// permission is the session's agent.Options.Permission. It runs on a
+// goroutine of the engine; the approvers run on the recipe thread, at its
+// next wait, while this goroutine waits for them. A request withdrawn (or
+// a session closed) meanwhile is dropped unanswered.
+func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decision, error) {
+	req := &ApprovalRequest{
+		Kind: KindTool, Tool: r.Tool, Input: exactInput(r), ToolUseID: r.ToolUseID,
+		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd,
+	}
+	done := make(chan decided, 1)
+	s.env.Loop.Post(func() {
+		if ctx.Err() != nil {
+			return // nobody waits for this answer any more
+		}
+		if s.env.Ctx.Err() != nil {
+			done <- decided{ans: Answer{Message: "the recipe is stopping", By: ByDefault}}
+			return
+		}
+		ans, err := s.env.decide(s.thread, req, s.policy)
+		done <- decided{ans, err}
+	})
+	select {
+	case d := <-done:
+		if d.err != nil {
+			return agent.Decision{}, d.err
+		}
+		return agentDecision(d.ans)
+	case <-ctx.Done():
+		return agent.Deny("the request was withdrawn", false), ctx.Err()
+	}
+}
+
+// exactInput is the request's input decoded again from the raw message
+// with numbers kept exact, so an integer stays an int in Starlark.
+func exactInput(r agent.Request) map[string]any {
+	var raw struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if json.Unmarshal(r.Raw, &raw) != nil || len(raw.Input) == 0 {
+		return r.Input
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw.Input))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil || m == nil {
+		return r.Input
+	}
+	return m
+}
+
+func agentDecision(a Answer) (agent.Decision, error) {
+	if !a.Allow {
+		return agent.Deny(a.Message, a.Interrupt), nil
+	}
+	var perms []agent.PermissionUpdate
+	if a.Remember != "" {
+		u, err := agent.SessionRule(a.Remember)
+		if err != nil {
+			return agent.Decision{}, fmt.Errorf("remember: %w", err)
+		}
+		perms = append(perms, u)
+	}
+	return agent.Allow(a.Input, perms...), nil
+}
+
+// observe is the session's agent.Options.Observer: protocol messages become
+// agent events. Decisions are logged by the approver chain instead.
+func (s *Session) observe(e agent.Event) {
+	if e.Type == "permission" || e.Type == "keep_alive" {
+		return
+	}
+	sid, _ := s.sid.Load().(string)
+	if sid == "" && e.Dir == agent.In && e.Type == "system" {
+		var m struct {
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal(e.Message, &m) == nil && m.SessionID != "" {
+			sid = m.SessionID
+			s.sid.Store(sid)
+		}
+	}
+	s.env.Output.Agent(sid, e.Dir, e.Message)
+}
+
+func (s *Session) String() string {
+	return fmt.Sprintf("<Session %s on %s>", s.s.ID(), s.host.target)
+}
+func (s *Session) Type() string          { return "Session" }
+func (s *Session) Freeze()               {} // a handle to a CLI the run owns
+func (s *Session) Truth() starlark.Bool  { return starlark.True }
+func (s *Session) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Session") }
+func (s *Session) Attr(name string) (starlark.Value, error) {
+	return s.env.Table.attr(s.env, "Session", s, s.host, name)
+}
+func (s *Session) AttrNames() []string { return s.env.Table.attrNames("Session") }
+
+func sessionID(s *Session) starlark.Value {
+	if id := s.s.ID(); id != "" {
+		return starlark.String(id)
+	}
+	return starlark.None
+}
+
+func sessionSend(c *Call, s *Session) (starlark.Value, error) {
+	var prompt string
+	var timeout *time.Duration
+	if err := bind(c, 1, req("prompt", str(&prompt)), opt("timeout", optSeconds(&timeout))); err != nil {
+		return nil, err
+	}
+	var limit time.Duration
+	if timeout != nil {
+		if *timeout <= 0 {
+			return nil, c.errorf("timeout: want more than 0 seconds")
+		}
+		limit = *timeout
+	}
+	t, err := s.send(c, prompt, limit)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// errInPolicy is why a policy cannot wait for a turn.
+var errInPolicy = errors.New("a policy cannot wait for an agent's turn: no permission request could be answered meanwhile")
+
+// send runs one turn; limit 0 means the session's timeout.
+func (s *Session) send(c *Call, prompt string, limit time.Duration) (*Turn, error) {
+	if err := s.s.Err(); err != nil {
+		return nil, c.errorf("%s", agentMessage(err))
+	}
+	if c.Env.agents.inPolicy > 0 {
+		return nil, c.errorf("%v", errInPolicy)
+	}
+	p := s.s.StartWith(prompt, agent.TurnOptions{Timeout: limit})
+	if limit == 0 {
+		limit = s.limit
+	}
+	if err := c.Env.wait(p.Done(), nil); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	t, err := turnOutcome(c.Env, p, limit)
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return t, nil
+}
+
+// turnOutcome is a finished turn's Turn, or why there is none.
+func turnOutcome(env *Env, p *agent.Pending, limit time.Duration) (*Turn, error) {
+	t, err := p.Result()
+	switch {
+	case errors.Is(err, agent.ErrTurnTimeout):
+		return nil, fmt.Errorf("the turn ran past its timeout of %s and was interrupted", formatSeconds(limit))
+	case err != nil:
+		return nil, errors.New(agentMessage(err))
+	}
+	return &Turn{t: t, env: env}, nil
+}
+
+func sessionStart(c *Call, s *Session) (starlark.Value, error) {
+	var prompt string
+	if err := bind(c, 1, req("prompt", str(&prompt))); err != nil {
+		return nil, err
+	}
+	if err := s.s.Err(); err != nil {
+		return nil, c.errorf("%s", agentMessage(err))
+	}
+	return &Pending{env: c.Env, session: s, prompt: prompt, p: s.s.Start(prompt), limit: s.limit}, nil
+}
+
+// control sends a control request through the loop, bounded in time.
+func (s *Session) control(c *Call, fn func(ctx context.Context) error) error {
+	if err := s.s.Err(); err != nil {
+		return c.errorf("%s", agentMessage(err))
+	}
+	ctx, cancel := context.WithTimeout(c.Env.Ctx, controlTimeout)
+	defer cancel()
+	if err := c.Env.block(ctx, fn); err != nil {
+		if c.Env.Ctx.Err() != nil {
+			return c.errorf("%v", errInterrupted)
+		}
+		return c.errorf("%s", agentMessage(err))
+	}
+	return nil
+}
+
+func sessionInterrupt(c *Call, s *Session) (starlark.Value, error) {
+	if err := bind(c, 0); err != nil {
+		return nil, err
+	}
+	return starlark.None, s.control(c, s.s.Interrupt)
+}
+
+func sessionSetModel(c *Call, s *Session) (starlark.Value, error) {
+	var model string
+	if err := bind(c, 1, req("model", str(&model))); err != nil {
+		return nil, err
+	}
+	return starlark.None, s.control(c, func(ctx context.Context) error { return s.s.SetModel(ctx, model) })
+}
+
+func sessionSetPermissionMode(c *Call, s *Session) (starlark.Value, error) {
+	var mode string
+	if err := bind(c, 1, req("mode", str(&mode))); err != nil {
+		return nil, err
+	}
+	return starlark.None, s.control(c, func(ctx context.Context) error { return s.s.SetPermissionMode(ctx, mode) })
+}
+
+func sessionClose(c *Call, s *Session) (starlark.Value, error) {
+	if err := bind(c, 0); err != nil {
+		return nil, err
+	}
+	return starlark.None, s.close(c)
+}
+
+// close ends the CLI through the loop (it can take the kill grace).
+func (s *Session) close(c *Call) error {
+	err := c.Env.block(context.Background(), func(context.Context) error { return s.s.Close() })
+	c.Env.agents.untrack(s)
+	if err != nil {
+		return c.errorf("%s", agentMessage(err))
+	}
+	return nil
+}
+
+// Pending is a turn started with Session.start.
+type Pending struct {
+	env     *Env
+	session *Session
+	prompt  string
+	p       *agent.Pending
+	limit   time.Duration
+}
+
+func (p *Pending) String() string {
+	prompt := p.prompt
+	if utf8Len := len([]rune(prompt)); utf8Len > 40 {
+		prompt = string([]rune(prompt)[:40]) + "…"
+	}
+	return fmt.Sprintf("<Pending turn of session %s: %q>", p.session.s.ID(), prompt)
+}
+func (p *Pending) Type() string          { return "Pending" }
+func (p *Pending) Freeze()               {}
+func (p *Pending) Truth() starlark.Bool  { return starlark.True }
+func (p *Pending) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Pending") }
+func (p *Pending) Attr(name string) (starlark.Value, error) {
+	return p.env.Table.attr(p.env, "Pending", p, p.session.host, name)
+}
+func (p *Pending) AttrNames() []string { return p.env.Table.attrNames("Pending") }
+
+// Ready implements Awaitable.
+func (p *Pending) Ready() <-chan struct{} { return p.p.Done() }
+
+// Outcome implements Awaitable.
+func (p *Pending) Outcome() (starlark.Value, error) {
+	t, err := turnOutcome(p.env, p.p, p.limit)
+	if err != nil {
+		return nil, fmt.Errorf("turn of session %s: %w", p.session.s.ID(), err)
+	}
+	return t, nil
+}
+
+func pendingWait(c *Call, p *Pending) (starlark.Value, error) {
+	var timeout *time.Duration
+	if err := bind(c, 1, opt("timeout", optSeconds(&timeout))); err != nil {
+		return nil, err
+	}
+	if c.Env.agents.inPolicy > 0 {
+		return nil, c.errorf("%v", errInPolicy)
+	}
+	if err := c.Env.wait(p.p.Done(), timeout); err != nil {
+		if errors.Is(err, errTimeout) {
+			return nil, c.errorf("the turn is still running after %s", formatSeconds(*timeout))
+		}
+		return nil, c.errorf("%v", err)
+	}
+	t, err := turnOutcome(c.Env, p.p, p.limit)
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return t, nil
+}
+
+// Turn is a finished turn. Its container attributes are built on first use
+// and frozen, so every access sees the same values.
+type Turn struct {
+	t   *agent.Turn
+	env *Env
+
+	usageV, denialsV, messagesV starlark.Value
+}
+
+var _ starlark.HasAttrs = (*Turn)(nil)
+
+func (t *Turn) String() string {
+	return fmt.Sprintf("<Turn %s session=%s>", t.t.Subtype, t.t.SessionID)
+}
+func (t *Turn) Type() string          { return "Turn" }
+func (t *Turn) Freeze()               {} // its containers are frozen when built
+func (t *Turn) Truth() starlark.Bool  { return starlark.True }
+func (t *Turn) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Turn") }
+func (t *Turn) Attr(name string) (starlark.Value, error) {
+	return t.env.Table.attr(t.env, "Turn", t, nil, name)
+}
+func (t *Turn) AttrNames() []string { return t.env.Table.attrNames("Turn") }
+
+func frozen(v starlark.Value) starlark.Value {
+	v.Freeze()
+	return v
+}
+
+func (t *Turn) usage() starlark.Value {
+	if t.usageV == nil {
+		t.usageV = frozen(toStarlark(t.t.Usage))
+	}
+	return t.usageV
+}
+
+func (t *Turn) denials() starlark.Value {
+	if t.denialsV == nil {
+		l := make([]starlark.Value, len(t.t.Denials))
+		for i, d := range t.t.Denials {
+			in := toStarlark(d.Input)
+			if d.Input == nil {
+				in = starlark.NewDict(0)
+			}
+			l[i] = structOf(starlark.StringDict{
+				"tool": starlark.String(d.Tool), "tool_use_id": starlark.String(d.ToolUseID), "input": in,
+			})
+		}
+		t.denialsV = frozen(starlark.NewList(l))
+	}
+	return t.denialsV
+}
+
+func (t *Turn) messages() starlark.Value {
+	if t.messagesV == nil {
+		l := make([]starlark.Value, len(t.t.Messages))
+		for i, raw := range t.t.Messages {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				v = string(raw) // never happens for what the engine keeps; keep it visible
+			}
+			l[i] = toStarlark(v)
+		}
+		t.messagesV = frozen(starlark.NewList(l))
+	}
+	return t.messagesV
+}

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveProc is a `sous daemon serve` subprocess: a real daemon process the
+// tests can SIGKILL.
+type serveProc struct {
+	cmd    *exec.Cmd
+	socket string
+	token  string
+	dir    string
+	log    *syncBuffer // its stderr (slog)
+	exited chan struct{}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs `sous daemon serve` with the token on --token-fd 0 and
+// waits until its socket accepts. It is stopped (SIGKILL if still running)
+// when the test ends; its children are the test's to clean up.
+func startServe(t *testing.T, token string, extra ...string) *serveProc {
+	t.Helper()
+	bin := sousBinary(t)
+	dir, err := os.MkdirTemp("", "sous-f-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := &serveProc{socket: filepath.Join(dir, "d.sock"), token: token, dir: dir, log: &syncBuffer{}, exited: make(chan struct{})}
+	args := append([]string{"daemon", "serve", "--socket", s.socket, "--token-fd", "0", "--state-dir", filepath.Join(dir, "state")}, extra...)
+	s.cmd = exec.Command(bin, args...)
+	s.cmd.Stdin = strings.NewReader(token + "\n")
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.cmd.Env = cleanEnv()
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		<-s.exited
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", s.log.String())
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if c, err := net.Dial("unix", s.socket); err == nil {
+			c.Close()
+			return s
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("daemon exited at start: %s", s.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not accept: %s", s.log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cleanEnv is the test's environment without any sous or claustrum
+// variables, so neither a developer's daemon nor a token leaks in.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "SOUS_") || strings.HasPrefix(kv, "CLAUDE_RPC_TOKEN=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// clientEnv is what a client of s needs.
+func (s *serveProc) clientEnv(extra ...string) []string {
+	return append(append(cleanEnv(), "SOUS_TOKEN="+s.token), extra...)
+}
+
+// sousCmd prepares the sous binary as a client of s.
+func (s *serveProc) sousCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(sousBinary(t), args...)
+	cmd.Env = env
+	return cmd
+}
+
+// waitForLine starts cmd with stderr piped through a scanner, and returns
+// once a stderr line contains marker. The rest of stderr is collected in
+// the returned buffer, complete once cmd.Wait returns.
+func startAndWaitLine(t *testing.T, cmd *exec.Cmd, marker string, timeout time.Duration) (stderr *syncBuffer, done <-chan error) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	stderr = &syncBuffer{}
+	seen := make(chan struct{})
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(pr)
+		once := false
+		for sc.Scan() {
+			stderr.Write(append(sc.Bytes(), '\n'))
+			if !once && strings.Contains(sc.Text(), marker) {
+				once = true
+				close(seen)
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		<-copied
+		d <- err
+	}()
+	select {
+	case <-seen:
+	case err := <-d:
+		t.Fatalf("%v exited (%v) before printing %q:\n%s", cmd.Args, err, marker, stderr.String())
+	case <-time.After(timeout):
+		cmd.Process.Kill()
+		t.Fatalf("%v did not print %q within %s:\n%s", cmd.Args, marker, timeout, stderr.String())
+	}
+	return stderr, d
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -2
+}
+
+// killPidFile SIGKILLs the process group whose leader wrote its pid to path
+// (children of a SIGKILLed daemon outlive it: the test cleans them up).
+func killPidFile(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+		syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// TestDaemonKilledMidRun: the daemon a `sous run --socket` recipe talks to is
+// SIGKILLed while the recipe waits on a process. The run must fail promptly
+// (SOUS_RECONNECT_TIMEOUT bounds the redialing) with exit code 1 and one
+// clear line on stderr saying the connection to the daemon was lost, naming
+// the socket.
+func TestDaemonKilledMidRun(t *testing.T) {
+	t.Parallel()
+	d := startServe(t, "kill-the-daemon-token")
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	t.Cleanup(func() { killPidFile(pidFile) })
+	recipe := filepath.Join(dir, "wait.star")
+	os.WriteFile(recipe, []byte(fmt.Sprintf(`
+p = spawn(["sh", "-c", "echo $$ > %s; exec sleep 60"], id = "waiter", echo = False)
+print("spawned waiter")
+p.wait()
+print("never reached")
+`, pidFile)), 0o644)
+
+	run := d.sousCmd(t, d.clientEnv("SOUS_RECONNECT_TIMEOUT=1s"), "run", "--socket", d.socket, recipe)
+	stderr, done := startAndWaitLine(t, run, "spawned waiter", 30*time.Second)
+	time.Sleep(100 * time.Millisecond) // let the recipe block in wait
+	killed := time.Now()
+	d.cmd.Process.Kill()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		run.Process.Kill()
+		t.Fatalf("sous run still waits 20 s after its daemon was killed:\n%s", stderr.String())
+	}
+	took := time.Since(killed)
+	if code := exitCode(err); code != 1 {
+		t.Errorf("sous run exited %d (%v), want 1", code, err)
+	}
+	if took > 10*time.Second {
+		t.Errorf("sous run took %s to notice its daemon was gone (reconnect timeout 1s)", took)
+	}
+	var lost []string
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "daemon") {
+			lost = append(lost, line)
+		}
+	}
+	if len(lost) != 1 || !strings.Contains(lost[0], "connection to the daemon lost") || !strings.Contains(lost[0], d.socket) ||
+		strings.Contains(lost[0], "i/o timeout") {
+		t.Errorf("want one line saying the connection to the daemon at %s was lost; stderr:\n%s", d.socket, stderr.String())
+	}
+	t.Logf("daemon SIGKILLed: sous run exited %d after %s: %s", exitCode(err), took.Round(time.Millisecond), strings.TrimSpace(strings.Join(lost, "")))
+}
+
+// TestRunnerKilledChildrenSurvive: the `sous run` driving processes on a
+// persistent daemon is SIGKILLed mid-run. The children keep running on the
+// daemon, and `sous attach` recovers each one's whole output, byte for byte,
+// every line once, and its exit code. The daemon keeps only 64 KiB per
+// process in memory, so the replay comes back from its spill files.
+func TestRunnerKilledChildrenSurvive(t *testing.T) {
+	t.Parallel()
+	d := startServe(t, "kill-the-runner-token", "--replay-mem-limit", "65536")
+	dir := t.TempDir()
+	// tick-N prints 150 numbered lines over about 1.5 s then exits N; bulk
+	// prints 400,000 numbered lines (2.6 MiB) as fast as it can.
+	recipe := filepath.Join(dir, "children.star")
+	os.WriteFile(recipe, []byte(`
+ps = []
+for n in [3, 4]:
+    ps.append(spawn(["sh", "-c", "i=1; while [ $i -le 150 ]; do echo tick-%d line $i; i=$((i+1)); sleep 0.01; done; exit %d" % (n, n)], id = "tick-%d" % n))
+ps.append(spawn(["sh", "-c", "seq 1 400000; exit 5"], id = "bulk", echo = False))
+print("spawned all")
+wait_all(ps)
+print("never reached")
+`), 0o644)
+	run := d.sousCmd(t, d.clientEnv(), "run", "--socket", d.socket, recipe)
+	var out syncBuffer
+	run.Stdout = &out
+	_, done := startAndWaitLine(t, run, "spawned all", 30*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	run.Process.Kill()
+	<-done
+
+	// The children outlive their runner: still running on the daemon.
+	ps := d.sousCmd(t, d.clientEnv(), "ps", "--socket", d.socket, "--json")
+	psOut, err := ps.Output()
+	if err != nil {
+		t.Fatalf("sous ps: %v", err)
+	}
+	var list []struct {
+		ID      string `json:"id"`
+		Running bool   `json:"running"`
+	}
+	if err := json.Unmarshal(psOut, &list); err != nil {
+		t.Fatalf("sous ps --json: %v\n%s", err, psOut)
+	}
+	running := map[string]bool{}
+	for _, p := range list {
+		running[p.ID] = p.Running
+	}
+	if !running["tick-3"] || !running["tick-4"] {
+		t.Errorf("the tickers do not run any more after their runner was killed:\n%s", psOut)
+	}
+
+	want := map[string]string{}
+	for _, n := range []int{3, 4} {
+		var b strings.Builder
+		for i := 1; i <= 150; i++ {
+			fmt.Fprintf(&b, "tick-%d line %d\n", n, i)
+		}
+		want[fmt.Sprintf("tick-%d", n)] = b.String()
+	}
+	var bulk strings.Builder
+	for i := 1; i <= 400000; i++ {
+		bulk.WriteString(strconv.Itoa(i))
+		bulk.WriteByte('\n')
+	}
+	want["bulk"] = bulk.String()
+	codes := map[string]int{"tick-3": 3, "tick-4": 4, "bulk": 5}
+	for id, w := range want {
+		attach := d.sousCmd(t, d.clientEnv(), "attach", "--socket", d.socket, id)
+		var o, e bytes.Buffer
+		attach.Stdout, attach.Stderr = &o, &e
+		err := attach.Run()
+		if code := exitCode(err); code != codes[id] {
+			t.Errorf("attach %s: exit %d, want %d; stderr %s", id, code, codes[id], e.String())
+		}
+		if o.String() != w {
+			t.Errorf("attach %s recovered %d bytes (%d lines), want %d bytes (%d lines), byte-exact", id,
+				o.Len(), strings.Count(o.String(), "\n"), len(w), strings.Count(w, "\n"))
+		}
+	}
+	t.Logf("runner SIGKILLed: 3 children kept running; attach recovered %d + %d lines and %d bytes byte-exact with their exit codes",
+		150, 150, len(want["bulk"]))
+}

@@ -1,0 +1,233 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// The spawn extensions, against a daemon with and without them:
+//
+//   - Pipeline (process.spawn.pipeline): no honest emulation here (the
+//     stages' own codes and stderr need the daemon), so Spawn fails naming
+//     the feature; the recipe builtins fall back to sh with per-stage files.
+//   - Timeout (process.spawn.timeout): emulated by the client, which stops
+//     the group with process.killAndWait when the time passes (as long as the
+//     client runs).
+//   - Env entries set to nil (process.spawn.env.unset): emulated by running
+//     the command under env -u NAME ... (claustrum itself would set them
+//     to ""), so the command runs as "env" on the daemon.
+//   - TTY (process.spawn.tty): cannot be emulated: Spawn fails naming it.
+
+// spawnExt is what Spawn adds to process.spawn for the extensions.
+type spawnExt struct {
+	params   map[string]any
+	pipeline bool
+	tty      bool
+	emulate  time.Duration // the timeout this client enforces itself
+	c        *Client
+}
+
+// TimeoutGrace is the time between SIGTERM and SIGKILL when a spawn's
+// Timeout passes (the daemon's, or the client's emulation).
+const TimeoutGrace = 3 * time.Second
+
+// prepareSpawn checks spec's extensions against the daemon's features and
+// rewrites spec where the client emulates one.
+func (c *Client) prepareSpawn(ctx context.Context, spec *SpawnSpec) (spawnExt, error) {
+	ext := spawnExt{params: map[string]any{}, c: c}
+	if spec.Pipeline != nil {
+		if spec.Command != "" || len(spec.Args) > 0 {
+			return ext, errors.New("spawn: a pipeline replaces Command and Args")
+		}
+		if len(spec.Pipeline) == 0 {
+			return ext, errors.New("spawn: a pipeline needs at least one stage")
+		}
+		if err := c.RequireFeature(ctx, wire.FeatureSpawnPipeline, "spawning a pipeline"); err != nil {
+			return ext, err
+		}
+		ext.pipeline = true
+	}
+	if spec.TTY {
+		if spec.Pipeline != nil {
+			return ext, errors.New("spawn: a pipeline cannot have a terminal")
+		}
+		if err := c.RequireFeature(ctx, wire.FeatureSpawnTTY, "a process with a terminal (tty)"); err != nil {
+			return ext, err
+		}
+		ext.tty = true
+		ext.params["tty"] = true
+		if spec.Size != (wire.TermSize{}) {
+			ext.params["size"] = spec.Size
+		}
+	}
+	if unset := unsetNames(spec.Env); len(unset) > 0 {
+		ok, err := c.HasFeature(ctx, wire.FeatureSpawnEnvUnset)
+		if err != nil {
+			return ext, err
+		}
+		if !ok {
+			if err := emulateUnset(spec, unset); err != nil {
+				return ext, err
+			}
+		}
+	}
+	if spec.Timeout > 0 {
+		ok, err := c.HasFeature(ctx, wire.FeatureSpawnTimeout)
+		if err != nil {
+			return ext, err
+		}
+		if ok {
+			ext.params["timeoutMs"] = max(int64((spec.Timeout+time.Millisecond-1)/time.Millisecond), 1)
+		} else {
+			ext.emulate = spec.Timeout
+		}
+	}
+	if ext.pipeline {
+		ext.params["pipeline"] = spec.Pipeline
+	}
+	return ext, nil
+}
+
+// apply adds the extension members to process.spawn's params.
+func (e spawnExt) apply(params map[string]any) {
+	if e.pipeline {
+		delete(params, "command")
+		delete(params, "args")
+	}
+	for k, v := range e.params {
+		params[k] = v
+	}
+}
+
+// started records what the spawn asked for and starts an emulated timeout.
+func (e spawnExt) started(p *Proc) {
+	p.mu.Lock()
+	p.tty = e.tty
+	p.mu.Unlock()
+	if e.emulate > 0 {
+		go p.enforceTimeout(e.emulate)
+	}
+}
+
+func unsetNames(env map[string]*string) []string {
+	var names []string
+	for k, v := range env {
+		if v == nil {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// emulateUnset runs spec's command (or each pipeline stage) under
+// env -u NAME... -- so that the variables are unset, and drops them from
+// the env sent to the daemon.
+func emulateUnset(spec *SpawnSpec, unset []string) error {
+	env := make(map[string]*string, len(spec.Env))
+	for k, v := range spec.Env {
+		if v != nil {
+			env[k] = v
+		}
+	}
+	spec.Env = env
+	wrap := func(argv []string) ([]string, error) {
+		if strings.Contains(argv[0], "=") {
+			return nil, fmt.Errorf("spawn: unsetting variables of %q needs the daemon extension %q (env(1) would read the command as an assignment)", argv[0], wire.FeatureSpawnEnvUnset)
+		}
+		out := []string{"env"}
+		for _, name := range unset {
+			out = append(out, "-u", name)
+		}
+		return append(append(out, "--"), argv...), nil
+	}
+	if spec.Pipeline != nil {
+		stages := make([][]string, len(spec.Pipeline))
+		for i, st := range spec.Pipeline {
+			w, err := wrap(st)
+			if err != nil {
+				return err
+			}
+			stages[i] = w
+		}
+		spec.Pipeline = stages
+		return nil
+	}
+	argv, err := wrap(append([]string{spec.Command}, spec.Args...))
+	if err != nil {
+		return err
+	}
+	spec.Command, spec.Args = argv[0], argv[1:]
+	return nil
+}
+
+// enforceTimeout is the client's emulation of process.spawn.timeout: once d
+// passes, the group gets SIGTERM (and SIGCONT, should it be paused), then
+// SIGKILL after TimeoutGrace.
+func (p *Proc) enforceTimeout(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return
+	case <-p.c.closeCh:
+		return
+	case <-t.C:
+	}
+	p.mu.Lock()
+	if p.exited || p.err != nil {
+		p.mu.Unlock()
+		return
+	}
+	p.timedOut = true
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), TimeoutGrace+30*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.c.closeCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	p.Kill(ctx, "TERM")
+	p.Kill(ctx, "CONT")
+	p.KillAndWait(ctx, "TERM", TimeoutGrace, true)
+}
+
+// StageExitCodes are a pipeline's stage statuses from its exit frame
+// (128+n for a stage signal n ended), or nil.
+func (p *Proc) StageExitCodes() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stageCodes
+}
+
+// TimedOut reports whether the process was stopped because its Timeout
+// passed (by the daemon, or by this client's emulation).
+func (p *Proc) TimedOut() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.timedOut
+}
+
+// TTY reports whether this client spawned the process with a terminal.
+func (p *Proc) TTY() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tty
+}
+
+// Resize sets the size of the process's terminal (process.resize).
+func (p *Proc) Resize(ctx context.Context, rows, cols int) error {
+	if err := p.c.RequireFeature(ctx, wire.FeatureSpawnTTY, "resizing a terminal"); err != nil {
+		return err
+	}
+	return p.c.Call(ctx, "process.resize", map[string]any{"id": p.ID, "rows": rows, "cols": cols}, nil)
+}

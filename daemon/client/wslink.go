@@ -1,0 +1,233 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// DialWebSocket connects to a daemon's WebSocket endpoint (ws://host:port
+// [/path], or wss:// through a TLS-terminating proxy). The token goes as
+// "Authorization: Bearer" on every dial and in every request's "auth"; the
+// client reconnects, reattaches and resumes stdin exactly as over a socket.
+func DialWebSocket(ctx context.Context, url, token string, opt Options) (*Client, error) {
+	return dialLinks(ctx, func(ctx context.Context, recv receiver) (link, error) {
+		ws, err := dialWS(ctx, url, token)
+		if err != nil {
+			return nil, err
+		}
+		return newWSLink(ws, token, recv), nil
+	}, opt)
+}
+
+// BearerHeader is the Authorization value that carries token, or "" when
+// it cannot travel in an HTTP header (a control character). HTTP drops
+// leading and trailing whitespace from header values, so the daemon
+// compares the bearer with its token trimmed; each request's "auth" still
+// carries the token verbatim.
+func BearerHeader(token string) string {
+	t := strings.TrimSpace(token)
+	if t == "" {
+		return ""
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return ""
+		}
+	}
+	return "Bearer " + t
+}
+
+func dialWS(ctx context.Context, url, token string) (*websocket.Conn, error) {
+	h := http.Header{}
+	if v := BearerHeader(token); v != "" {
+		h.Set("Authorization", v)
+	}
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		if resp != nil {
+			var msg string
+			if resp.Body != nil {
+				b, _ := io.ReadAll(resp.Body)
+				msg = strings.TrimSpace(string(b))
+			}
+			switch resp.StatusCode {
+			case http.StatusUnauthorized:
+				return nil, fmt.Errorf("connect to %s: daemon refused the token (HTTP 401: %s); set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token", url, msg)
+			case http.StatusServiceUnavailable:
+				return nil, fmt.Errorf("connect to %s: daemon is busy (HTTP 503: %s)", url, msg)
+			case http.StatusNotFound:
+				return nil, fmt.Errorf("connect to %s: no WebSocket endpoint there (HTTP 404: %s)", url, msg)
+			}
+		}
+		return nil, fmt.Errorf("connect to daemon at %s: %w", url, err)
+	}
+	// Responses can be large (files.read of a big file).
+	ws.SetReadLimit(maxResponseLine)
+	return ws, nil
+}
+
+// Heartbeat of the client's WebSocket links: a daemon that stops answering
+// pings (a vanished host, a dead NAT entry) is dropped and redialed, as a
+// broken socket would be. Variables so tests can shorten them.
+var (
+	wsPingInterval atomic.Int64 // time.Duration
+	wsPingTimeout  atomic.Int64
+)
+
+func init() {
+	wsPingInterval.Store(int64(15 * time.Second))
+	wsPingTimeout.Store(int64(10 * time.Second))
+}
+
+// wsLink speaks the protocol over a WebSocket: one JSON document per text
+// message, each way.
+type wsLink struct {
+	ws    *websocket.Conn
+	token string
+	recv  receiver
+
+	wmu  sync.Mutex
+	wbuf []byte
+
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newWSLink(ws *websocket.Conn, token string, recv receiver) *wsLink {
+	l := &wsLink{ws: ws, token: token, recv: recv, done: make(chan struct{})}
+	go l.read()
+	go l.heartbeat()
+	return l
+}
+
+func (l *wsLink) send(id uint64, method string, params json.RawMessage) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	b, err := appendRequest(l.wbuf[:0], id, method, params, l.token)
+	l.wbuf = b
+	if err != nil {
+		return err
+	}
+	// Bounded by the connection: the heartbeat's close unblocks a write to
+	// a daemon that stopped reading.
+	if err := l.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+		l.ws.CloseNow()
+		return fmt.Errorf("%w: %v", net.ErrClosed, err) // the reader reconnects
+	}
+	if cap(l.wbuf) > 4<<20 {
+		l.wbuf = nil // do not pin a huge buffer after one big write
+	}
+	return nil
+}
+
+// close ends the link with a normal close, waiting at most a second for
+// the daemon's answer, and never in the caller.
+func (l *wsLink) close() {
+	l.closeOnce.Do(func() {
+		close(l.done)
+		go func() {
+			stop := time.AfterFunc(time.Second, func() { l.ws.CloseNow() })
+			l.ws.Close(websocket.StatusNormalClosure, "")
+			stop.Stop()
+		}()
+	})
+}
+
+func (l *wsLink) read() {
+	var (
+		d       lineDispatcher
+		buf     []byte
+		lastErr error
+	)
+	for {
+		typ, r, err := l.ws.Reader(context.Background())
+		if err != nil {
+			lastErr = err
+			break
+		}
+		if buf, err = readMessage(r, buf[:0]); err != nil {
+			lastErr = err
+			break
+		}
+		if typ != websocket.MessageText {
+			lastErr = errors.New("daemon sent a binary WebSocket message")
+			break
+		}
+		if lastErr = d.dispatch(l, l.recv, buf); lastErr != nil {
+			break
+		}
+		if cap(buf) > 4<<20 {
+			buf = nil // do not pin a huge buffer after one big response
+		}
+	}
+	l.close()
+	l.recv.closed(l, wsLinkErr(lastErr))
+}
+
+// readMessage appends the rest of a message to dst.
+func readMessage(r io.Reader, dst []byte) ([]byte, error) {
+	if cap(dst) == 0 {
+		dst = make([]byte, 0, 64<<10)
+	}
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+// wsLinkErr words why a link ended. A close from the daemon (going away at
+// shutdown) is not an error in itself, but the link is gone all the same,
+// like a socket at EOF: the client reconnects.
+func wsLinkErr(err error) error {
+	var ce websocket.CloseError
+	if errors.As(err, &ce) {
+		if ce.Reason != "" {
+			return fmt.Errorf("%w: daemon closed the WebSocket (%d, %s)", io.ErrUnexpectedEOF, ce.Code, ce.Reason)
+		}
+		return fmt.Errorf("%w: daemon closed the WebSocket (%d)", io.ErrUnexpectedEOF, ce.Code)
+	}
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (l *wsLink) heartbeat() {
+	tick := time.NewTicker(time.Duration(wsPingInterval.Load()))
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(wsPingTimeout.Load()))
+		err := l.ws.Ping(ctx)
+		cancel()
+		if err != nil {
+			// Dropping the connection ends the reader, which reconnects.
+			l.ws.CloseNow()
+			return
+		}
+	}
+}

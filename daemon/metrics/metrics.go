@@ -1,0 +1,170 @@
+// Package metrics exports a daemon's counters in Prometheus' text format
+// (seeds/001, -metrics-addr). The counters are the daemon's own atomics
+// (daemon.Stats), read at scrape time: nothing is counted twice, and the
+// daemon itself knows nothing of HTTP or Prometheus.
+//
+// Only counts are exported: no command lines, output, paths or tokens. The
+// endpoint has no auth; bind it to a trusted interface (loopback).
+//
+// It uses prometheus/client_golang rather than a hand-written exposition:
+// the text format's escaping, HELP/TYPE lines, content negotiation
+// (OpenMetrics) and the standard go_* and process_* collectors come with
+// it, and every scraper is tested against it.
+package metrics
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seed5ad92d46/sous/daemon"
+)
+
+// Namespace prefixes every metric of the daemon.
+const Namespace = "sous_daemon"
+
+// metric names and documents one daemon.Stats field.
+type metric struct {
+	name  string
+	help  string
+	gauge bool
+}
+
+// known names the Stats fields. A field missing here is still exported,
+// under its snake_case name and as untyped, so a counter added to Stats is
+// never silently left out; give it a line here for a proper name and help.
+var known = map[string]metric{
+	"Connections":       {"connections_total", "Connections accepted, every transport (Unix socket, WebSocket).", false},
+	"ConnectionsOpen":   {"connections_open", "Connections open now, every transport.", true},
+	"Spawns":            {"spawns_total", "Processes spawned (process.spawn).", false},
+	"Exits":             {"exits_total", "Spawned processes that exited.", false},
+	"Reattaches":        {"reattaches_total", "process.reattach calls.", false},
+	"StreamBytes":       {"stream_bytes_total", "Bytes of child output read (stdout and stderr).", false},
+	"StdinBytes":        {"stdin_bytes_total", "Bytes of stdin accepted for children.", false},
+	"Refused":           {"refused_requests_total", "Requests refused for a bad or missing auth token (-32001).", false},
+	"RefusedSpawns":     {"refused_spawns_total", "Spawns refused because the command is not in --allow-command.", false},
+	"WebSocketsOpen":    {"websocket_connections_open", "WebSocket connections open now (what --max-connections bounds).", true},
+	"UpgradesRefused":   {"websocket_upgrades_unauthorized_total", "WebSocket upgrades refused with 401 (bad or missing bearer token).", false},
+	"UpgradesOverLimit": {"websocket_upgrades_over_limit_total", "WebSocket upgrades refused with 503 (--max-connections).", false},
+	"HeartbeatDrops":    {"websocket_heartbeat_drops_total", "WebSocket peers dropped for not answering a ping in time.", false},
+}
+
+// Collector is a prometheus.Collector over a daemon's Stats.
+type Collector struct {
+	values []value
+}
+
+type value struct {
+	desc *prometheus.Desc
+	typ  prometheus.ValueType
+	v    *atomic.Int64
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// NewCollector exports every atomic.Int64 field of stats.
+func NewCollector(stats *daemon.Stats) *Collector {
+	c := &Collector{}
+	rv := reflect.ValueOf(stats).Elem()
+	rt := rv.Type()
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		p, ok := rv.Field(i).Addr().Interface().(*atomic.Int64)
+		if !ok || !f.IsExported() {
+			continue
+		}
+		m, ok := known[f.Name]
+		typ := prometheus.CounterValue
+		switch {
+		case !ok:
+			m = metric{name: snake(f.Name), help: "The daemon's Stats." + f.Name + " counter."}
+			typ = prometheus.UntypedValue
+		case m.gauge:
+			typ = prometheus.GaugeValue
+		}
+		c.values = append(c.values, value{
+			desc: prometheus.NewDesc(Namespace+"_"+m.name, m.help, nil, nil),
+			typ:  typ,
+			v:    p,
+		})
+	}
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, v := range c.values {
+		ch <- v.desc
+	}
+}
+
+// Collect implements prometheus.Collector: one load per counter.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, v := range c.values {
+		ch <- prometheus.MustNewConstMetric(v.desc, v.typ, float64(v.v.Load()))
+	}
+}
+
+// snake turns a Go field name into a metric name: RefusedSpawns →
+// refused_spawns.
+func snake(name string) string {
+	var b strings.Builder
+	rs := []rune(name)
+	for i, r := range rs {
+		if unicode.IsUpper(r) {
+			if i > 0 && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Handler serves the daemon's metrics at /metrics, with the Go runtime's
+// and the process' standard collectors beside them.
+func Handler(stats *daemon.Stats) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		NewCollector(stats),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Server is a running metrics endpoint.
+type Server struct {
+	hs *http.Server
+	ln net.Listener
+}
+
+// Listen binds addr (host:port) and serves the metrics of stats on it in
+// the background.
+func Listen(addr string, stats *daemon.Stats) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{ln: ln, hs: &http.Server{Handler: Handler(stats), ReadHeaderTimeout: 10 * time.Second}}
+	go s.hs.Serve(ln) // returns when Close closes the listener
+	return s, nil
+}
+
+// URL is where the metrics are served.
+func (s *Server) URL() string { return fmt.Sprintf("http://%s/metrics", s.ln.Addr()) }
+
+// Close stops serving.
+func (s *Server) Close() error { return s.hs.Close() }

@@ -1,0 +1,108 @@
+package faultproxy
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// echoServer echoes every connection back until it ends.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fpt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "echo.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	return path
+}
+
+// relayed sends data through a fresh connection and returns what came back
+// before the proxy cut it.
+func relayed(t *testing.T, p *Proxy, data []byte) []byte {
+	t.Helper()
+	c, err := net.Dial("unix", p.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	go c.Write(data)
+	got, _ := io.ReadAll(c)
+	return got
+}
+
+func TestCutsAtTheByteBudget(t *testing.T) {
+	p := Start(t, echoServer(t), Options{MinBytes: 1000, MaxBytes: 1000, Seed: 7})
+	data := bytes.Repeat([]byte("0123456789"), 1000)
+	got := relayed(t, p, data)
+	// 1000 bytes in both directions together: what went out, what came back.
+	if len(got) >= 1000 || !bytes.Equal(got, data[:len(got)]) {
+		t.Fatalf("got %d bytes back through a 1000-byte budget", len(got))
+	}
+	if p.Cuts() != 1 || p.Dials() != 1 {
+		t.Fatalf("cuts %d dials %d", p.Cuts(), p.Dials())
+	}
+}
+
+func TestSameSeedSameBudgets(t *testing.T) {
+	target := echoServer(t)
+	a := Start(t, target, Options{MinBytes: 1, MaxBytes: 1 << 20, MinLife: time.Millisecond, MaxLife: time.Hour, Seed: 42})
+	b := Start(t, target, Options{MinBytes: 1, MaxBytes: 1 << 20, MinLife: time.Millisecond, MaxLife: time.Hour, Seed: 42})
+	for range 20 {
+		n1, d1 := a.budgets()
+		n2, d2 := b.budgets()
+		if n1 != n2 || d1 != d2 {
+			t.Fatalf("seed 42 gave %d/%s and %d/%s", n1, d1, n2, d2)
+		}
+	}
+}
+
+func TestPauseAndTimeCuts(t *testing.T) {
+	p := Start(t, echoServer(t), Options{MinLife: 50 * time.Millisecond, MaxLife: 50 * time.Millisecond})
+	c, err := net.Dial("unix", p.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatal(err)
+	}
+	if p.Cuts() != 1 {
+		t.Fatalf("cuts %d after the time budget", p.Cuts())
+	}
+	p.Pause()
+	c2, err := net.Dial("unix", p.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	time.Sleep(150 * time.Millisecond)
+	c2.Write([]byte("still here\n"))
+	buf := make([]byte, 11)
+	c2.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c2, buf); err != nil || string(buf) != "still here\n" {
+		t.Fatalf("paused proxy cut the connection: %q %v", buf, err)
+	}
+	p.Close() // cuts what is open and waits for the relays
+}

@@ -1,0 +1,102 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/claudecli"
+	"github.com/seed5ad92d46/sous/internal/modelapi"
+)
+
+// TestInterruptEndsAgentSessions interrupts a run (as Ctrl-C does) while a
+// session's turn waits for the model, on a socket daemon whose processes
+// outlive their clients: when Run returns, the CLI is gone.
+func TestInterruptEndsAgentSessions(t *testing.T) {
+	t.Parallel()
+	cli := claudecli.Find(t, claudecli.Latest)
+	hold := make(chan struct{})
+	defer close(hold)
+	arrived := make(chan struct{})
+	var once sync.Once
+	api, err := modelapi.Start(modelapi.Options{Func: func(*modelapi.Request, int) modelapi.Reply {
+		once.Do(func() { close(arrived) })
+		return modelapi.Reply{Blocks: []modelapi.Block{modelapi.TextBlock("never")}, Hold: hold}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+
+	srv, err := daemon.New(daemon.Config{Token: "tok", ShutdownGrace: time.Second, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sockDir, err := os.MkdirTemp("", "sous-rt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "d.sock")
+	ln, err := daemon.ListenUnix(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	defer func() {
+		srv.Close()
+		<-served
+	}()
+
+	cliJSON, _ := json.Marshal(cli)
+	envJSON, _ := json.Marshal(claudecli.Env(t.TempDir(), api.URL()))
+	dir := writeFiles(t, map[string]string{"main.star": `
+s = sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]), env = json.decode(args["env"]))
+s.send("hold on")
+`})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- Run(ctx, Options{
+			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir, "cli": string(cliJSON), "env": string(envJSON)},
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(),
+			Host: client.Target{URL: "unix://" + sock, Token: "tok"},
+		})
+	}()
+	select {
+	case <-arrived:
+	case err := <-done:
+		t.Fatalf("the run ended before its turn reached the model: %v\n%s", err, stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("the turn never reached the model")
+	}
+	cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
+	select {
+	case err := <-done:
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != 130 {
+			t.Errorf("Run = %v, want exit code 130", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end after the interrupt")
+	}
+	procs := srv.Registry().List()
+	if len(procs) != 1 {
+		t.Fatalf("%d processes on the daemon, want the CLI", len(procs))
+	}
+	if procs[0].Running() {
+		t.Errorf("the CLI %s still runs after the interrupted run returned", procs[0].ID)
+	}
+}
