@@ -162,7 +162,7 @@ sessions = {n: sdk.session(cwd = args["dir"] + "/" + n, cli = cli, policy = poli
 pending = [sessions[n].start("write " + n) for n in ["a", "b"]]
 
 # Busy without waiting: the requests arrive, but no policy may run.
-busy_until = time.now() + time.parse_duration("5s")
+busy_until = time.now() + time.parse_duration("8s")
 spins = 0
 while time.now() < busy_until:
     spins += 1
@@ -177,13 +177,16 @@ print("events:", events)
 	for _, l := range o.stderrLines("busy ended:") {
 		fmt.Sscanf(strings.TrimPrefix(l, "busy ended: "), "%d", &busyEnd)
 	}
+	late := ""
 	for _, name := range []string{"a", "b"} {
 		// The model's reply asks for the Write; the CLI's permission
 		// request follows within milliseconds. A second's margin makes sure
 		// it reached sous while the recipe was busy.
 		at, ok := w.marked(name)
-		if !ok || at.Add(time.Second).UnixNano() >= busyEnd {
-			t.Errorf("session %s asked for its Write at %v, not well within the busy loop (ended %v): the test proves nothing", name, at, time.Unix(0, busyEnd))
+		if !ok {
+			t.Errorf("session %s never asked for its Write", name)
+		} else if at.Add(time.Second).UnixNano() >= busyEnd {
+			late = fmt.Sprintf("session %s asked for its Write at %v, after the busy loop (ended %v)", name, at, time.Unix(0, busyEnd))
 		}
 		if got := w.readFile(filepath.Join(w.dir, name, "out.txt")); got != name+"\n" {
 			t.Errorf("%s/out.txt = %q", name, got)
@@ -192,6 +195,12 @@ print("events:", events)
 	ev := o.stderrLines("events: ")
 	if len(ev) != 1 || (ev[0] != `events: ["begin a", "end a", "begin b", "end b"]` && ev[0] != `events: ["begin b", "end b", "begin a", "end a"]`) {
 		t.Errorf("policies interleaved or did not run: %v", ev)
+	}
+	if late != "" && !t.Failed() {
+		// On a machine too loaded to start two CLIs within the busy
+		// window the run is still correct, but it does not prove that
+		// policies wait for the recipe thread: say so rather than fail.
+		t.Skipf("inconclusive on this loaded machine: %s", late)
 	}
 }
 
