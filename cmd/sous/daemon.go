@@ -176,7 +176,14 @@ wss://, put a TLS-terminating proxy in front of it.
 
 --metrics-addr ADDR serves Prometheus counters (connections, spawns, exits,
 reattaches, stream and stdin bytes, refused requests) at http://ADDR/metrics,
-without auth: bind it to loopback. A bind failure is logged, not fatal.`,
+without auth: bind it to loopback. A bind failure is logged, not fatal.
+
+--allow-command NAME|/ABS/PATH (repeatable) spawns only those programs, each
+stage of a pipeline included; others are refused with -32602, logged and
+counted. A NAME allows any command of that base name (git: git, /usr/bin/git,
+./git); an absolute path allows the command that resolves (on the child's
+PATH, or as given) to that same file. A guard, not a sandbox: an allowed
+shell runs whatever it is told.`,
 		Example: `  sous daemon serve --socket /run/sous.sock --token-file /run/sous.token
   printf '%s\n' "$TOKEN" | sous daemon serve --socket /tmp/s.sock --token-fd 0
   sous daemon serve --socket /tmp/s.sock --listen ws://127.0.0.1:8003 --metrics-addr 127.0.0.1:9103 --token-file tok`,
