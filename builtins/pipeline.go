@@ -33,8 +33,14 @@ func pipelineBuiltin(c *Call) (starlark.Value, error) {
 	if err := bind(c, 1, append([]binding{req("stages", stageLists(&stages))}, o.bindings()...)...); err != nil {
 		return nil, err
 	}
-	if err := o.refuseUnsupported(c); err != nil {
-		return nil, err
+	if denied, err := o.authorize(c, pipelineArgv(stages)); err != nil || denied != nil {
+		if err != nil {
+			return nil, err
+		}
+		return denied, denied.check(c, &o, describePipeline(stages))
+	}
+	if o.privileged {
+		stages = privilegedStages(stages)
 	}
 	native, err := hostHasFeature(c, wire.FeatureSpawnPipeline)
 	if err != nil {
@@ -239,4 +245,14 @@ func runHelper(c *Call, argv []string, limit int) (string, error) {
 		return "", c.errorf("%s on %s: exit code %d: %s", describe(argv), c.Host.target, r.exitCode, strings.TrimSpace(r.stderr))
 	}
 	return r.stdout, nil
+}
+
+// privilegedStages runs every stage of an approved privileged pipeline as
+// root.
+func privilegedStages(stages [][]string) [][]string {
+	out := make([][]string, len(stages))
+	for i, st := range stages {
+		out[i] = asRoot(st)
+	}
+	return out
 }

@@ -19,7 +19,9 @@ const runDoc = "Starts the command on the host, writes stdin (a string) and clos
 	"the daemon enforces it where it has the process.spawn.timeout extension, else sous does while it runs. " +
 	"The Result keeps exactly the first output_cap bytes of stdout and of stderr (the live echo is never cut). " +
 	"With check=True any status but \"ok\" fails the recipe with the command, the status and the last lines of stderr. " +
-	"A command that cannot be started fails even with check=False. privileged=True is not supported yet. " + sandboxDoc
+	"A command that cannot be started fails even with check=False. " +
+	"privileged=True first asks the approvers (a Request of kind \"privileged\", tool \"Sudo\", input {\"command\": [...], \"reason\": reason}): " +
+	"approved, the command runs under sudo -n (directly where the host's user is root); denied, it never starts and the status is \"denied\". " + sandboxDoc
 
 func runEntries() []Entry {
 	return []Entry{
@@ -59,28 +61,27 @@ func (o *runOptions) bindings() []binding {
 	}
 }
 
-// refuseUnsupported fails for what this build cannot do yet.
-func (o *runOptions) refuseUnsupported(c *Call) error {
-	if o.privileged {
-		return c.errorf("privileged: not supported yet (privileged commands need the approvals that come with agents)")
-	}
-	return nil
-}
-
 func runBuiltin(c *Call) (starlark.Value, error) {
 	var cmd, args []string
 	o := defaultRunOptions()
 	if err := bind(c, 2, append([]binding{req("cmd", command(&cmd)), opt("args", strList(&args))}, o.bindings()...)...); err != nil {
 		return nil, err
 	}
-	if err := o.refuseUnsupported(c); err != nil {
-		return nil, err
-	}
 	argv, err := commandLine(c, cmd, args)
 	if err != nil {
 		return nil, err
 	}
-	r, err := execute(c, c.Host, argv, &o)
+	if denied, err := o.authorize(c, argv); err != nil || denied != nil {
+		if err != nil {
+			return nil, err
+		}
+		return denied, denied.check(c, &o, describe(argv))
+	}
+	run := argv
+	if o.privileged {
+		run = asRoot(argv)
+	}
+	r, err := execute(c, c.Host, run, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +94,17 @@ func shBuiltin(c *Call) (starlark.Value, error) {
 	if err := bind(c, 1, append([]binding{req("script", str(&script))}, o.bindings()...)...); err != nil {
 		return nil, err
 	}
-	if err := o.refuseUnsupported(c); err != nil {
-		return nil, err
+	argv := []string{"sh", "-c", script}
+	if denied, err := o.authorize(c, argv); err != nil || denied != nil {
+		if err != nil {
+			return nil, err
+		}
+		return denied, denied.check(c, &o, "`"+script+"`")
 	}
-	r, err := execute(c, c.Host, []string{"sh", "-c", script}, &o)
+	if o.privileged {
+		argv = asRoot(argv)
+	}
+	r, err := execute(c, c.Host, argv, &o)
 	if err != nil {
 		return nil, err
 	}

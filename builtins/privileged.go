@@ -1,0 +1,37 @@
+package builtins
+
+// Privileged commands: run(..., privileged=True, reason=...) asks the
+// approvers (a Request of kind "privileged", tool "Sudo") before anything
+// starts. Approved, the command runs under `sudo -n`, or directly where the
+// host's user is already root; denied, it never starts and its Result has
+// status "denied".
+
+// authorize asks the approvers about a privileged command. It returns a
+// "denied" Result when they refuse, and nil when the command may run (or is
+// not privileged). A policy that fails aborts the recipe with its error.
+func (o *runOptions) authorize(c *Call, argv []string) (*Result, error) {
+	if !o.privileged {
+		return nil, nil
+	}
+	ans, err := c.Env.ApprovePrivileged(c.Thread, argv, o.reason)
+	if err != nil {
+		return nil, err
+	}
+	if ans.Allow {
+		return nil, nil
+	}
+	// The command never ran: no exit code of its own. -1 keeps exit_code
+	// an int (as for a signal) while status says what happened.
+	msg := ans.Message + "\n"
+	return &Result{env: c.Env, status: StatusDenied, exitCode: -1, stderr: msg,
+		stages: []Stage{{ExitCode: -1, Stderr: msg}}}, nil
+}
+
+// asRoot wraps argv so the host decides how to gain root: directly when its
+// user already is root, else through `sudo -n` (never prompting: a sudo that
+// needs a password fails at once with its own message). The check runs on
+// the daemon's host, which is where the command runs.
+func asRoot(argv []string) []string {
+	script := `if [ "$(id -u)" = 0 ]; then exec "$@"; fi; exec sudo -n -- "$@"`
+	return append([]string{"sh", "-c", script, "sous-privileged"}, argv...)
+}
