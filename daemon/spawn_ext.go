@@ -168,6 +168,8 @@ func processResize(_ context.Context, se *Session, raw json.RawMessage) (any, fu
 		return nil, nil, wire.InvalidParams("Process has no terminal (spawned without tty)")
 	case errors.Is(err, proc.ErrNotRunning):
 		return nil, nil, wire.InvalidParams("Process not running")
+	case errors.Is(err, proc.ErrTerminalClosed):
+		return nil, nil, wire.InvalidParams("Process terminal closed")
 	case err != nil:
 		return nil, nil, wire.Internal(err)
 	}

@@ -46,13 +46,23 @@ Ctrl-C (and SIGTERM) are forwarded to the command's process group; a second
 Ctrl-C within 2 s sends SIGKILL. A command killed by a signal makes sous exit
 with 128+n for the signal sous sent (130 for Ctrl-C, 143 for SIGTERM, 137 for
 SIGKILL) and 255 when something else killed it. --timeout stops the whole
-process group (SIGTERM, then SIGKILL after 3 s) and exits 124.
+process group (SIGTERM, then SIGKILL after 3 s) and exits 124; the daemon
+enforces it when it can (process.spawn.timeout), so it holds even if sous is
+gone.
+
+With --tty the command gets a pseudo-terminal the size of yours (24x80 when
+stdin and stdout are not terminals) and your TERM. Your terminal is put in raw
+mode while it runs, so every key, Ctrl-C included, reaches the command as
+typed; resizing your terminal resizes the command's; your terminal is
+restored when the command ends. The command's stdout and stderr both arrive
+on stdout, as on a terminal.
 
 With --detach, sous prints the process id and leaves the command running on a
 daemon that outlives it (--socket or --remote); follow it later with
 'sous attach ID'.`,
 		Example: `  sous exec -- make test
   sous exec --cwd /src -e GOFLAGS=-race -- go test ./...
+  sous exec --remote ssh://build --tty -- htop
   sous exec --socket /tmp/sous.sock --detach --id nightly -- ./long-job.sh
   git diff | sous exec --remote ssh://build -- patch -p1`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -69,7 +79,7 @@ daemon that outlives it (--socket or --remote); follow it later with
 	f.StringVar(&o.id, "id", "", "process id on the daemon (default a fresh UUID)")
 	f.StringVar(&o.cwd, "cwd", "", "working directory of the command on the daemon's host")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "set an environment variable (K=V; K= sets it empty; repeatable)")
-	f.BoolVar(&o.tty, "tty", false, "give the command a pseudo-terminal")
+	f.BoolVar(&o.tty, "tty", false, "give the command a pseudo-terminal the size of yours (raw mode here while it runs)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the command's process group after this long (e.g. 30s, 5m)")
 	f.BoolVar(&o.detach, "detach", false, "print the id and leave the command running")
 	f.SetInterspersed(false)

@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,6 +53,10 @@ type Client struct {
 	features map[string]bool
 	dead     error // set when the client is closed or gave up reconnecting
 	closeCh  chan struct{}
+	// broken lists the links that broke while a reconnect was under way
+	// (cur nil): the link being resumed may be one of them, and must not
+	// become current once its reader is gone.
+	broken []link
 }
 
 // ErrClosed is returned by calls on a closed client.
@@ -302,7 +307,11 @@ func (c *Client) closed(l link, err error) {
 	c.mu.Lock()
 	if c.cur != l || c.dead != nil {
 		// Not the current link (one being resumed): fail what was sent on it
-		// so the resume notices and dials again.
+		// so the resume notices and dials again, and remember it broke in
+		// case nothing was in flight on it.
+		if c.cur == nil && c.dead == nil {
+			c.broken = append(c.broken, l)
+		}
 		var stranded []*call
 		for id, cl := range c.pending {
 			if cl.via == l {
@@ -429,6 +438,14 @@ func (c *Client) resume(ctx context.Context, l link) error {
 		c.mu.Unlock()
 		return c.dead
 	}
+	if slices.Contains(c.broken, l) {
+		// It broke after its last reattach answered: its reader is gone, so
+		// as the current link it would leave the client waiting forever.
+		c.broken = nil
+		c.mu.Unlock()
+		return fmt.Errorf("%w: the new connection broke while resuming", ErrConnectionLost)
+	}
+	c.broken = nil
 	c.cur = l
 	close(c.ready)
 	var resend []uint64
@@ -502,6 +519,7 @@ func (c *Client) giveUp(err error) {
 		c.dead = err
 		close(c.ready)
 	}
+	c.broken = nil
 	c.mu.Unlock()
 	c.opt.Logger.Error("daemon connection lost", "err", err)
 	c.failAll(err)

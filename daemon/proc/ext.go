@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,6 +44,22 @@ func (e *extState) init(spec Spec, outputs []output) {
 	if spec.TTY != nil {
 		e.tty = outputs[0].f
 	}
+}
+
+// logAttrs are the extensions' attributes of the spawn log line (none for
+// a plain process).
+func (e *extState) logAttrs(spec Spec) []any {
+	var attrs []any
+	if e.pipeline {
+		attrs = append(attrs, "stages", len(e.stages))
+	}
+	if spec.TTY != nil {
+		attrs = append(attrs, "tty", fmt.Sprintf("%dx%d", spec.TTY.Rows, spec.TTY.Cols))
+	}
+	if spec.Timeout > 0 {
+		attrs = append(attrs, "timeout", spec.Timeout.String())
+	}
+	return attrs
 }
 
 // spawnExt starts a pipeline or a process with a terminal.
@@ -153,8 +170,9 @@ func (p *Process) HasTTY() bool { return p.ext.tty != nil }
 
 // Errors of Resize.
 var (
-	ErrNoTerminal = errors.New("process has no terminal (it was spawned without tty)")
-	ErrNotRunning = errors.New("process not running")
+	ErrNoTerminal     = errors.New("process has no terminal (it was spawned without tty)")
+	ErrNotRunning     = errors.New("process not running")
+	ErrTerminalClosed = errors.New("the process's terminal is closed")
 )
 
 // Resize sets the size of the process's terminal; the kernel sends SIGWINCH
@@ -167,8 +185,14 @@ func (p *Process) Resize(size wire.TermSize) error {
 		return ErrNotRunning
 	}
 	if err := setWinsize(p.ext.tty, size); err != nil {
-		if errors.Is(err, os.ErrClosed) {
-			return ErrNotRunning // the child went away meanwhile
+		// The daemon closes its side once the terminal hung up (every
+		// descriptor of it in the child's tree closed), which is usually
+		// the child exiting.
+		if !p.Running() {
+			return ErrNotRunning
+		}
+		if errors.Is(err, os.ErrClosed) || strings.Contains(err.Error(), "closed file") {
+			return ErrTerminalClosed
 		}
 		return fmt.Errorf("resize: %w", err)
 	}

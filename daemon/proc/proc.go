@@ -209,7 +209,7 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	if follow {
 		cur = p.Log.NewCursor(0) // before the readers start
 	}
-	r.opt.Logger.Info("spawn", "id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid, "stages", len(cmds), "tty", spec.TTY != nil)
+	r.opt.Logger.Info("spawn", append([]any{"id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid}, p.ext.logAttrs(spec)...)...)
 	r.wg.Add(3)
 	go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
 	go func() { defer r.wg.Done(); r.supervise(p) }()
