@@ -224,14 +224,29 @@ func TestReattachSameConnection(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
 	c := d.dial()
-	c.result("process.spawn", shParams("tick", `i=0; while [ $i -lt 200 ]; do echo $i; i=$((i+1)); done; sleep 0.2; echo end`))
-	c.waitFrames("tick", 1)
+	// The child goes quiet (waiting on stdin) while the test reattaches:
+	// frames a previous subscription wrote after its own reply may still
+	// be in flight when the test clears its buffer, which would look like
+	// duplicates. Replayed frames always precede the reply, so a quiet
+	// child makes each round's frames exactly the replay.
+	c.result("process.spawn", shParams("tick", `i=0; while [ $i -lt 200 ]; do echo $i; i=$((i+1)); done; read x; echo end`))
+	c.waitFor("200 lines", 10*time.Second, func() bool { // called with c.mu held
+		var out []byte
+		var f wire.Frame
+		for _, line := range c.frames["tick"] {
+			if _, err := wire.ParseFrame(line, &f); err == nil && f.Stream == wire.Stdout {
+				out = append(out, f.Data...)
+			}
+		}
+		return bytes.HasSuffix(out, []byte("199\n"))
+	})
 	for i := 0; i < 5; i++ {
 		c.mu.Lock()
 		delete(c.frames, "tick")
 		c.mu.Unlock()
 		c.result("process.reattach", `{"id":"tick","fromSeq":0}`)
 	}
+	c.result("process.stdin", `{"id":"tick","data":"Z28K"}`) // "go\n": the child prints end and exits
 	frames := c.waitExit("tick")
 	checkSeqs(t, frames, 1)
 	var want strings.Builder
