@@ -63,20 +63,16 @@ func localSize(streams *IO) (rows, cols int, ok bool) {
 // followTTY runs the local side of a terminal session: raw mode while it
 // lasts, keys forwarded as raw bytes, size changes forwarded, then the exit
 // code as follow gives it.
-func followTTY(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration) (err error) {
+func followTTY(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration) error {
 	if fd, ok := terminalFd(streams.In); ok {
 		state, rerr := term.MakeRaw(fd)
 		if rerr != nil {
+			p.Kill(ctx, "KILL") // started, but nobody could type into it
 			return fmt.Errorf("exec --tty: raw mode: %w", rerr)
 		}
 		// Every way out of here passes this: the exit, an error, a panic;
 		// signals that end sous are forwarded by follow, which then returns.
-		defer func() {
-			term.Restore(fd, state)
-			if err != nil {
-				fmt.Fprint(streams.ErrOut, "\r") // raw mode left the cursor mid-line
-			}
-		}()
+		defer term.Restore(fd, state)
 	}
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)

@@ -31,7 +31,7 @@ func TestArgumentErrors(t *testing.T) {
 		{`run("true", timeout=-1)`, "run: timeout: want a number of seconds between 0 and 3153600000, got -1"},
 		{`run("true", output_cap=-1)`, "run: output_cap: want at least 0, got -1"},
 		{`run("true", stdin=1)`, "run: stdin: want string or bytes, got int"},
-		{`run("true", privileged=True, reason="x")`, "run: privileged: not supported yet"},
+		{`run("true", privileged=True, reason="x")`, "run: `true`: denied (status \"denied\")"}, // no approver: see the privileged tests
 		{`sh(["ls"])`, "sh: script: want string, got list"},
 		{`pipeline([])`, "pipeline: stages: want at least one stage, got none"},
 		{`pipeline([["ls"], "wc"])`, "pipeline: stages[1]: want list of strings, got string"},
