@@ -313,6 +313,20 @@ print("never reached")
 				o.Len(), strings.Count(o.String(), "\n"), len(w), strings.Count(w, "\n"))
 		}
 	}
-	t.Logf("runner SIGKILLed: 3 children kept running; attach recovered %d + %d lines and %d bytes byte-exact with their exit codes",
-		150, 150, len(want["bulk"]))
+	t.Logf("runner SIGKILLed: its tickers kept running; attach recovered 2 x 150 lines and %d bytes (400,000 lines) byte-exact, with their exit codes",
+		len(want["bulk"]))
+}
+
+// TestReconnectTimeoutEnvIsChecked: a malformed SOUS_RECONNECT_TIMEOUT is a
+// usage error naming the variable, found before anything runs.
+func TestReconnectTimeoutEnvIsChecked(t *testing.T) {
+	t.Parallel()
+	recipe := filepath.Join(t.TempDir(), "r.star")
+	os.WriteFile(recipe, []byte("print('ran')\n"), 0o644)
+	cmd := exec.Command(sousBinary(t), "run", "--socket", "/nonexistent/d.sock", recipe)
+	cmd.Env = append(cleanEnv(), "SOUS_RECONNECT_TIMEOUT=soon")
+	out, err := cmd.CombinedOutput()
+	if exitCode(err) != 2 || !strings.Contains(string(out), "SOUS_RECONNECT_TIMEOUT=\"soon\"") || strings.Contains(string(out), "ran") {
+		t.Errorf("exit %d: %s", exitCode(err), out)
+	}
 }
