@@ -44,6 +44,10 @@ type Config struct {
 	ReplayDiskLimit int64
 	// KeepChildren leaves children running across a graceful shutdown.
 	KeepChildren bool
+	// RetainExited and RetainFor bound how many exited processes stay
+	// reattachable and for how long (defaults 1000 and 1 h).
+	RetainExited int
+	RetainFor    time.Duration
 	// ShutdownGrace is how long children get between SIGTERM and SIGKILL at
 	// shutdown (default 2 s).
 	ShutdownGrace time.Duration
@@ -153,12 +157,15 @@ func New(cfg Config) (*Server, error) {
 		logOpt.SpillDir = spill
 	}
 	s.reg = proc.NewRegistry(proc.Options{
-		Log:      logOpt,
-		Env:      cfg.Env,
-		Dir:      cfg.Dir,
-		Logger:   cfg.Logger,
-		OnExit:   func(*proc.Process) { s.stats.Exits.Add(1) },
-		OnOutput: func(n int) { s.stats.StreamBytes.Add(int64(n)) },
+		Log:    logOpt,
+		Env:    cfg.Env,
+		Dir:    cfg.Dir,
+		Logger: cfg.Logger,
+		OnExit: func(*proc.Process) { s.stats.Exits.Add(1) },
+
+		RetainExited: cfg.RetainExited,
+		RetainFor:    cfg.RetainFor,
+		OnOutput:     func(n int) { s.stats.StreamBytes.Add(int64(n)) },
 
 		TimeoutGrace: cfg.TimeoutGrace,
 	})

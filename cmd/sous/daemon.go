@@ -64,6 +64,8 @@ type serveOptions struct {
 	logFile         string
 	replayMemLimit  int
 	replayDiskLimit int64
+	retainExited    int
+	retainFor       time.Duration
 	allowCommands   []string // --allow-command
 	// WebSocket transport and metrics (feature transport.websocket,
 	// seeds/001 -metrics-addr).
@@ -83,6 +85,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.IntVar(&o.replayMemLimit, "replay-mem-limit", 4<<20, "bytes of output per process kept in memory for replay")
 	f.Int64Var(&o.replayDiskLimit, "replay-disk-limit", 1<<30, "bytes of output per process spilled to disk for replay; older output is dropped and reported via firstSeq")
+	f.IntVar(&o.retainExited, "retain-exited", 1000, "how many exited processes stay reattachable; older ones are forgotten")
+	f.DurationVar(&o.retainFor, "retain-for", time.Hour, "how long an exited process stays reattachable")
 	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "spawn only this program (`NAME`: any command of that base name; /ABS/PATH: that file, found on PATH or named); repeatable; default: any. Refusals are -32602, logged and counted")
 	f.StringArrayVar(&o.listen, "listen", nil, "also serve JSON-RPC over WebSocket at `ws://HOST:PORT[/PATH]` (path default /; repeatable; --socket \"\" serves WebSocket only)")
 	f.BoolVar(&o.wsRequireBearer, "ws-require-bearer", true, "refuse WebSocket upgrades without \"Authorization: Bearer TOKEN\" (401); =false admits them and relies on each request's auth")
@@ -234,6 +238,8 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		StateDir:        stateDir,
 		ReplayMemLimit:  o.replayMemLimit,
 		ReplayDiskLimit: o.replayDiskLimit,
+		RetainExited:    o.retainExited,
+		RetainFor:       o.retainFor,
 		KeepChildren:    o.keepChildren,
 		Logger:          logger,
 		AllowCommands:   o.allowCommands,
@@ -358,7 +364,8 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 	args := []string{"daemon", "serve", "--socket", o.socket, "--token-fd", "3",
 		"--log-format", o.logFormat,
 		"--replay-mem-limit", strconv.Itoa(o.replayMemLimit),
-		"--replay-disk-limit", strconv.FormatInt(o.replayDiskLimit, 10)}
+		"--replay-disk-limit", strconv.FormatInt(o.replayDiskLimit, 10),
+		"--retain-exited", strconv.Itoa(o.retainExited), "--retain-for", o.retainFor.String()}
 	if o.stateDir != "" {
 		args = append(args, "--state-dir", o.stateDir)
 	}

@@ -39,6 +39,10 @@ type Options struct {
 	DrainAfterExit time.Duration
 	// OnExit, when set, is called after a process's exit frame is appended.
 	OnExit func(*Process)
+	// RetainExited is how many exited processes stay reattachable (default
+	// 1000); RetainFor how long after exiting (default 1 h). See retain.go.
+	RetainExited int
+	RetainFor    time.Duration
 	// OnOutput, when set, is called with the byte count of every output read.
 	OnOutput func(n int)
 	// TimeoutGrace is how long a group killed for its Spec.Timeout gets
@@ -65,6 +69,12 @@ func NewRegistry(opt Options) *Registry {
 	}
 	if opt.DrainAfterExit <= 0 {
 		opt.DrainAfterExit = 250 * time.Millisecond
+	}
+	if opt.RetainExited <= 0 {
+		opt.RetainExited = defaultRetainExited
+	}
+	if opt.RetainFor <= 0 {
+		opt.RetainFor = defaultRetainFor
 	}
 	return &Registry{opt: opt, procs: make(map[string]*Process)}
 }
@@ -109,6 +119,7 @@ type Process struct {
 	stageCodes []int         // a pipeline's, set when reaped
 	timedOut   bool          // killed because Spec.Timeout passed
 	reapedCh   chan struct{} // closed once reaped
+	exitedAt   time.Time     // when the exit frame went in (retain.go)
 	doneCh     chan struct{} // closed once the exit frame is in the log
 }
 
@@ -241,11 +252,13 @@ func (r *Registry) supervise(p *Process) {
 	p.stdin.stop()
 	code, _ := p.ExitCode()
 	p.Log.Append(p.ctx, p.exitFrame()) // fails only when discarded
+	p.markExited(time.Now())
 	close(p.doneCh)
 	r.opt.Logger.Info("exit", "id", p.ID, "pid", p.Pid, "exitCode", code)
 	if r.opt.OnExit != nil {
 		r.opt.OnExit(p)
 	}
+	r.prune(time.Now())
 }
 
 // readPipe turns one pipe into frames of at most one 32 KiB read each, until
