@@ -67,10 +67,19 @@ func dialProxy(t *testing.T, path string) *client.Client {
 }
 
 func TestReconnectStreamsByteExact(t *testing.T) {
-	// 200 MiB in CI (a few seconds), 1 GiB with SOUS_SOAK=1. The child is
-	// this test binary writing a seeded ChaCha8 stream (see TestMain), which
-	// the handler regenerates and compares as frames arrive: no temp file,
-	// no second pass.
+	sock := startDaemon(t, daemon.Config{ReplayMemLimit: 1 << 20})
+	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinBytes: 200 << 10, MaxBytes: 600 << 10})
+	checkStreamByteExact(t, dialProxy(t, proxy.Path()), proxy, "")
+}
+
+// checkStreamByteExact streams 200 MiB in CI (a few seconds), 1 GiB with
+// SOUS_SOAK=1, through c while proxy cuts its connections, and checks every
+// byte arrives once, in order. The child is this test binary writing a
+// seeded ChaCha8 stream (see TestMain), which the handler regenerates and
+// compares as frames arrive: no temp file, no second pass. The socket and
+// WebSocket tests share it: only the link differs.
+func checkStreamByteExact(t *testing.T, c *client.Client, proxy *faultproxy.Proxy, over string) {
+	t.Helper()
 	size := int64(soak.Int(200<<20, 1<<30))
 	if testing.Short() {
 		size = 8 << 20
@@ -80,10 +89,6 @@ func TestReconnectStreamsByteExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := uint64(time.Now().UnixNano())
-
-	sock := startDaemon(t, daemon.Config{ReplayMemLimit: 1 << 20})
-	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinBytes: 200 << 10, MaxBytes: 600 << 10})
-	c := dialProxy(t, proxy.Path())
 
 	expect := randomStream(seed)
 	var buf []byte
@@ -129,20 +134,26 @@ func TestReconnectStreamsByteExact(t *testing.T) {
 		t.Fatalf("only %d cuts: the test did not exercise reconnects", proxy.Cuts())
 	}
 	took := time.Since(start)
-	t.Logf("%d MiB byte-exact across %d dropped connections in %s (%.0f MiB/s)", size>>20, proxy.Cuts(), took.Round(time.Millisecond), float64(size>>20)/took.Seconds())
+	t.Logf("%d MiB byte-exact%s across %d dropped connections in %s (%.0f MiB/s)", size>>20, over, proxy.Cuts(), took.Round(time.Millisecond), float64(size>>20)/took.Seconds())
 }
 
 func ptr[T any](v T) *T { return &v }
 
 func TestReconnectStdinExactlyOnce(t *testing.T) {
+	sock := startDaemon(t, daemon.Config{})
+	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinBytes: 50 << 10, MaxBytes: 150 << 10})
+	checkStdinExactlyOnce(t, dialProxy(t, proxy.Path()), proxy, "")
+}
+
+// checkStdinExactlyOnce writes 50,000 stdin lines (500,000 with SOUS_SOAK=1)
+// through c while proxy cuts its connections, and checks the child got each
+// exactly once, in order.
+func checkStdinExactlyOnce(t *testing.T, c *client.Client, proxy *faultproxy.Proxy, over string) {
+	t.Helper()
 	lines := soak.Int(50000, 500000)
 	if testing.Short() {
 		lines = 5000
 	}
-	sock := startDaemon(t, daemon.Config{})
-	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinBytes: 50 << 10, MaxBytes: 150 << 10})
-	c := dialProxy(t, proxy.Path())
-
 	out := filepath.Join(t.TempDir(), "received")
 	ctx, cancel := context.WithTimeout(context.Background(), soak.Duration(3*time.Minute, 30*time.Minute))
 	defer cancel()
@@ -181,7 +192,7 @@ func TestReconnectStdinExactlyOnce(t *testing.T) {
 	if proxy.Cuts() < 5 {
 		t.Fatalf("only %d cuts: the test did not exercise reconnects", proxy.Cuts())
 	}
-	t.Logf("%d stdin lines exactly once, in order, across %d dropped connections in %s", lines, proxy.Cuts(), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d stdin lines exactly once, in order%s, across %d dropped connections in %s", lines, over, proxy.Cuts(), time.Since(start).Round(time.Millisecond))
 }
 
 func TestEmbeddedSpawnWaitAndReattach(t *testing.T) {

@@ -1,23 +1,15 @@
 package client_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"net"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
 )
 
@@ -60,105 +52,17 @@ func dialWS(t *testing.T, addr string) *client.Client {
 // nothing lost or repeated. Only the link differs; the reconnect machinery
 // is the same.
 func TestWebSocketReconnectStreamsByteExact(t *testing.T) {
-	size := 100 << 20
-	if testing.Short() {
-		size = 8 << 20
-	}
-	src := filepath.Join(t.TempDir(), "random")
-	data := make([]byte, size)
-	rand.Read(data)
-	if err := os.WriteFile(src, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	want := sha256.Sum256(data)
-	data = nil
-
 	addr, _ := startWSDaemon(t, daemon.Config{ReplayMemLimit: 1 << 20}, daemon.WebSocketOptions{RequireBearer: true})
 	proxy := faultproxy.Start(t, addr, faultproxy.Options{TCP: true, MinBytes: 200 << 10, MaxBytes: 600 << 10})
-	c := dialWS(t, proxy.Path())
-
-	h := sha256.New()
-	var got atomic.Int64
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	start := time.Now()
-	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "stream", Command: "cat", Args: []string{src}}, func(f *wire.Frame) {
-		if f.Stream == wire.Stdout {
-			h.Write(f.Data)
-			got.Add(int64(len(f.Data)))
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, err := p.Wait(ctx)
-	if err != nil || code != 0 {
-		t.Fatalf("wait: %d, %v (received %d of %d bytes, %d cuts)", code, err, got.Load(), size, proxy.Cuts())
-	}
-	if got.Load() != int64(size) || !bytes.Equal(h.Sum(nil), want[:]) {
-		t.Fatalf("received %d bytes (want %d), sha256 match %v", got.Load(), size, bytes.Equal(h.Sum(nil), want[:]))
-	}
-	if p.Lost() != 0 {
-		t.Fatalf("client reports %d lost frames", p.Lost())
-	}
-	if proxy.Cuts() < 10 {
-		t.Fatalf("only %d cuts: the test did not exercise reconnects", proxy.Cuts())
-	}
-	t.Logf("%d MiB byte-exact over WebSocket across %d dropped connections in %v", size>>20, proxy.Cuts(), time.Since(start).Round(time.Millisecond))
+	checkStreamByteExact(t, dialWS(t, proxy.Path()), proxy, " over WebSocket")
 }
 
 func TestWebSocketReconnectStdinExactlyOnce(t *testing.T) {
-	lines := 50000
-	if testing.Short() {
-		lines = 5000
-	}
 	addr, _ := startWSDaemon(t, daemon.Config{}, daemon.WebSocketOptions{RequireBearer: true})
 	proxy := faultproxy.Start(t, addr, faultproxy.Options{TCP: true, MinBytes: 50 << 10, MaxBytes: 150 << 10})
-	c := dialWS(t, proxy.Path())
-
-	out := filepath.Join(t.TempDir(), "received")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "stdin", Command: "sh", Args: []string{"-c", "cat > " + out}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range lines {
-		if _, err := p.Write(ctx, []byte("line "+strconv.Itoa(i)+"\n")); err != nil {
-			t.Fatalf("write line %d: %v (%d cuts so far)", i, err, proxy.Cuts())
-		}
-	}
-	if err := p.CloseStdin(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if code, err := p.Wait(ctx); err != nil || code != 0 {
-		t.Fatalf("wait: code %d, %v", code, err)
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	n := 0
-	for sc.Scan() {
-		if want := "line " + strconv.Itoa(n); sc.Text() != want {
-			t.Fatalf("line %d is %q, want %q", n, sc.Text(), want)
-		}
-		n++
-	}
-	if n != lines {
-		t.Fatalf("child received %d lines, want %d", n, lines)
-	}
-	if proxy.Cuts() < 5 {
-		t.Fatalf("only %d cuts: the test did not exercise reconnects", proxy.Cuts())
-	}
-	t.Logf("%d stdin lines exactly once over WebSocket across %d dropped connections", lines, proxy.Cuts())
+	checkStdinExactlyOnce(t, dialWS(t, proxy.Path()), proxy, " over WebSocket")
 }
 
-// A daemon restart on the same address (a going-away close) is survived
-// like a socket EOF: the client redials and the daemon's processes, gone
-// with it, fail clearly.
 func TestWebSocketDaemonGoingAway(t *testing.T) {
 	t.Parallel()
 	addr, srv := startWSDaemon(t, daemon.Config{}, daemon.WebSocketOptions{RequireBearer: true})
