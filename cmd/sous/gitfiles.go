@@ -50,14 +50,20 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 			}
 			params := q.params(args, isLocal(url))
 			for k, v := range flagParams {
-				if s, ok := v.(*string); ok {
-					if *s == "" {
+				switch f := v.(type) {
+				case *pathFlag: // a path on the daemon's host: absolute when that is here
+					if f.value == "" {
 						continue
 					}
-					v = *s
+					v = f.value
 					if isLocal(url) {
-						v = absPath(*s)
+						v = absPath(f.value)
 					}
+				case *string:
+					if *f == "" {
+						continue
+					}
+					v = *f
 				}
 				params[k] = v
 			}
@@ -187,9 +193,9 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 		return fmt.Errorf("%s (%s)", r.Error, r.ErrorCode)
 	}
 	repoFlag := func(cmd *cobra.Command, params map[string]any) {
-		var repo string
-		cmd.Flags().StringVar(&repo, "repo", "", "the repository (default: the daemon's working directory)")
-		params["baseRepo"] = &repo
+		repo := &pathFlag{}
+		cmd.Flags().StringVar(&repo.value, "repo", "", "the repository (default: the daemon's working directory)")
+		params["baseRepo"] = repo
 	}
 	cmd.AddCommand(
 		queryCmd{
@@ -237,6 +243,11 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 	)
 	return cmd
 }
+
+// pathFlag is a flag whose value is a path on the daemon's host, made
+// absolute like the positional PATH arguments; other string flags (a branch
+// name) are sent as given.
+type pathFlag struct{ value string }
 
 func dash(s string) string {
 	if s == "" {

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOneOffCommands runs every one-off command against the embedded daemon
+// and against a socket daemon, checking output and exit codes.
+func TestOneOffCommands(t *testing.T) {
+	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
+	targets := []struct {
+		name  string
+		flags []string
+	}{
+		{"embedded", nil},
+		{"socket", []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}},
+	}
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			// cmd runs `sous WORDS... TARGET-FLAGS... REST...`: flags go
+			// right after the command words (exec stops parsing at --).
+			cmd := func(words []string, rest ...string) outcome {
+				t.Helper()
+				args := append(append(append([]string(nil), words...), tg.flags...), rest...)
+				return sous(t, args...)
+			}
+			want := func(o outcome, code int, stdoutHas, stderrHas string) {
+				t.Helper()
+				if o.code != code || !strings.Contains(o.stdout, stdoutHas) || !strings.Contains(o.stderr, stderrHas) {
+					t.Errorf("exit %d (want %d)\nstdout: %q (want %q)\nstderr: %q (want %q)", o.code, code, o.stdout, stdoutHas, o.stderr, stderrHas)
+				}
+			}
+
+			want(cmd([]string{"exec"}, "--", "sh", "-c", "echo out; echo err >&2; exit 3"), 3, "out\n", "err\n")
+			want(cmd([]string{"exec"}, "-e", "GREETING=hi", "--cwd", "/", "--", "sh", "-c", `echo "$GREETING from $PWD"`), 0, "hi from /\n", "")
+			want(cmd([]string{"exec"}, "--timeout", "200ms", "--", "sleep", "5"), 124, "", "timed out after 200ms")
+			want(cmd([]string{"exec"}, "--", "no-such-program-here"), 1, "", "executable file not found")
+
+			want(cmd([]string{"rpc"}, "server.ping"), 0, `"pong": true`, "")
+			o := cmd([]string{"rpc"}, "files.stat", `{"path":1}`)
+			if o.code != 1 || o.stderr != "-32602: Invalid params\n" {
+				t.Errorf("rpc error: exit %d, stderr %q", o.code, o.stderr)
+			}
+			want(cmd([]string{"rpc"}, "nope.x"), 1, "", "-32601: Unknown namespace: nope")
+
+			repo := makeRepo(t)
+			want(cmd([]string{"git", "info"}, repo), 0, "branch          main", "")
+			o = cmd([]string{"git", "info"}, repo, "--json")
+			var info struct {
+				IsRepo bool   `json:"isRepo"`
+				Root   string `json:"root"`
+			}
+			if err := json.Unmarshal([]byte(o.stdout), &info); err != nil || !info.IsRepo || info.Root != repo {
+				t.Errorf("git info --json: %v %+v %q", err, info, o.stdout)
+			}
+			want(cmd([]string{"git", "status"}, repo), 0, "clean", "")
+			want(cmd([]string{"git", "branches"}, repo), 0, "feature\nmain\n", "")
+			wt := filepath.Join(t.TempDir(), "wt")
+			want(cmd([]string{"git", "worktree", "create"}, "topic", wt, "--repo", repo, "--source", "feature"), 0, "created "+wt+" from feature", "")
+			want(cmd([]string{"git", "worktree", "create"}, "topic2", wt, "--repo", repo), 1, "", "worktree_add_failed")
+			want(cmd([]string{"git", "worktree", "remove"}, wt, "--repo", repo), 0, "removed", "")
+			want(cmd([]string{"git", "worktree", "create"}, "x", wt, "--repo", t.TempDir()), 1, "", "not a git repository (not_a_repo)")
+
+			dir := t.TempDir()
+			file := filepath.Join(dir, "a.txt")
+			os.WriteFile(file, []byte("content\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, ".hidden"), nil, 0o644)
+			os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+			want(cmd([]string{"files", "stat"}, file), 0, "-rw-r--r-- 8", "")
+			want(cmd([]string{"files", "stat"}, filepath.Join(dir, "missing")), 1, "does not exist", "path does not exist")
+			o = cmd([]string{"files", "list"}, dir)
+			if o.code != 0 || o.stdout != "a.txt\nsub/\n" {
+				t.Errorf("files list: exit %d, %q", o.code, o.stdout)
+			}
+			want(cmd([]string{"files", "read"}, file), 0, "content\n", "")
+			want(cmd([]string{"files", "read"}, file, "--max-bytes", "3"), 1, "", "files.read: file exceeds maxBytes")
+			want(cmd([]string{"files", "validate"}, dir), 0, "valid directory", "")
+
+			archive := filepath.Join(t.TempDir(), "r.tar.gz")
+			if out, err := exec.Command("tar", "czf", archive, "-C", dir, "a.txt", "sub").CombinedOutput(); err != nil {
+				t.Fatalf("tar: %v %s", err, out)
+			}
+			dest := filepath.Join(t.TempDir(), "dest")
+			want(cmd([]string{"files", "extract-tar"}, archive, dest), 0, "extracted 1 files", "")
+			if _, err := os.Stat(filepath.Join(dest, ".synced")); err != nil {
+				t.Errorf("no .synced marker: %v", err)
+			}
+			want(cmd([]string{"files", "extract-tar"}, archive, "/"), 1, "", "destDir must be an absolute, non-root path: /")
+
+			want(cmd([]string{"attach"}, "no-such-id"), 1, "", `no process with id "no-such-id"`)
+			want(cmd([]string{"kill"}, "no-such-id"), 1, "", "Process not found")
+			want(cmd([]string{"kill"}, "no-such-id", "--wait"), 1, "", `no process with id "no-such-id"`)
+			want(cmd([]string{"ps"}), 0, "ID", "")
+
+			if tg.name == "embedded" {
+				want(cmd([]string{"exec"}, "--detach", "--", "true"), 2, "", "--detach needs a daemon that outlives sous")
+				return
+			}
+			// A socket daemon keeps processes across commands: detach, list,
+			// kill, attach.
+			want(cmd([]string{"exec"}, "--detach", "--id", "napper", "--", "sh", "-c", "echo napping; exec sleep 30"), 0, "napper\n", "")
+			want(cmd([]string{"ps"}), 0, "napper", "")
+			want(cmd([]string{"kill"}, "napper", "--wait", "--grace", "2s"), 0, "napper exited", "")
+			o = cmd([]string{"attach"}, "napper")
+			if o.code != 128+15 && o.code != 255 {
+				t.Errorf("attach of a killed process: exit %d", o.code)
+			}
+			if o.stdout != "napping\n" {
+				t.Errorf("attach replay: %q", o.stdout)
+			}
+			want(cmd([]string{"attach"}, "napper", "--from-seq", "1"), 255, "", "")
+		})
+	}
+}
+
+// TestOneOffBadInput: missing arguments are usage errors (exit 2); a wrong
+// token and an unreachable daemon are one line naming what to fix.
+func TestOneOffBadInput(t *testing.T) {
+	sock, _ := socketDaemon(t, "right", daemonConfig(t))
+	for _, tt := range []struct {
+		args      []string
+		code      int
+		stderrHas string
+	}{
+		{[]string{"exec"}, 2, "missing the command to run"},
+		{[]string{"attach"}, 2, "want 1 argument(s), got 0"},
+		{[]string{"kill"}, 2, "want 1 argument(s), got 0"},
+		{[]string{"rpc"}, 2, "want METHOD"},
+		{[]string{"rpc", "files.stat", "{oops"}, 2, "params are not valid JSON"},
+		{[]string{"git", "worktree", "create", "only-branch"}, 2, "wrong number of arguments"},
+		{[]string{"files", "stat"}, 2, "wrong number of arguments"},
+		{[]string{"files", "extract-tar", "a.tar.gz"}, 2, "wrong number of arguments"},
+		{[]string{"exec", "-e", "NOEQUALS", "--", "true"}, 2, `-e "NOEQUALS": want KEY=VALUE`},
+		{[]string{"attach", "x", "--from-seq", "-1"}, 2, "--from-seq must be 0 or more"},
+		{[]string{"ps", "--socket", sock, "--remote", "ssh://h"}, 2, "either --socket or --remote"},
+		{[]string{"exce"}, 2, "Did you mean this?"},
+		{[]string{"rpc", "server.ping", "--socket", sock, "--token-file", "/no/such/token"}, 1, "read token file"},
+		{[]string{"rpc", "server.ping", "--socket", sock}, 1, "daemon refused the token (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN"},
+		{[]string{"ps", "--socket", filepath.Join(t.TempDir(), "none.sock")}, 1, "connect to daemon at"},
+	} {
+		o := sous(t, tt.args...)
+		if o.code != tt.code || !strings.Contains(o.stderr, tt.stderrHas) {
+			t.Errorf("sous %s: exit %d (want %d), stderr %q (want %q)", strings.Join(tt.args, " "), o.code, tt.code, o.stderr, tt.stderrHas)
+		}
+		if tt.code == 1 && strings.Count(strings.TrimSpace(o.stderr), "\n") > 0 {
+			t.Errorf("sous %s: the error is not one line: %q", strings.Join(tt.args, " "), o.stderr)
+		}
+	}
+}
