@@ -14,12 +14,8 @@ import (
 // reports the ratio. The recipe touches no process, so no daemon starts:
 // this is the cost every recipe pays before its first line.
 func BenchmarkRecipeStart(b *testing.B) {
-	// sousBinary takes a *testing.T, so the benchmark builds its own.
+	bin := sousBinary(b)
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "sous")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
 	star := filepath.Join(dir, "one.star")
 	if err := os.WriteFile(star, []byte("x = 1\n"), 0o644); err != nil {
 		b.Fatal(err)

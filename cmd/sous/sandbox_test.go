@@ -10,13 +10,6 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
-func TestMain(m *testing.M) {
-	// This test binary runs the embedded daemon, so it is the helper of its
-	// sandboxed children, as the sous binary is (see main).
-	sandbox.MaybeRunHelper()
-	os.Exit(m.Run())
-}
-
 func TestRecipeSandbox(t *testing.T) {
 	t.Parallel()
 	if err := sandbox.Supported(); err != nil {

@@ -209,7 +209,7 @@ func TestExecTTY(t *testing.T) {
 	if err := pty.Setsize(pts, &pty.Winsize{Rows: 33, Cols: 101}); err != nil {
 		t.Fatal(err)
 	}
-	before, err := unix.IoctlGetTermios(int(pts.Fd()), termiosRequest)
+	before, err := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestExecTTY(t *testing.T) {
 		}
 	}
 	waitOut("33 101\r\n")
-	raw, err := unix.IoctlGetTermios(int(pts.Fd()), termiosRequest)
+	raw, err := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
 	if err != nil || raw.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) != 0 {
 		t.Errorf("the local terminal is not in raw mode: %+v %v", raw, err)
 	}
@@ -257,7 +257,7 @@ func TestExecTTY(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("sous exec --tty did not return")
 	}
-	after, err := unix.IoctlGetTermios(int(pts.Fd()), termiosRequest)
+	after, err := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
 	if err != nil || *after != *before {
 		t.Errorf("the terminal was not restored:\n%+v\nwant\n%+v", after, before)
 	}

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,33 +23,6 @@ type sshFixture struct {
 	env     []string // what a client needs: SOUS_SSH_COMMAND, SOUS_BRIDGE_CMD, SOUS_TOKEN
 	remote  string   // ssh://root@127.0.0.1:PORT/socket
 	sshdPID int
-}
-
-var (
-	sousBinOnce sync.Once
-	sousBin     string
-	sousBinErr  error
-)
-
-// sousBinary builds cmd/sous once for the tests that need a real executable.
-func sousBinary(t *testing.T) string {
-	t.Helper()
-	sousBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sous-bin-")
-		if err != nil {
-			sousBinErr = err
-			return
-		}
-		sousBin = filepath.Join(dir, "sous")
-		out, err := exec.Command("go", "build", "-o", sousBin, ".").CombinedOutput()
-		if err != nil {
-			sousBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if sousBinErr != nil {
-		t.Fatal(sousBinErr)
-	}
-	return sousBin
 }
 
 func newSSHFixture(t *testing.T) *sshFixture {

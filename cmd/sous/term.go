@@ -4,7 +4,7 @@ import (
 	"io"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // isTerminal reports whether r is a terminal. It asks for the terminal's
@@ -13,9 +13,5 @@ import (
 // file or /dev/null has nobody to answer.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), termiosRequest)
-	return err == nil
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -1,9 +1,0 @@
-//go:build darwin || freebsd || netbsd || openbsd || dragonfly
-
-package main
-
-import "golang.org/x/sys/unix"
-
-// termiosRequest is the ioctl that reads a terminal's settings: it fails
-// on anything that is not a terminal.
-const termiosRequest = unix.TIOCGETA
