@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -115,7 +114,7 @@ sleep(30)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", dir+"/main.star", "-a", "dir="+dir)
-	stderr := &lockedBuffer{}
+	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -141,25 +140,6 @@ sleep(30)
 	if !strings.Contains(stderr.String(), "sous: interrupted") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
-}
-
-// lockedBuffer is a buffer a child's output can be written to while the
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func fileExists(p string) bool {

@@ -22,7 +22,7 @@ import (
 // servedDaemon is `sous daemon serve` run as a real subprocess.
 type servedDaemon struct {
 	cmd            *exec.Cmd
-	stdout, stderr *lockedBuffer
+	stdout, stderr *syncBuffer
 	exited         chan struct{}
 }
 
@@ -31,7 +31,7 @@ type servedDaemon struct {
 func serveDaemonProc(t *testing.T, token string, n int, args ...string) *servedDaemon {
 	t.Helper()
 	args = append([]string{"daemon", "serve", "--token-file", tokenFile(t, token)}, args...)
-	d := &servedDaemon{cmd: exec.Command(sousBinary(t), args...), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	d := &servedDaemon{cmd: exec.Command(sousBinary(t), args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
