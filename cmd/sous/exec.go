@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -263,7 +264,28 @@ type streamWriter struct {
 }
 
 func newStreamWriter(streams *IO) *streamWriter {
+	growPipe(streams.Out)
 	return &streamWriter{out: streams.Out, errOut: streams.ErrOut}
+}
+
+// outPipeSize is what sous exec grows its stdout to when that is a pipe: the
+// consumer then drains in large steps instead of taking turns with sous
+// every 64 KiB (which costs both a sleep and a wake-up per step).
+const outPipeSize = 1 << 20
+
+// growPipe enlarges w's pipe, if w is one; failing (the user's pipe budget)
+// keeps the size it had.
+func growPipe(w io.Writer) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return
+	}
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, outPipeSize) })
+	}
 }
 
 func (w *streamWriter) frame(f *wire.Frame) {

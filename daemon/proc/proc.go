@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,9 @@ type Registry struct {
 	mu    sync.Mutex
 	procs map[string]*Process
 	wg    sync.WaitGroup // every process's goroutines
+	bufs  sync.Pool      // *frameBuf: see getBuf
+	// bigPipes counts the output pipes grown beyond the default (pipereader.go).
+	bigPipes atomic.Int64
 }
 
 // NewRegistry returns an empty registry.
@@ -76,7 +80,30 @@ func NewRegistry(opt Options) *Registry {
 	if opt.RetainFor <= 0 {
 		opt.RetainFor = defaultRetainFor
 	}
-	return &Registry{opt: opt, procs: make(map[string]*Process)}
+	r := &Registry{opt: opt, procs: make(map[string]*Process)}
+	r.opt.Log.Recycle = r.putBuf
+	return r
+}
+
+// frameBuf is one read's worth of output. Buffers go round from readPipe to
+// the stream log and back (streamlog.Options.Recycle): a fresh 32 KiB buffer
+// per read cost a third of the daemon's time in clearing memory, faulting in
+// pages and collecting garbage.
+type frameBuf = [wire.MaxFrameData]byte
+
+func (r *Registry) getBuf() []byte {
+	if b, ok := r.bufs.Get().(*frameBuf); ok {
+		return b[:]
+	}
+	return new(frameBuf)[:]
+}
+
+// putBuf takes back a frame's data; only whole buffers that came from getBuf
+// (the small reads readPipe copies out are smaller) are kept.
+func (r *Registry) putBuf(b []byte) {
+	if cap(b) == wire.MaxFrameData {
+		r.bufs.Put((*frameBuf)(b[:wire.MaxFrameData]))
+	}
 }
 
 // Spec describes a process to spawn.
@@ -261,31 +288,41 @@ func (r *Registry) supervise(p *Process) {
 	r.prune(time.Now())
 }
 
-// readPipe turns one pipe into frames of at most one 32 KiB read each, until
-// EOF, the drain deadline, or the process being discarded.
-//
-// A large read hands its buffer over to the frame (no copy); a small one is
-// copied out, so that it does not pin 32 KiB. (Carving frames out of bigger
-// slabs, to allocate less often, measured no faster.)
+// readPipe turns one pipe into frames of at most 32 KiB each, until EOF,
+// the drain deadline, or the process being discarded. Buffers go to the log
+// without a copy and come back once nobody reads them (see pipeReader).
 func (r *Registry) readPipe(p *Process, o output) {
 	f := o.f
 	defer f.Close()
-	buf := make([]byte, wire.MaxFrameData)
+	pr, err := newPipeReader(r, f)
+	if err != nil {
+		r.opt.Logger.Error("read output", "id", p.ID, "err", err)
+		return
+	}
+	defer pr.close()
+	var (
+		chunks [][]byte
+		frames []wire.Frame
+	)
 	for {
-		n, err := f.Read(buf)
+		var n int
+		chunks, n, err = pr.read(chunks[:0])
+		if n > 0 && r.opt.OnOutput != nil {
+			r.opt.OnOutput(n)
+		}
+		frames = frames[:0]
+		for _, data := range chunks {
+			frames = append(frames, wire.Frame{Stream: o.stream, Stage: o.stage, Data: data})
+		}
+		if k, aerr := p.Log.AppendAll(p.ctx, frames); aerr != nil {
+			for _, rest := range chunks[k:] {
+				r.putBuf(rest)
+			}
+			return // discarded
+		}
+		clear(chunks)
+		clear(frames)
 		if n > 0 {
-			var data []byte
-			if n >= wire.MaxFrameData/2 {
-				data, buf = buf[:n], make([]byte, wire.MaxFrameData)
-			} else {
-				data = append([]byte(nil), buf[:n]...)
-			}
-			if r.opt.OnOutput != nil {
-				r.opt.OnOutput(n)
-			}
-			if _, aerr := p.Log.Append(p.ctx, wire.Frame{Stream: o.stream, Stage: o.stage, Data: data}); aerr != nil {
-				return // discarded
-			}
 			select {
 			case <-p.reapedCh: // draining: stay while the descendants still talk
 				f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))

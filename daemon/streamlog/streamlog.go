@@ -35,6 +35,12 @@ type Options struct {
 	DiskLimit int64
 	// SegmentSize is the size at which a new spill segment starts (default 64 MiB).
 	SegmentSize int64
+	// Recycle, when set, receives the Data of each frame the log lets go of
+	// from memory (spilled, dropped, or discarded with the log) once no
+	// reader can still be using it, so that the writer can reuse the
+	// buffer. A buffer still being delivered is left to the garbage
+	// collector instead.
+	Recycle func([]byte)
 }
 
 func (o Options) withDefaults() Options {
@@ -71,6 +77,9 @@ type Log struct {
 	ended    bool // the exit frame is in
 	closed   bool
 	cursors  map[*Cursor]struct{}
+	// holders are the cursors whose last batch from memory may still be in
+	// use by their reader; closed cursors stay until their reader is done.
+	holders  map[*Cursor]struct{}
 	spillErr error // the first spill failure; spilling stops after it
 }
 
@@ -80,6 +89,7 @@ func New(opt Options) *Log {
 		opt:     opt.withDefaults(),
 		first:   1,
 		cursors: make(map[*Cursor]struct{}),
+		holders: make(map[*Cursor]struct{}),
 	}
 }
 
@@ -105,38 +115,55 @@ func (l *Log) waitChan() chan struct{} {
 // while a live cursor still needs data that would have to be dropped to make
 // room; ctx ends the wait. The frame's Data must not be modified afterwards.
 func (l *Log) Append(ctx context.Context, f wire.Frame) (int64, error) {
+	one := [1]wire.Frame{f}
+	if _, err := l.AppendAll(ctx, one[:]); err != nil {
+		return 0, err
+	}
+	return one[0].Seq, nil
+}
+
+// AppendAll appends frames in order, as Append does each, assigning their
+// Seq in place, and wakes readers once for the lot rather than once per
+// frame, so that a reader catching up takes them as one batch. It returns
+// how many were appended: fewer than len(frames) only with an error (the
+// rest are not the log's).
+func (l *Log) AppendAll(ctx context.Context, frames []wire.Frame) (int, error) {
 	l.mu.Lock()
-	for {
-		if l.closed {
+	for i := range frames {
+		f := &frames[i]
+		for {
+			if l.closed {
+				l.broadcast()
+				l.mu.Unlock()
+				return i, ErrClosed
+			}
+			if l.makeRoom(f.Size()) {
+				break
+			}
+			l.broadcast() // what is in already may be what the reader waits for
+			wait := l.waitChan()
 			l.mu.Unlock()
-			return 0, ErrClosed
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return i, ctx.Err()
+			}
+			l.mu.Lock()
 		}
-		if l.makeRoom(f.Size()) {
-			break
+		l.last++
+		f.Seq = l.last
+		if len(l.mem) == 0 && len(l.segs) == 0 {
+			l.first = f.Seq
 		}
-		wait := l.waitChan()
-		l.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return 0, ctx.Err()
+		l.mem = append(l.mem, *f)
+		l.memBytes += f.Size()
+		if f.Stream == wire.Exit {
+			l.ended = true
 		}
-		l.mu.Lock()
-	}
-	l.last++
-	f.Seq = l.last
-	if len(l.mem) == 0 && len(l.segs) == 0 {
-		l.first = f.Seq
-	}
-	l.mem = append(l.mem, f)
-	l.memBytes += f.Size()
-	if f.Stream == wire.Exit {
-		l.ended = true
 	}
 	l.broadcast()
-	seq := f.Seq
 	l.mu.Unlock()
-	return seq, nil
+	return len(frames), nil
 }
 
 // makeRoom evicts old frames until n more bytes fit in memory, then trims
@@ -176,6 +203,7 @@ func (l *Log) evictOldest() bool {
 
 func (l *Log) popMem() {
 	l.memBytes -= l.mem[0].Size()
+	l.recycle(&l.mem[0])
 	l.mem[0] = wire.Frame{}
 	l.mem = l.mem[1:]
 	if len(l.mem) == 0 {
@@ -205,6 +233,20 @@ func (l *Log) dropSegments(n int) {
 	}
 	clear(l.segs[:n])
 	l.segs = l.segs[n:]
+}
+
+// recycle hands f's data back to the writer unless a reader may be using it.
+// Called with mu held.
+func (l *Log) recycle(f *wire.Frame) {
+	if l.opt.Recycle == nil || f.Data == nil {
+		return
+	}
+	for c := range l.holders {
+		if c.held <= f.Seq && f.Seq < c.next {
+			return
+		}
+	}
+	l.opt.Recycle(f.Data)
 }
 
 // minCursor is the lowest seq any live cursor still needs. Called with mu held.
@@ -271,6 +313,9 @@ func (l *Log) Close() {
 	for _, s := range l.segs {
 		s.remove()
 	}
+	for i := range l.mem {
+		l.recycle(&l.mem[i])
+	}
 	l.segs, l.mem = nil, nil
 	l.memBytes, l.disk = 0, 0
 	l.broadcast()
@@ -280,6 +325,11 @@ func (l *Log) Close() {
 type Cursor struct {
 	log  *Log
 	next int64 // the next seq to deliver
+	// held is the first seq of the last batch Next returned from memory
+	// (the batch is held..next-1), which its reader may still be using, or
+	// 0. Only Next and Release clear it: Close comes from other goroutines
+	// while the reader may still be writing the batch out.
+	held int64
 }
 
 // NewCursor returns a live cursor that delivers the frames after fromSeq
@@ -294,7 +344,25 @@ func (l *Log) NewCursor(fromSeq int64) *Cursor {
 	return c
 }
 
-// Close stops the cursor; the log no longer waits for it.
+// Release tells the log that the reader is done with the frames Next last
+// returned, so their buffers can be reused. Next releases them implicitly; a
+// reader that stops calling Next calls Release from its own goroutine.
+func (c *Cursor) Release() {
+	c.log.mu.Lock()
+	c.release()
+	c.log.mu.Unlock()
+}
+
+// release is Release with mu held.
+func (c *Cursor) release() {
+	if c.held != 0 {
+		c.held = 0
+		delete(c.log.holders, c)
+	}
+}
+
+// Close stops the cursor; the log no longer waits for it. The frames of its
+// last batch stay the reader's until it calls Next or Release.
 func (c *Cursor) Close() {
 	l := c.log
 	l.mu.Lock()
@@ -313,10 +381,12 @@ const frameOverhead = 64
 // least one frame), and advances the cursor past them. It waits for new
 // frames while the log is open and the exit frame not yet read; after the exit
 // frame it returns io.EOF. Frames read back from disk have freshly allocated
-// Data; frames from memory share the log's.
+// Data; frames from memory share the log's, and stay valid only until the
+// next call of Next or Release (their buffers may be reused after that).
 func (c *Cursor) Next(ctx context.Context, buf []wire.Frame, maxBytes int) ([]wire.Frame, error) {
 	l := c.log
 	l.mu.Lock()
+	c.release()
 	for {
 		if l.closed {
 			l.mu.Unlock()
@@ -354,6 +424,8 @@ func (c *Cursor) Next(ctx context.Context, buf []wire.Frame, maxBytes int) ([]wi
 			buf = append(buf, l.mem[i])
 			size += len(l.mem[i].Data) + frameOverhead
 		}
+		c.held = c.next
+		l.holders[c] = struct{}{}
 		c.next = buf[len(buf)-1].Seq + 1
 		l.broadcast() // an appender may be waiting for this cursor
 		l.mu.Unlock()
