@@ -84,8 +84,12 @@ func (se *Session) pump(sub *subscription, quoted []byte, frames []wire.Frame) {
 	}
 }
 
+// endSubscription runs on the goroutine that delivered the subscription's
+// frames, once it delivers no more: the last batch's buffers go back to the
+// log for reuse.
 func (se *Session) endSubscription(sub *subscription) {
 	sub.cur.Close()
+	sub.cur.Release()
 	se.mu.Lock()
 	if se.subs != nil && se.subs[sub.proc.ID] == sub {
 		delete(se.subs, sub.proc.ID)
