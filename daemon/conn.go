@@ -65,7 +65,17 @@ type streamTransport struct {
 	lr *lineReader
 }
 
+// socketSendBuffer is what a Unix socket connection's send buffer is raised
+// to (the kernel caps it at net.core.wmem_max). With the default ~208 KiB,
+// one 256 KiB batch of frames (about 350 KiB of JSON) could not be in
+// flight at once, and the daemon and the client took turns instead of
+// working side by side.
+const socketSendBuffer = 4 << 20
+
 func newStreamTransport(nc net.Conn) *streamTransport {
+	if uc, ok := nc.(*net.UnixConn); ok {
+		_ = uc.SetWriteBuffer(socketSendBuffer) // best effort: a smaller buffer only costs speed
+	}
 	return &streamTransport{nc: nc, lr: newLineReader(nc)}
 }
 
