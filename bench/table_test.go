@@ -3,6 +3,7 @@
 //
 //	make bench                                  # the whole table (several minutes)
 //	SOUS_BENCH_TABLE=1 SOUS_BENCH_REPEATS=3 go test ./bench -run TestTable -v -timeout 60m
+//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket rss ping spawn start extract children
 //
 // Every figure is a ratio against a baseline measured in the same run, as
 // the median of interleaved repeats: the machines are shared and noisy, so
@@ -45,14 +46,25 @@ func TestTable(t *testing.T) {
 		rows = append(rows, r)
 		t.Logf("%s: %s", r.figure, r.result)
 	}
-	add(e.execStream(t, false))
-	add(e.execStream(t, true))
-	add(e.peakRSS(t))
-	add(e.ping(t))
-	add(e.spawnExit(t))
-	add(e.recipeStart(t))
-	add(e.extractTar(t))
-	add(e.concurrentChildren(t))
+	// SOUS_BENCH_ONLY=ping,extract measures only the rows named.
+	only := os.Getenv("SOUS_BENCH_ONLY")
+	for _, m := range []struct {
+		name string
+		run  func(*testing.T) row
+	}{
+		{"exec", func(t *testing.T) row { return e.execStream(t, false) }},
+		{"exec-socket", func(t *testing.T) row { return e.execStream(t, true) }},
+		{"rss", e.peakRSS},
+		{"ping", e.ping},
+		{"spawn", e.spawnExit},
+		{"start", e.recipeStart},
+		{"extract", e.extractTar},
+		{"children", e.concurrentChildren},
+	} {
+		if only == "" || slices.Contains(strings.Split(only, ","), m.name) {
+			add(m.run(t))
+		}
+	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| figure | baseline | target | result | met |\n| --- | --- | --- | --- | --- |\n")

@@ -93,9 +93,9 @@ func init() {
 // wsLink speaks the protocol over a WebSocket: one JSON document per text
 // message, each way.
 type wsLink struct {
-	ws    *websocket.Conn
-	token string
-	recv  receiver
+	ws     *websocket.Conn
+	qtoken []byte // the token as a JSON string, quoted once
+	recv   receiver
 
 	wmu  sync.Mutex
 	wbuf []byte
@@ -105,7 +105,7 @@ type wsLink struct {
 }
 
 func newWSLink(ws *websocket.Conn, token string, recv receiver) *wsLink {
-	l := &wsLink{ws: ws, token: token, recv: recv, done: make(chan struct{})}
+	l := &wsLink{ws: ws, qtoken: appendJSONString(nil, token), recv: recv, done: make(chan struct{})}
 	go l.read()
 	go l.heartbeat()
 	return l
@@ -114,7 +114,7 @@ func newWSLink(ws *websocket.Conn, token string, recv receiver) *wsLink {
 func (l *wsLink) send(id uint64, method string, params json.RawMessage) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	b, err := appendRequest(l.wbuf[:0], id, method, params, l.token)
+	b, err := appendRequest(l.wbuf[:0], id, method, params, l.qtoken)
 	l.wbuf = b
 	if err != nil {
 		return err

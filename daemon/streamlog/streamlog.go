@@ -113,7 +113,8 @@ func (l *Log) waitChan() chan struct{} {
 
 // Append adds a frame, assigning its seq, and returns that seq. It blocks
 // while a live cursor still needs data that would have to be dropped to make
-// room; ctx ends the wait. The frame's Data must not be modified afterwards.
+// room, or is still writing out the oldest frames (its last batch); ctx ends
+// the wait. The frame's Data must not be modified afterwards.
 func (l *Log) Append(ctx context.Context, f wire.Frame) (int64, error) {
 	one := [1]wire.Frame{f}
 	if _, err := l.AppendAll(ctx, one[:]); err != nil {
@@ -182,6 +183,13 @@ func (l *Log) makeRoom(n int) bool {
 // there is no spill dir (or spilling failed). Called with mu held.
 func (l *Log) evictOldest() bool {
 	oldest := &l.mem[0]
+	if l.inFlight(oldest.Seq) {
+		// A live reader is still writing it out: wait for that rather than
+		// evict it, so its buffer can be reused. (Evicting it anyway, as
+		// the room a slow reader just made, would leave nearly every
+		// buffer to the garbage collector.)
+		return false
+	}
 	if l.opt.SpillDir != "" && l.spillErr == nil {
 		err := l.spill(oldest)
 		if err == nil {
@@ -258,6 +266,17 @@ func (l *Log) minCursor() int64 {
 		}
 	}
 	return min
+}
+
+// inFlight reports whether a live cursor's last batch, which its reader may
+// still be writing out, holds seq. Called with mu held.
+func (l *Log) inFlight(seq int64) bool {
+	for c := range l.holders {
+		if _, live := l.cursors[c]; live && c.held <= seq && seq < c.next {
+			return true
+		}
+	}
+	return false
 }
 
 // spill writes f to the current segment. Called with mu held.
@@ -358,11 +377,13 @@ func (c *Cursor) release() {
 	if c.held != 0 {
 		c.held = 0
 		delete(c.log.holders, c)
+		c.log.broadcast() // an appender may be waiting to evict the batch
 	}
 }
 
-// Close stops the cursor; the log no longer waits for it. The frames of its
-// last batch stay the reader's until it calls Next or Release.
+// Close stops the cursor; the log no longer waits for it, nor for the batch
+// its reader may still be writing out, whose buffers stay the reader's (not
+// reused) until it calls Next or Release.
 func (c *Cursor) Close() {
 	l := c.log
 	l.mu.Lock()

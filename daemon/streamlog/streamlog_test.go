@@ -167,6 +167,7 @@ func TestLiveCursorBlocksAppend(t *testing.T) {
 	if err != nil || len(fs) != 1 || fs[0].Seq != 1 {
 		t.Fatalf("Next %v %v", fs, err)
 	}
+	c.Release() // done writing seq 1 out: now it may go
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
