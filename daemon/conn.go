@@ -121,7 +121,7 @@ func (c *conn) serve() {
 			continue
 		}
 		req, perr := decodeRequest(line)
-		if perr == nil && inlineMethods[req.Method] {
+		if perr == nil && inlineMethods[req.Method] && c.sess.idle() {
 			c.handle(req, nil)
 			continue
 		}
@@ -227,7 +227,10 @@ func (lr *lineReader) fill(limit int) {
 // inlineMethods answer from memory and never block, so the connection's
 // reader runs them itself instead of handing them to a new goroutine: the
 // hand-off woke another thread on every call, a third of a ping's round
-// trip. Everything else runs concurrently, as the contract requires.
+// trip. Only while the connection follows no process, though: a response
+// written behind a stream the client has stopped reading would stall the
+// reader, and with it every request after it. Everything else runs
+// concurrently, as the contract requires.
 var inlineMethods = map[string]bool{"server.ping": true, "server.version": true, "server.capabilities": true}
 
 // handle validates and runs one request, in the contract's order: parse

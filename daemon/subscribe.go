@@ -111,3 +111,11 @@ func (se *Session) unfollow(id string) {
 	sub.cur.Close()
 	<-sub.done
 }
+
+// idle reports whether the session follows no process: nothing is written
+// to it then but responses.
+func (se *Session) idle() bool {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	return len(se.subs) == 0
+}
