@@ -42,6 +42,10 @@ type Config struct {
 	ReplayMemLimit int
 	// ReplayDiskLimit is the per-process bytes of frames spilled to StateDir.
 	ReplayDiskLimit int64
+	// ReplayDiskTotal bounds the spill of all processes together (default
+	// 4 GiB): past it, exited processes lose their spilled replay, those
+	// that exited longest ago first.
+	ReplayDiskTotal int64
 	// KeepChildren leaves children running across a graceful shutdown.
 	KeepChildren bool
 	// RetainExited and RetainFor bound how many exited processes stay
@@ -163,9 +167,10 @@ func New(cfg Config) (*Server, error) {
 		Logger: cfg.Logger,
 		OnExit: func(*proc.Process) { s.stats.Exits.Add(1) },
 
-		RetainExited: cfg.RetainExited,
-		RetainFor:    cfg.RetainFor,
-		OnOutput:     func(n int) { s.stats.StreamBytes.Add(int64(n)) },
+		RetainExited:    cfg.RetainExited,
+		RetainFor:       cfg.RetainFor,
+		ReplayDiskTotal: cfg.ReplayDiskTotal,
+		OnOutput:        func(n int) { s.stats.StreamBytes.Add(int64(n)) },
 
 		TimeoutGrace: cfg.TimeoutGrace,
 	})

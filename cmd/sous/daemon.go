@@ -64,6 +64,7 @@ type serveOptions struct {
 	logFile         string
 	replayMemLimit  int
 	replayDiskLimit int64
+	replayDiskTotal int64
 	retainExited    int
 	retainFor       time.Duration
 	allowCommands   []string // --allow-command
@@ -85,6 +86,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.IntVar(&o.replayMemLimit, "replay-mem-limit", 4<<20, "bytes of output per process kept in memory for replay")
 	f.Int64Var(&o.replayDiskLimit, "replay-disk-limit", 1<<30, "bytes of output per process spilled to disk for replay; older output is dropped and reported via firstSeq")
+	f.Int64Var(&o.replayDiskTotal, "replay-disk-total", 4<<30, "bytes spilled for replay by all processes together; past it, processes that exited longest ago lose their spilled replay first")
 	f.IntVar(&o.retainExited, "retain-exited", 1000, "how many exited processes stay reattachable; older ones are forgotten")
 	f.DurationVar(&o.retainFor, "retain-for", time.Hour, "how long an exited process stays reattachable")
 	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "spawn only this program (`NAME`: any command of that base name; /ABS/PATH: that file, found on PATH or named); repeatable; default: any. Refusals are -32602, logged and counted")
@@ -238,6 +240,7 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		StateDir:        stateDir,
 		ReplayMemLimit:  o.replayMemLimit,
 		ReplayDiskLimit: o.replayDiskLimit,
+		ReplayDiskTotal: o.replayDiskTotal,
 		RetainExited:    o.retainExited,
 		RetainFor:       o.retainFor,
 		KeepChildren:    o.keepChildren,
@@ -365,6 +368,7 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 		"--log-format", o.logFormat,
 		"--replay-mem-limit", strconv.Itoa(o.replayMemLimit),
 		"--replay-disk-limit", strconv.FormatInt(o.replayDiskLimit, 10),
+		"--replay-disk-total", strconv.FormatInt(o.replayDiskTotal, 10),
 		"--retain-exited", strconv.Itoa(o.retainExited), "--retain-for", o.retainFor.String()}
 	if o.stateDir != "" {
 		args = append(args, "--state-dir", o.stateDir)

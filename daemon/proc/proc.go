@@ -44,6 +44,10 @@ type Options struct {
 	// 1000); RetainFor how long after exiting (default 1 h). See retain.go.
 	RetainExited int
 	RetainFor    time.Duration
+	// ReplayDiskTotal bounds the replay spilled to disk by all processes
+	// together (default 4 GiB); past it, the spill of the processes that
+	// exited longest ago is dropped. See retain.go.
+	ReplayDiskTotal int64
 	// OnOutput, when set, is called with the byte count of every output read.
 	OnOutput func(n int)
 	// TimeoutGrace is how long a group killed for its Spec.Timeout gets
@@ -61,6 +65,11 @@ type Registry struct {
 	bufs  sync.Pool      // *frameBuf: see getBuf
 	// bigPipes counts the output pipes grown beyond the default (pipereader.go).
 	bigPipes atomic.Int64
+	// spilled is the replay on disk across every log; reclaiming is set
+	// while a goroutine frees some of it (retain.go).
+	spilled      atomic.Int64
+	reclaiming   atomic.Bool
+	reclaimFloor atomic.Int64 // no reclaim below this: the last one found nothing more
 }
 
 // NewRegistry returns an empty registry.
@@ -80,8 +89,12 @@ func NewRegistry(opt Options) *Registry {
 	if opt.RetainFor <= 0 {
 		opt.RetainFor = defaultRetainFor
 	}
+	if opt.ReplayDiskTotal <= 0 {
+		opt.ReplayDiskTotal = defaultReplayDiskTotal
+	}
 	r := &Registry{opt: opt, procs: make(map[string]*Process)}
 	r.opt.Log.Recycle = r.putBuf
+	r.opt.Log.OnDisk = r.spilledChanged
 	return r
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/streamlog"
 )
 
 func TestRetentionForgetsOldestExited(t *testing.T) {
@@ -42,5 +44,50 @@ func TestRetentionForgetsOldestExited(t *testing.T) {
 	r.prune(time.Now().Add(2 * time.Hour))
 	if r.Get("p3") != nil || r.Get("live") == nil {
 		t.Errorf("after an hour: p3 retained %v, live retained %v", r.Get("p3") != nil, r.Get("live") != nil)
+	}
+}
+
+// Spilled replay is bounded across processes: past the total, the process
+// that exited first loses its spill, and the newest keeps an exact replay.
+func TestReplayDiskTotalDropsOldestExited(t *testing.T) {
+	const size = 600 << 10
+	r := NewRegistry(Options{
+		Log:             streamlog.Options{MemLimit: 64 << 10, SpillDir: t.TempDir(), SegmentSize: 128 << 10},
+		ReplayDiskTotal: 1 << 20,
+	})
+	defer r.Shutdown(false, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 3 {
+		p, err := r.Spawn(Spec{ID: fmt.Sprint("p", i), Command: "head", Args: []string{"-c", fmt.Sprint(size), "/dev/zero"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+			t.Fatal("process did not exit")
+		}
+		time.Sleep(2 * time.Millisecond) // distinct exit times
+	}
+	// Reclaiming runs on its own goroutine: wait for it to settle.
+	for r.spilled.Load() > 1<<20 || r.reclaiming.Load() {
+		if ctx.Err() != nil {
+			t.Fatalf("spilled %d stays over the 1 MiB total", r.spilled.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var sum int64
+	for i := range 3 {
+		sum += r.Get(fmt.Sprint("p", i)).Log.Stats().Disk
+	}
+	if sum != r.spilled.Load() {
+		t.Fatalf("registry counts %d spilled, the logs hold %d", r.spilled.Load(), sum)
+	}
+	if st := r.Get("p0").Log.Stats(); st.FirstSeq <= 1 || st.Disk != 0 {
+		t.Errorf("the oldest exited process kept its spill: %+v", st)
+	}
+	if st := r.Get("p2").Log.Stats(); st.FirstSeq != 1 || st.Disk == 0 {
+		t.Errorf("the newest process lost replay: %+v", st)
 	}
 }

@@ -41,6 +41,11 @@ type Options struct {
 	// buffer. A buffer still being delivered is left to the garbage
 	// collector instead.
 	Recycle func([]byte)
+	// OnDisk, when set, is told every change of the bytes spilled to disk
+	// (positive as segments grow, negative as they are dropped), so that an
+	// owner of many logs can bound their total. It is called with the log
+	// locked and must not call back into the log.
+	OnDisk func(delta int64)
 }
 
 func (o Options) withDefaults() Options {
@@ -236,7 +241,7 @@ func (l *Log) trimDisk() bool {
 // dropSegments removes the n oldest segments. Called with mu held.
 func (l *Log) dropSegments(n int) {
 	for _, s := range l.segs[:n] {
-		l.disk -= s.size
+		l.addDisk(-s.size)
 		s.remove()
 	}
 	clear(l.segs[:n])
@@ -255,6 +260,45 @@ func (l *Log) recycle(f *wire.Frame) {
 		}
 	}
 	l.opt.Recycle(f.Data)
+}
+
+// addDisk accounts for spilled bytes. Called with mu held.
+func (l *Log) addDisk(delta int64) {
+	if delta == 0 {
+		return
+	}
+	l.disk += delta
+	if l.opt.OnDisk != nil {
+		l.opt.OnDisk(delta)
+	}
+}
+
+// DropSpill deletes the spilled frames no live cursor still needs, oldest
+// first, and returns the bytes freed. Replay then starts later, reported
+// honestly by FirstSeq. It is how a daemon reclaims the disk of processes
+// that exited long ago when newer output needs the room.
+func (l *Log) DropSpill() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	need := l.minCursor()
+	n := 0
+	for n < len(l.segs) && l.segs[n].last < need {
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	before := l.disk
+	l.dropSegments(n)
+	switch {
+	case len(l.segs) > 0:
+		l.first = l.segs[0].first
+	case len(l.mem) > 0:
+		l.first = l.mem[0].Seq
+	default:
+		l.first = l.last + 1
+	}
+	return before - l.disk
 }
 
 // minCursor is the lowest seq any live cursor still needs. Called with mu held.
@@ -296,7 +340,7 @@ func (l *Log) spill(f *wire.Frame) error {
 	if err := seg.append(f); err != nil {
 		return err
 	}
-	l.disk += seg.size - before
+	l.addDisk(seg.size - before)
 	return nil
 }
 
@@ -336,7 +380,8 @@ func (l *Log) Close() {
 		l.recycle(&l.mem[i])
 	}
 	l.segs, l.mem = nil, nil
-	l.memBytes, l.disk = 0, 0
+	l.memBytes = 0
+	l.addDisk(-l.disk)
 	l.broadcast()
 }
 

@@ -432,3 +432,53 @@ func Example() {
 	// 1 stdout "hi\n"
 	// 2 exit ""
 }
+
+// DropSpill frees the spilled frames no live cursor needs, reports the
+// truncation through FirstSeq, and keeps OnDisk's running total exact.
+func TestDropSpill(t *testing.T) {
+	var total int64
+	l := New(Options{MemLimit: 16 << 10, SpillDir: t.TempDir(), SegmentSize: 64 << 10,
+		OnDisk: func(d int64) { total += d }}) // called under the log's lock
+	appendN(t, l, 300, 1000)
+	appendExit(t, l, 0)
+	st := l.Stats()
+	if st.Disk == 0 || total != st.Disk {
+		t.Fatalf("disk %d, OnDisk total %d", st.Disk, total)
+	}
+
+	// A live cursor in the second segment keeps it and what follows.
+	c := l.NewCursor(100)
+	l.mu.Lock()
+	firstKept := l.segs[0].first
+	for _, s := range l.segs {
+		if s.first <= 101 && 101 <= s.last {
+			firstKept = s.first
+		}
+	}
+	l.mu.Unlock()
+	freed := l.DropSpill()
+	if st2 := l.Stats(); freed <= 0 || st2.Disk != st.Disk-freed || st2.FirstSeq != firstKept || total != st2.Disk {
+		t.Fatalf("freed %d: stats %+v (first kept %d), OnDisk total %d", freed, st2, firstKept, total)
+	}
+	if fs := readAll(t, c, 64<<10); fs[0].Seq != 101 {
+		t.Fatalf("the live cursor lost frames: starts at %d", fs[0].Seq)
+	}
+	c.Close()
+
+	// Nobody reading: everything spilled goes; replay starts in memory.
+	l.DropSpill()
+	st3 := l.Stats()
+	l.mu.Lock()
+	memFirst := l.mem[0].Seq
+	l.mu.Unlock()
+	if st3.Disk != 0 || st3.FirstSeq != memFirst || total != 0 {
+		t.Fatalf("stats %+v, memory from %d, OnDisk total %d", st3, memFirst, total)
+	}
+	if fs := readAll(t, l.NewCursor(0), 64<<10); fs[0].Seq != memFirst {
+		t.Fatalf("replay from 0 starts at %d, want %d", fs[0].Seq, memFirst)
+	}
+	l.Close()
+	if total != 0 {
+		t.Fatalf("OnDisk total %d after Close", total)
+	}
+}
