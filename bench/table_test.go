@@ -331,21 +331,29 @@ func (e *env) extractTar(t *testing.T) row {
 	timeShell(t, "tar czf "+archive+" -C "+filepath.Dir(src)+" src")
 	d := e.startDaemon(t)
 	n := 0
+	// Each side starts from the same state: the previous tree deleted and
+	// the disk synced, outside the timing. (A deletion left running in the
+	// background slowed whichever side ran next: ext4 creates files slowly
+	// while it frees thousands of others.)
+	settle := func(dest string) {
+		os.RemoveAll(dest)
+		timeShell(t, "sync")
+	}
 	viaTar := func() time.Duration {
 		n++
 		dest := filepath.Join(e.dir, "tar", strconv.Itoa(n))
 		os.MkdirAll(dest, 0o755)
 		took := timeShell(t, "tar xzf "+archive+" -C "+dest)
-		go os.RemoveAll(dest)
+		settle(dest)
 		return took
 	}
 	viaSous := func() time.Duration {
 		n++
 		copyPath := filepath.Join(e.dir, fmt.Sprintf("copy%d.tar.gz", n))
-		timeShell(t, "cp "+archive+" "+copyPath) // extract_tar consumes its archive
+		timeShell(t, "cp "+archive+" "+copyPath+" && sync") // extract_tar consumes its archive
 		dest := filepath.Join(e.dir, "extracted", strconv.Itoa(n))
 		took := timeShell(t, e.bin+" files extract-tar --socket "+d.socket+" "+copyPath+" "+dest, "SOUS_TOKEN="+d.token)
-		go os.RemoveAll(dest)
+		settle(dest)
 		return took
 	}
 	tb, ts := e.interleave(t, viaTar, viaSous)

@@ -192,8 +192,12 @@ func TestServeAllowCommandFlag(t *testing.T) {
 	if o.code != 1 || !strings.Contains(o.stderr, `Command not allowed: "true" (this daemon allows only echo; start it with --allow-command true to allow it)`) {
 		t.Fatalf("refused: %+v", o)
 	}
-	if !strings.Contains(s.log.String(), "spawn refused: command not allowed") {
-		t.Errorf("log:\n%s", s.log.String())
+	// The daemon's log arrives through a pipe: allow it a moment.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(s.log.String(), "spawn refused: command not allowed"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("log:\n%s", s.log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
