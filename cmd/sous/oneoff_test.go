@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOneOffCommands runs every one-off command against the embedded daemon
@@ -105,15 +106,25 @@ func TestOneOffCommands(t *testing.T) {
 			// kill, attach.
 			want(cmd([]string{"exec"}, "--detach", "--id", "napper", "--", "sh", "-c", "echo napping; exec sleep 30"), 0, "napper\n", "")
 			want(cmd([]string{"ps"}), 0, "napper", "")
+			// Its output is in (frame 1) before it is killed.
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(cmd([]string{"ps"}, "--json").stdout, `"lastSeq": 1`); {
+				if time.Now().After(deadline) {
+					t.Fatal("napper's output never reached the daemon")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			want(cmd([]string{"kill"}, "napper", "--wait", "--grace", "2s"), 0, "napper exited", "")
 			// Killed by a signal attach did not send: 255, and a one-line reason.
 			o = cmd([]string{"attach"}, "napper")
 			if o.code != 255 || o.stdout != "napping\n" || o.stderr != "sous: the command was killed by a signal\n" {
 				t.Errorf("attach of a killed process: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
 			}
-			// Frame 1 is the only output: replay after it has none.
-			if o = cmd([]string{"attach"}, "napper", "--from-seq", "1"); o.code != 255 || o.stdout != "" {
-				t.Errorf("attach --from-seq 1: exit %d, stdout %q", o.code, o.stdout)
+			// Frame 1 is the only output: replay after it has none. From the
+			// exit frame (2) on, or past it, attach still learns how it ended.
+			for _, from := range []string{"1", "2", "50"} {
+				if o = cmd([]string{"attach"}, "napper", "--from-seq", from); o.code != 255 || o.stdout != "" {
+					t.Errorf("attach --from-seq %s: exit %d, stdout %q, stderr %q", from, o.code, o.stdout, o.stderr)
+				}
 			}
 		})
 	}

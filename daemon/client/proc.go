@@ -171,23 +171,39 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 		p.lost += res.FirstSeq - fromSeq - 1
 	}
 	p.mu.Unlock()
+	if !res.Running && res.LastSeq > 0 && res.LastSeq <= fromSeq {
+		// The process has stopped and fromSeq skips its last frame, which
+		// the daemon therefore never sends: ask for that frame itself. If
+		// it is the exit frame, deliver passes it on (how the process
+		// ended is news however far the caller skipped); if the daemon
+		// is still draining output, deliver drops the frame and the exit
+		// frame follows.
+		var again wire.ReattachResult
+		if err := c.Call(ctx, "process.reattach", map[string]any{"id": id, "fromSeq": res.LastSeq - 1}, &again); err != nil {
+			c.unregister(p)
+			return nil, res, err
+		}
+	}
 	p.stdinMu.Lock()
 	p.stdinOff = res.StdinApplied
 	p.stdinMu.Unlock()
 	return p, res, nil
 }
 
-// deliver hands one frame to the handler unless it was seen before.
+// deliver hands one frame to the handler unless it was seen before, or
+// skipped on purpose (a reattach from a later seq). The exit frame always
+// gets through until the process is known to have exited: otherwise a
+// reattach from a seq at or past it would wait for an end already passed.
 func (p *Proc) deliver(f *wire.Frame) {
 	p.mu.Lock()
-	if f.Seq <= p.lastSeq || p.exited || p.err != nil {
+	if p.exited || p.err != nil || (f.Seq <= p.lastSeq && f.Stream != wire.Exit) {
 		p.mu.Unlock()
-		return // a replayed frame we already have
+		return // a replayed frame we already have, or one the caller skipped
 	}
 	if f.Seq > p.lastSeq+1 && p.lastSeq > 0 {
 		p.lost += f.Seq - p.lastSeq - 1
 	}
-	p.lastSeq = f.Seq
+	p.lastSeq = max(p.lastSeq, f.Seq)
 	p.mu.Unlock()
 	p.handler(f)
 	if f.Stream == wire.Exit {
