@@ -70,6 +70,11 @@ type Registry struct {
 	spilled      atomic.Int64
 	reclaiming   atomic.Bool
 	reclaimFloor atomic.Int64 // no reclaim below this: the last one found nothing more
+
+	// exited queues exited processes in exit order, nexited counts the
+	// entries still retained (retain.go); both guarded by mu.
+	exited  []exitedProc
+	nexited int
 }
 
 // NewRegistry returns an empty registry.
@@ -160,6 +165,7 @@ type Process struct {
 	timedOut   bool          // killed because Spec.Timeout passed
 	reapedCh   chan struct{} // closed once reaped
 	exitedAt   time.Time     // when the exit frame went in (retain.go)
+	queued     bool          // in the registry's exit queue; guarded by the registry's mu
 	doneCh     chan struct{} // closed once the exit frame is in the log
 }
 
@@ -251,6 +257,9 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	r.mu.Lock()
 	old := r.procs[spec.ID]
 	r.procs[spec.ID] = p
+	if old != nil {
+		r.dequeue(old)
+	}
 	r.mu.Unlock()
 	if old != nil {
 		old.discard()
@@ -292,7 +301,9 @@ func (r *Registry) supervise(p *Process) {
 	p.stdin.stop()
 	code, _ := p.ExitCode()
 	p.Log.Append(p.ctx, p.exitFrame()) // fails only when discarded
-	p.markExited(time.Now())
+	now := time.Now()
+	p.markExited(now)
+	r.queueExited(p, now)
 	close(p.doneCh)
 	r.opt.Logger.Info("exit", "id", p.ID, "pid", p.Pid, "exitCode", code)
 	if r.opt.OnExit != nil {

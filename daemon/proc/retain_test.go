@@ -91,3 +91,37 @@ func TestReplayDiskTotalDropsOldestExited(t *testing.T) {
 		t.Errorf("the newest process lost replay: %+v", st)
 	}
 }
+
+// A process replaced by a new one with its id leaves the retained count;
+// the queue keeps counting only what is still retained.
+func TestRetentionCountsReplacedOnce(t *testing.T) {
+	r := NewRegistry(Options{RetainExited: 2})
+	defer r.Shutdown(false, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run := func(id string) {
+		p, err := r.Spawn(Spec{ID: id, Command: "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+			t.Fatal("process did not exit")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	run("a")
+	run("b")
+	run("a") // replaces the first a: two retained, a and b
+	r.mu.Lock()
+	n := r.nexited
+	r.mu.Unlock()
+	if n != 2 || r.Get("a") == nil || r.Get("b") == nil {
+		t.Fatalf("retained %d (want 2): a %v, b %v", n, r.Get("a") != nil, r.Get("b") != nil)
+	}
+	run("c") // one too many: b, the oldest retained, goes
+	if r.Get("b") != nil || r.Get("a") == nil || r.Get("c") == nil {
+		t.Fatalf("after c: a %v, b %v, c %v", r.Get("a") != nil, r.Get("b") != nil, r.Get("c") != nil)
+	}
+}
