@@ -12,19 +12,8 @@ import (
 func TestRetentionForgetsOldestExited(t *testing.T) {
 	r := NewRegistry(Options{RetainExited: 2})
 	defer r.Shutdown(false, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	for i := range 4 {
-		p, err := r.Spawn(Spec{ID: fmt.Sprint("p", i), Command: "true"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-p.Done():
-		case <-ctx.Done():
-			t.Fatal("process did not exit")
-		}
-		time.Sleep(2 * time.Millisecond) // distinct exit times
+		runToExit(t, r, Spec{ID: fmt.Sprint("p", i), Command: "true"})
 	}
 	live, err := r.Spawn(Spec{ID: "live", Command: "sleep", Args: []string{"5"}})
 	if err != nil {
@@ -59,16 +48,7 @@ func TestReplayDiskTotalDropsOldestExited(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := range 3 {
-		p, err := r.Spawn(Spec{ID: fmt.Sprint("p", i), Command: "head", Args: []string{"-c", fmt.Sprint(size), "/dev/zero"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-p.Done():
-		case <-ctx.Done():
-			t.Fatal("process did not exit")
-		}
-		time.Sleep(2 * time.Millisecond) // distinct exit times
+		runToExit(t, r, Spec{ID: fmt.Sprint("p", i), Command: "head", Args: []string{"-c", fmt.Sprint(size), "/dev/zero"}})
 	}
 	// Reclaiming runs on its own goroutine: wait for it to settle.
 	for r.spilled.Load() > 1<<20 || r.reclaiming.Load() {
@@ -97,20 +77,7 @@ func TestReplayDiskTotalDropsOldestExited(t *testing.T) {
 func TestRetentionCountsReplacedOnce(t *testing.T) {
 	r := NewRegistry(Options{RetainExited: 2})
 	defer r.Shutdown(false, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	run := func(id string) {
-		p, err := r.Spawn(Spec{ID: id, Command: "true"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-p.Done():
-		case <-ctx.Done():
-			t.Fatal("process did not exit")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	run := func(id string) { runToExit(t, r, Spec{ID: id, Command: "true"}) }
 	run("a")
 	run("b")
 	run("a") // replaces the first a: two retained, a and b
@@ -124,4 +91,21 @@ func TestRetentionCountsReplacedOnce(t *testing.T) {
 	if r.Get("b") != nil || r.Get("a") == nil || r.Get("c") == nil {
 		t.Fatalf("after c: a %v, b %v, c %v", r.Get("a") != nil, r.Get("b") != nil, r.Get("c") != nil)
 	}
+}
+
+// runToExit spawns spec and waits for its exit frame, then a moment more so
+// that the next process exits at a distinct time.
+func runToExit(t *testing.T, r *Registry, spec Spec) *Process {
+	t.Helper()
+	p, err := r.Spawn(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not exit", spec.ID)
+	}
+	time.Sleep(2 * time.Millisecond)
+	return p
 }

@@ -168,13 +168,7 @@ func TestRecycleConcurrentReaders(t *testing.T) {
 func TestAppendAllOneBatch(t *testing.T) {
 	l := New(Options{})
 	defer l.Close()
-	c := l.NewCursor(0)
-	got := make(chan []wire.Frame)
-	go func() {
-		fs, _ := c.Next(context.Background(), nil, 1<<20)
-		got <- fs
-	}()
-	time.Sleep(10 * time.Millisecond) // let the reader wait
+	got := nextInBackground(l.NewCursor(0))
 	in := []wire.Frame{{Stream: wire.Stdout, Data: []byte("a")}, {Stream: wire.Stderr, Data: []byte("b")}, {Stream: wire.Stdout, Data: []byte("c")}}
 	if n, err := l.AppendAll(context.Background(), in); n != 3 || err != nil {
 		t.Fatalf("AppendAll: %d, %v", n, err)

@@ -216,12 +216,7 @@ func TestNextWaitsAndCancels(t *testing.T) {
 	l := New(Options{})
 	defer l.Close()
 	c := l.NewCursor(0)
-	got := make(chan []wire.Frame)
-	go func() {
-		fs, _ := c.Next(context.Background(), nil, 1<<20)
-		got <- fs
-	}()
-	time.Sleep(10 * time.Millisecond)
+	got := nextInBackground(c)
 	appendN(t, l, 1, 5)
 	if fs := <-got; len(fs) != 1 || fs[0].Seq != 1 {
 		t.Fatalf("got %+v", fs)
@@ -481,4 +476,16 @@ func TestDropSpill(t *testing.T) {
 	if total != 0 {
 		t.Fatalf("OnDisk total %d after Close", total)
 	}
+}
+
+// nextInBackground calls c.Next on another goroutine, gives it a moment to
+// start waiting, and returns what it will get.
+func nextInBackground(c *Cursor) <-chan []wire.Frame {
+	got := make(chan []wire.Frame, 1)
+	go func() {
+		fs, _ := c.Next(context.Background(), nil, 1<<20)
+		got <- fs
+	}()
+	time.Sleep(10 * time.Millisecond)
+	return got
 }
