@@ -37,40 +37,57 @@ type receiver interface {
 
 // streamLink speaks NDJSON over any byte stream.
 type streamLink struct {
-	rwc    io.ReadWriteCloser
-	qtoken []byte // the token as a JSON string, quoted once
-	recv   receiver
-
-	wmu  sync.Mutex
-	wbuf []byte
+	rwc  io.ReadWriteCloser
+	recv receiver
+	enc  requestEncoder
 
 	closeOnce sync.Once
 }
 
 func newStreamLink(rwc io.ReadWriteCloser, token string, recv receiver) *streamLink {
-	l := &streamLink{rwc: rwc, qtoken: appendJSONString(nil, token), recv: recv}
+	l := &streamLink{rwc: rwc, recv: recv, enc: newRequestEncoder(token, '\n')}
 	go l.read()
 	return l
 }
 
 func (l *streamLink) send(id uint64, method string, params json.RawMessage) error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	b, err := appendRequest(l.wbuf[:0], id, method, params, l.qtoken)
-	l.wbuf = b
-	if err != nil {
-		return err
+	return l.enc.send(id, method, params, func(b []byte) error {
+		if _, err := l.rwc.Write(b); err != nil {
+			l.rwc.Close()
+			return err
+		}
+		return nil
+	})
+}
+
+// requestEncoder writes a link's requests one at a time into a buffer it
+// reuses: what every encoded link shares.
+type requestEncoder struct {
+	qtoken []byte // the token as a JSON string, quoted once
+	end    []byte // what follows each request: a line end, or nothing for a message
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func newRequestEncoder(token string, end ...byte) requestEncoder {
+	return requestEncoder{qtoken: appendJSONString(nil, token), end: end}
+}
+
+// send encodes one request and hands it to write, under the encoder's lock
+// so that requests never interleave.
+func (e *requestEncoder) send(id uint64, method string, params json.RawMessage, write func([]byte) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, err := appendRequest(e.buf[:0], id, method, params, e.qtoken)
+	if err == nil {
+		b = append(b, e.end...)
+		err = write(b)
 	}
-	b = append(b, '\n')
-	l.wbuf = b
-	if _, err := l.rwc.Write(b); err != nil {
-		l.rwc.Close()
-		return err
+	e.buf = b
+	if cap(e.buf) > 4<<20 {
+		e.buf = nil // do not pin a huge buffer after one big write
 	}
-	if cap(l.wbuf) > 4<<20 {
-		l.wbuf = nil // do not pin a huge buffer after one big write
-	}
-	return nil
+	return err
 }
 
 // appendRequest appends one request, without a line end, and refuses one

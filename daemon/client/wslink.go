@@ -93,42 +93,31 @@ func init() {
 // wsLink speaks the protocol over a WebSocket: one JSON document per text
 // message, each way.
 type wsLink struct {
-	ws     *websocket.Conn
-	qtoken []byte // the token as a JSON string, quoted once
-	recv   receiver
-
-	wmu  sync.Mutex
-	wbuf []byte
+	ws   *websocket.Conn
+	recv receiver
+	enc  requestEncoder
 
 	done      chan struct{}
 	closeOnce sync.Once
 }
 
 func newWSLink(ws *websocket.Conn, token string, recv receiver) *wsLink {
-	l := &wsLink{ws: ws, qtoken: appendJSONString(nil, token), recv: recv, done: make(chan struct{})}
+	l := &wsLink{ws: ws, recv: recv, enc: newRequestEncoder(token), done: make(chan struct{})}
 	go l.read()
 	go l.heartbeat()
 	return l
 }
 
 func (l *wsLink) send(id uint64, method string, params json.RawMessage) error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	b, err := appendRequest(l.wbuf[:0], id, method, params, l.qtoken)
-	l.wbuf = b
-	if err != nil {
-		return err
-	}
-	// Bounded by the connection: the heartbeat's close unblocks a write to
-	// a daemon that stopped reading.
-	if err := l.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
-		l.ws.CloseNow()
-		return fmt.Errorf("%w: %v", net.ErrClosed, err) // the reader reconnects
-	}
-	if cap(l.wbuf) > 4<<20 {
-		l.wbuf = nil // do not pin a huge buffer after one big write
-	}
-	return nil
+	return l.enc.send(id, method, params, func(b []byte) error {
+		// Bounded by the connection: the heartbeat's close unblocks a
+		// write to a daemon that stopped reading.
+		if err := l.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+			l.ws.CloseNow()
+			return fmt.Errorf("%w: %v", net.ErrClosed, err) // the reader reconnects
+		}
+		return nil
+	})
 }
 
 // close ends the link with a normal close, waiting at most a second for
