@@ -20,6 +20,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/sandbox"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // The daemon benchmarks run the daemon in its own process (this test binary,
@@ -78,11 +79,7 @@ func startDaemonProcess(b testing.TB, stateDir string) *daemonProcess {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "sdb")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(b)
 	sock := filepath.Join(dir, "s")
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), daemonSocketEnv+"="+sock, "SOUS_TEST_DAEMON_STATE="+stateDir)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 const testToken = "s3cret token"
@@ -47,11 +48,7 @@ func startDaemon(t *testing.T, cfg Config) *testDaemon {
 		t.Fatal(err)
 	}
 	// Unix socket paths are short; t.TempDir() can be long, so use a short dir.
-	dir, err := os.MkdirTemp("", "sd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	sock := filepath.Join(dir, "s")
 	ln, err := ListenUnix(sock)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/sandbox"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 func TestServerMethods(t *testing.T) {
@@ -81,7 +82,7 @@ func TestShutdownWithValidAuth(t *testing.T) {
 
 func TestShutdownRefusedWithoutAuth(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	d := startDaemon(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c := d.dial()
 	for _, line := range []string{

@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // hardChildren spawns, over nc, a set of children that make shutdown hard and
@@ -50,7 +51,7 @@ func TestCloseKillsChildrenNoLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	sock := filepath.Join(shortDir(t), "s")
+	sock := filepath.Join(testutil.ShortTempDir(t), "s")
 	ln, err := ListenUnix(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -101,13 +102,13 @@ func TestCloseKillsChildrenNoLeaks(t *testing.T) {
 }
 
 func TestCloseKeepChildren(t *testing.T) {
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	srv, err := New(Config{Token: testToken, KeepChildren: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	sock := filepath.Join(shortDir(t), "s")
+	sock := filepath.Join(testutil.ShortTempDir(t), "s")
 	ln, err := ListenUnix(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -147,31 +148,4 @@ func TestCloseKeepChildren(t *testing.T) {
 	for _, pid := range pids {
 		waitGone(t, pid, 5*time.Second)
 	}
-}
-
-// shortDir is a temp dir with a path short enough for a Unix socket.
-func shortDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "sd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

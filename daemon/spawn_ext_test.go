@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // stageOutput concatenates the stderr frames of one pipeline stage.
@@ -315,7 +316,7 @@ func TestAllowCommands(t *testing.T) {
 	if err != nil {
 		t.Skip("no sh")
 	}
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	d := startDaemon(t, Config{AllowCommands: []string{"echo", sh}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c := d.dial()
 	// By name: however the command is given.

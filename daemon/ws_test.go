@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // startDaemonWS is startDaemon also serving WebSocket on a loopback port.
@@ -222,7 +223,7 @@ func TestWebSocketProcessesAndCrossTransportReattach(t *testing.T) {
 
 func TestWebSocketBearer(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	strict := startDaemonWS(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, WebSocketOptions{RequireBearer: true})
 	lax := startDaemonWS(t, Config{}, WebSocketOptions{RequireBearer: false})
 	bearer := func(v string) http.Header { return http.Header{"Authorization": {v}} }

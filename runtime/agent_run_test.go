@@ -17,6 +17,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
 	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestInterruptEndsAgentSessions interrupts a run (as Ctrl-C does) while a
@@ -42,11 +43,7 @@ func TestInterruptEndsAgentSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sockDir, err := os.MkdirTemp("", "sous-rt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(sockDir)
+	sockDir := testutil.ShortTempDir(t)
 	sock := filepath.Join(sockDir, "d.sock")
 	ln, err := daemon.ListenUnix(sock)
 	if err != nil {

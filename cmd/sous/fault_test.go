@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // serveProc is a `sous daemon serve` subprocess: a real daemon process the
@@ -24,7 +26,7 @@ type serveProc struct {
 	socket string
 	token  string
 	dir    string
-	log    *syncBuffer // its stderr (slog)
+	log    *testutil.SyncBuffer // its stderr (slog)
 	exited chan struct{}
 }
 
@@ -34,12 +36,8 @@ type serveProc struct {
 func startServe(t *testing.T, token string, extra ...string) *serveProc {
 	t.Helper()
 	bin := sousBinary(t)
-	dir, err := os.MkdirTemp("", "sous-f-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &serveProc{socket: filepath.Join(dir, "d.sock"), token: token, dir: dir, log: &syncBuffer{}, exited: make(chan struct{})}
+	dir := testutil.ShortTempDir(t)
+	s := &serveProc{socket: filepath.Join(dir, "d.sock"), token: token, dir: dir, log: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	args := append([]string{"daemon", "serve", "--socket", s.socket, "--token-fd", "0", "--state-dir", filepath.Join(dir, "state")}, extra...)
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdin = strings.NewReader(token + "\n")
@@ -102,11 +100,11 @@ func (s *serveProc) sousCmd(t *testing.T, env []string, args ...string) *exec.Cm
 // waitForLine starts cmd with stderr piped through a scanner, and returns
 // once a stderr line contains marker. The rest of stderr is collected in
 // the returned buffer, complete once cmd.Wait returns.
-func startAndWaitLine(t *testing.T, cmd *exec.Cmd, marker string, timeout time.Duration) (stderr *syncBuffer, done <-chan error) {
+func startAndWaitLine(t *testing.T, cmd *exec.Cmd, marker string, timeout time.Duration) (stderr *testutil.SyncBuffer, done <-chan error) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	stderr = &syncBuffer{}
+	stderr = &testutil.SyncBuffer{}
 	seen := make(chan struct{})
 	copied := make(chan struct{})
 	go func() {
@@ -238,7 +236,7 @@ wait_all(ps)
 print("never reached")
 `), 0o644)
 	run := d.sousCmd(t, d.clientEnv(), "run", "--socket", d.socket, recipe)
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	run.Stdout = &out
 	_, done := startAndWaitLine(t, run, "spawned all", 30*time.Second)
 	time.Sleep(300 * time.Millisecond)

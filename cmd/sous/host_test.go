@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 func TestHostOverUnixSocket(t *testing.T) {
@@ -114,7 +116,7 @@ sleep(30)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", dir+"/main.star", "-a", "dir="+dir)
-	stderr := &syncBuffer{}
+	stderr := &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

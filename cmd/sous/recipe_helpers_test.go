@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // The run command reads its defaults from the environment; the tests must
@@ -91,10 +92,7 @@ func socketDaemon(t *testing.T, token string, cfg daemon.Config) (sock string, s
 		t.Fatal(err)
 	}
 	// Short path: a Unix socket path must stay under ~108 bytes.
-	dir, err := os.MkdirTemp("", "sous-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testutil.ShortTempDir(t)
 	sock = filepath.Join(dir, "d.sock")
 	ln, err := daemon.ListenUnix(sock)
 	if err != nil {

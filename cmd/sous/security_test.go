@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestDaemonStartKeepsTheTokenSecret starts a detached daemon the way the
@@ -30,11 +32,7 @@ import (
 func TestDaemonStartKeepsTheTokenSecret(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
-	dir, err := os.MkdirTemp("", "sous-sec-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o700)
 	sock, logFile := filepath.Join(dir, "d.sock"), filepath.Join(dir, "d.log")
@@ -171,11 +169,7 @@ func TestDaemonStartKeepsTheTokenSecret(t *testing.T) {
 func TestDaemonTokenFileIsDeleted(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
-	dir, err := os.MkdirTemp("", "sous-tf-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	tok, sock := filepath.Join(dir, "tok"), filepath.Join(dir, "d.sock")
 	os.WriteFile(tok, []byte("file-token-secret\n"), 0o600)
 	cmd := exec.Command(bin, "daemon", "serve", "--socket", sock, "--token-file", tok)

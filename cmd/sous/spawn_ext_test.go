@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // oldDaemonFlags serves a daemon that hides the spawn extensions, as one
@@ -217,7 +218,7 @@ func TestExecTTY(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main([]string{"exec", "--tty", "--", "sh", "-c", `stty size; while read l; do [ "$l" = q ] && exit 5; stty size; done`},
@@ -271,7 +272,7 @@ func TestExecTTY(t *testing.T) {
 // forwards stdin; a daemon without the extension is named.
 func TestExecTTYWithoutLocalTerminal(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	code := Main([]string{"exec", "--tty", "--", "sh", "-c", "stty size; cat"}, strings.NewReader("typed\n"), &stdout, &stderr)
 	if code != 0 || !strings.Contains(stdout.String(), "24 80\r\n") || !strings.Contains(stdout.String(), "typed\r\n") { // the terminal echoes input whenever it comes
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // sshFixture is a real OpenSSH server on a loopback port with keys made for
@@ -35,11 +37,7 @@ func newSSHFixture(t *testing.T) *sshFixture {
 		t.Skip("the ssh fixture logs in as the current user with sshd's root-only privilege separation: run as root")
 	}
 	bin := sousBinary(t)
-	dir, err := os.MkdirTemp("", "sous-ssh-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	run := func(name string, args ...string) {
 		t.Helper()
 		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {

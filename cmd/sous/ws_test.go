@@ -17,12 +17,13 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // servedDaemon is `sous daemon serve` run as a real subprocess.
 type servedDaemon struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *testutil.SyncBuffer
 	exited         chan struct{}
 }
 
@@ -31,7 +32,7 @@ type servedDaemon struct {
 func serveDaemonProc(t *testing.T, token string, n int, args ...string) *servedDaemon {
 	t.Helper()
 	args = append([]string{"daemon", "serve", "--token-file", tokenFile(t, token)}, args...)
-	d := &servedDaemon{cmd: exec.Command(sousBinary(t), args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	d := &servedDaemon{cmd: exec.Command(sousBinary(t), args...), stdout: &testutil.SyncBuffer{}, stderr: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -184,7 +185,7 @@ print(h.run(["sh", "-c", "echo $((6*7))"], echo = False).stdout.strip())
 func TestWebSocketServeStdinAndReattach(t *testing.T) {
 	t.Parallel()
 	const token = "tok"
-	sock := filepath.Join(shortDir(t), "d.sock")
+	sock := filepath.Join(testutil.ShortTempDir(t), "d.sock")
 	d := serveDaemonProc(t, token, 2, "--socket", sock, "--listen", "ws://127.0.0.1:0/rpc")
 	ws := d.url(t, wsLine)
 	if !strings.HasSuffix(ws, "/rpc") {
@@ -249,7 +250,7 @@ func TestMetricsBindFailureIsNotFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	sock := filepath.Join(shortDir(t), "d.sock")
+	sock := filepath.Join(testutil.ShortTempDir(t), "d.sock")
 	d := serveDaemonProc(t, "tok", 1, "--socket", sock, "--metrics-addr", busy.Addr().String())
 	d.waitFor(t, func() bool {
 		return strings.Contains(d.stderr.String(), "[Server] metrics: listen tcp "+busy.Addr().String())
@@ -265,7 +266,7 @@ func TestMetricsBindFailureIsNotFatal(t *testing.T) {
 func TestKeepChildrenThroughServe(t *testing.T) {
 	t.Parallel()
 	for _, keep := range []bool{true, false} {
-		sock := filepath.Join(shortDir(t), "d.sock")
+		sock := filepath.Join(testutil.ShortTempDir(t), "d.sock")
 		args := []string{"--socket", sock}
 		if keep {
 			args = append(args, "--keep-children")
@@ -301,15 +302,4 @@ func TestKeepChildrenThroughServe(t *testing.T) {
 			}
 		}
 	}
-}
-
-// shortDir is a temp dir with a short path, for Unix sockets.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sous-ws-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
 }

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // oldDaemon answers like a claustrum daemon from before the extensions: the
 // 19 methods and only the process.stdin.offset feature.
 func oldDaemon(t *testing.T) string {
 	t.Helper()
-	sock := filepath.Join(shortTempDir(t), "old.sock")
+	sock := filepath.Join(testutil.ShortTempDir(t), "old.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
 	"github.com/seed5ad92d46/sous/internal/soak"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 const testToken = "t0ken with spaces "
@@ -25,7 +26,7 @@ const testToken = "t0ken with spaces "
 // startDaemon serves a real daemon on a temp socket and returns its path.
 func startDaemon(t *testing.T, cfg daemon.Config) string {
 	t.Helper()
-	dir := shortTempDir(t)
+	dir := testutil.ShortTempDir(t)
 	cfg.Token = testToken
 	if cfg.StateDir == "" {
 		cfg.StateDir = filepath.Join(dir, "state")
@@ -42,16 +43,6 @@ func startDaemon(t *testing.T, cfg daemon.Config) string {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return sock
-}
-
-// shortTempDir keeps socket paths under the 108-byte sun_path limit.
-func shortTempDir(t *testing.T) string {
-	d, err := os.MkdirTemp("", "sous-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
 }
 
 func dialProxy(t *testing.T, path string) *client.Client {
@@ -256,7 +247,7 @@ func TestDialWrongTokenFailsClearly(t *testing.T) {
 }
 
 func TestClientGivesUpWhenDaemonGone(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := testutil.ShortTempDir(t)
 	srv, err := daemon.New(daemon.Config{Token: testToken})
 	if err != nil {
 		t.Fatal(err)

@@ -4,20 +4,17 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // echoServer echoes every connection back until it ends.
 func echoServer(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "fpt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	path := filepath.Join(dir, "echo.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {

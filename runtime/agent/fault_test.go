@@ -14,6 +14,7 @@ import (
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
 	"github.com/seed5ad92d46/sous/internal/modelapi"
 	"github.com/seed5ad92d46/sous/internal/soak"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestSessionThroughFaultyConnection runs a real Claude Code session (the
@@ -45,10 +46,7 @@ func TestSessionThroughFaultyConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "sf-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testutil.ShortTempDir(t)
 	sock := filepath.Join(dir, "d.sock")
 	ln, err := daemon.ListenUnix(sock)
 	if err != nil {

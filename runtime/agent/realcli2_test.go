@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
 	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestConcurrentSessions runs two sessions at once on one daemon, each
@@ -215,11 +215,7 @@ func TestSessionSettings(t *testing.T) {
 // the turn completes.
 func TestUnixSocketConnectionCut(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "sous-agent-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	srv, err := daemon.New(daemon.Config{Token: "tok", Env: daemonEnv(), ShutdownGrace: time.Second, StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		t.Fatal(err)
@@ -429,11 +425,7 @@ func TestWebSocketRefusedByCurrentCLI(t *testing.T) {
 // loopback endpoint, so the session is refused before anything starts.
 func TestWebSocketNeedsLocalDaemon(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "sous-agent-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	srv, err := daemon.New(daemon.Config{Token: "tok", Env: daemonEnv()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,42 @@
+// Package testutil holds the few helpers that the test suites of several
+// packages share. Only tests import it.
+package testutil
+
+import (
+	"bytes"
+	"os"
+	"sync"
+	"testing"
+)
+
+// ShortTempDir returns a fresh directory, removed when the test ends. It is
+// made under os.TempDir() rather than by t.TempDir(), whose paths carry the
+// test's name: a Unix socket's path must fit in 108 bytes.
+func ShortTempDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "sous-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// SyncBuffer is a bytes.Buffer that a writer goroutine (a child's output, a
+// logger) and the test's readers can share.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
