@@ -223,38 +223,25 @@ func command(dst *[]string) param {
 // envDict binds a dict of string to string or None (None unsets an
 // inherited variable).
 func envDict(dst *map[string]*string) param {
-	return paramFunc(func(v starlark.Value) error {
+	return stringKeyed(dst, "string or None", func(v starlark.Value) (*string, bool) {
 		if v == starlark.None {
-			return nil
+			return nil, true
 		}
-		d, ok := v.(*starlark.Dict)
-		if !ok {
-			return want("dict", v)
-		}
-		out := make(map[string]*string, d.Len())
-		for _, item := range d.Items() {
-			k, ok := starlark.AsString(item[0])
-			if !ok {
-				return &argError{path: " key " + item[0].String(), msg: want("string", item[0]).Error()}
-			}
-			if item[1] == starlark.None {
-				out[k] = nil
-				continue
-			}
-			s, ok := starlark.AsString(item[1])
-			if !ok {
-				return &argError{path: fmt.Sprintf("[%q]", k), msg: want("string or None", item[1]).Error()}
-			}
-			out[k] = &s
-		}
-		*dst = out
-		return nil
+		s, ok := starlark.AsString(v)
+		return &s, ok
 	})
 }
 
 // strDict binds a dict of string to string, or None (which leaves dst
 // unchanged).
 func strDict(dst *map[string]string) param {
+	return stringKeyed(dst, "string", starlark.AsString)
+}
+
+// stringKeyed binds a dict with string keys whose values value converts (it
+// reports false for a value of the wrong type, which wantValue names), or
+// None, which leaves dst unchanged.
+func stringKeyed[V any](dst *map[string]V, wantValue string, value func(starlark.Value) (V, bool)) param {
 	return paramFunc(func(v starlark.Value) error {
 		if v == starlark.None {
 			return nil
@@ -263,17 +250,17 @@ func strDict(dst *map[string]string) param {
 		if !ok {
 			return want("dict", v)
 		}
-		out := make(map[string]string, d.Len())
+		out := make(map[string]V, d.Len())
 		for _, item := range d.Items() {
 			k, ok := starlark.AsString(item[0])
 			if !ok {
 				return &argError{path: " key " + item[0].String(), msg: want("string", item[0]).Error()}
 			}
-			s, ok := starlark.AsString(item[1])
+			val, ok := value(item[1])
 			if !ok {
-				return &argError{path: fmt.Sprintf("[%q]", k), msg: want("string", item[1]).Error()}
+				return &argError{path: fmt.Sprintf("[%q]", k), msg: want(wantValue, item[1]).Error()}
 			}
-			out[k] = s
+			out[k] = val
 		}
 		*dst = out
 		return nil
