@@ -139,6 +139,26 @@ func fakeOptions(scenario string) Options {
 	return Options{CLI: []string{exe}, Env: map[string]string{"SOUS_FAKE_CLI": scenario}, StartTimeout: 20 * time.Second}
 }
 
+// fakeTurn starts a session on the fake CLI with opt and sends it one
+// message, "hi", failing the test if either goes wrong. The session stays
+// open until the test ends, so that nothing the test checks afterwards
+// (a callback's cancellation, say) can come from closing it.
+func fakeTurn(t *testing.T, opt Options) *Turn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	s, err := Start(ctx, embedded(t), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	turn, err := s.Send(ctx, "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return turn
+}
+
 func TestFakeUnknownMessagesAndSplitFrames(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -149,17 +169,7 @@ func TestFakeUnknownMessagesAndSplitFrames(t *testing.T) {
 		types = append(types, e.Dir+":"+e.Type)
 		mu.Unlock()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := Start(ctx, embedded(t), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	turn, err := s.Send(ctx, "hi")
-	if err != nil {
-		t.Fatal(err)
-	}
+	turn := fakeTurn(t, opt)
 	if turn.Text != "héllo ✓ wörld 🎉" || turn.CostUSD != 0.25 || turn.NumTurns != 1 || turn.DurationMs != 7 || turn.Usage["input_tokens"] != float64(3) {
 		t.Errorf("turn %+v", turn)
 	}
@@ -251,17 +261,7 @@ func TestFakePermissionCancelled(t *testing.T) {
 			return Allow(nil), nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := Start(ctx, embedded(t), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	turn, err := s.Send(ctx, "hi")
-	if err != nil {
-		t.Fatal(err)
-	}
+	turn := fakeTurn(t, opt)
 	if cerr := <-cancelled; !errors.Is(cerr, context.Canceled) {
 		t.Errorf("callback ctx: %v", cerr)
 	}
@@ -290,17 +290,7 @@ func TestFakeConcurrentPermissions(t *testing.T) {
 		}
 		return Allow(nil), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := Start(ctx, embedded(t), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	turn, err := s.Send(ctx, "hi")
-	if err != nil {
-		t.Fatal(err)
-	}
+	turn := fakeTurn(t, opt)
 	if want := "p1=allow:<nil>:t1 p2=deny:no rm:t2 h1=error"; turn.Text != want {
 		t.Errorf("answers %q, want %q", turn.Text, want)
 	}
