@@ -258,20 +258,29 @@ func (l *unlinkListener) Close() error {
 	return err
 }
 
-// Serve accepts connections on ln until the server is closed or ln fails.
-func (s *Server) Serve(ln net.Listener) error {
+// trackListener registers ln so that Close closes it; the caller runs
+// untrack once it stops serving. A closed server refuses it.
+func (s *Server) trackListener(ln net.Listener) (untrack func(), err error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
-		return net.ErrClosed
+		return nil, net.ErrClosed
 	}
 	s.listeners[ln] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
+	return func() {
 		s.mu.Lock()
 		delete(s.listeners, ln)
 		s.mu.Unlock()
-	}()
+	}, nil
+}
+
+// Serve accepts connections on ln until the server is closed or ln fails.
+func (s *Server) Serve(ln net.Listener) error {
+	untrack, err := s.trackListener(ln)
+	if err != nil {
+		return err
+	}
+	defer untrack()
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()

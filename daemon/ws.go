@@ -77,26 +77,19 @@ func (s *Server) features() []string {
 // or ln fails. The daemon's Close ends it and every connection it accepted
 // (with a going-away close).
 func (s *Server) ServeWebSocket(ln net.Listener, opt WebSocketOptions) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return net.ErrClosed
+	untrack, err := s.trackListener(ln)
+	if err != nil {
+		return err
 	}
-	s.listeners[ln] = struct{}{}
-	s.mu.Unlock()
+	defer untrack()
 	s.wsListeners.Add(1)
-	defer func() {
-		s.wsListeners.Add(-1)
-		s.mu.Lock()
-		delete(s.listeners, ln)
-		s.mu.Unlock()
-	}()
+	defer s.wsListeners.Add(-1)
 	hs := &http.Server{
 		Handler:           s.WebSocketHandler(opt),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	err := hs.Serve(ln)
+	err = hs.Serve(ln)
 	hs.Close() // idle keep-alive connections (refused upgrades); WebSockets are ours
 	if s.isClosed() || errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) {
 		return nil
