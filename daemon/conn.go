@@ -120,15 +120,27 @@ func (c *conn) serve() {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		req, perr := decodeRequest(line)
-		if perr == nil && inlineMethods[req.Method] && c.sess.idle() {
-			c.handle(req, nil)
-			continue
+		// Only a short line can be a cheap method; a long one (stdin data)
+		// is parsed by its handler, off the reader.
+		var (
+			req     wire.Request
+			perr    error
+			decoded = len(line) <= maxInlineLine
+		)
+		if decoded {
+			req, perr = decodeRequest(line)
+			if perr == nil && inlineMethods[req.Method] && c.sess.idle() {
+				c.handle(req, nil)
+				continue
+			}
 		}
 		sem <- struct{}{}
 		c.handlers.Add(1)
 		go func() {
 			defer func() { <-sem; c.handlers.Done() }()
+			if !decoded {
+				req, perr = decodeRequest(line)
+			}
 			c.handle(req, perr)
 		}()
 	}
@@ -232,6 +244,10 @@ func (lr *lineReader) fill(limit int) {
 // reader, and with it every request after it. Everything else runs
 // concurrently, as the contract requires.
 var inlineMethods = map[string]bool{"server.ping": true, "server.version": true, "server.capabilities": true}
+
+// maxInlineLine is the longest request the reader parses itself: ample for
+// any cheap method (a ping is under 100 bytes).
+const maxInlineLine = 4 << 10
 
 // handle validates and runs one request, in the contract's order: parse
 // (done by the reader, whose error perr is), auth, version, method, params.
