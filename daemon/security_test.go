@@ -12,8 +12,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestTokenCompareIsConstantTime reviews the implementation instead of
@@ -88,24 +89,6 @@ func TestTokenCompareIsConstantTime(t *testing.T) {
 	}
 }
 
-// logBuffer collects slog records from concurrent goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestTokensNeverLogged captures everything the daemon logs (debug level,
 // text and JSON) through a session that sends wrong tokens, the right one,
 // spawns, writes stdin, reattaches, kills and refuses a shutdown: neither
@@ -116,7 +99,7 @@ func TestTokensNeverLogged(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
-			var logs logBuffer
+			var logs testutil.SyncBuffer
 			opts := &slog.HandlerOptions{Level: slog.LevelDebug}
 			var h slog.Handler = slog.NewTextHandler(&logs, opts)
 			if format == "json" {
