@@ -106,7 +106,7 @@ func decodeStdinFast(raw []byte) (p stdinParams, dataErr, ok bool) {
 		return p, false, false
 	}
 	p.Data = make([]byte, base64.StdEncoding.DecodedLen(len(data)))
-	n, err := base64.StdEncoding.Decode(p.Data, data)
+	n, err := wire.DecodeBase64(p.Data, data)
 	if err != nil {
 		return p, true, true
 	}

@@ -219,8 +219,10 @@ func decodeStdinParams(raw json.RawMessage) (stdinParams, error) {
 			return p, err
 		}
 		p = stdinParams{ID: pp.ID, Offset: pp.Offset, Close: pp.Close}
-		p.Data, err = base64.StdEncoding.DecodeString(pp.Data)
-		dataErr = err != nil
+		p.Data = make([]byte, base64.StdEncoding.DecodedLen(len(pp.Data)))
+		var n int
+		n, err = wire.DecodeBase64(p.Data, []byte(pp.Data))
+		p.Data, dataErr = p.Data[:n], err != nil
 	}
 	if dataErr {
 		return p, wire.InvalidParams("Invalid base64 data")

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
@@ -350,7 +349,7 @@ func (p *Proc) CloseStdin(ctx context.Context) error {
 }
 
 func (p *Proc) writeAt(ctx context.Context, data []byte, offset int64, closeAfter bool) (int64, bool, error) {
-	params := map[string]any{"id": p.ID, "data": base64.StdEncoding.EncodeToString(data), "offset": offset}
+	params := map[string]any{"id": p.ID, "data": wire.EncodeBase64(data), "offset": offset}
 	if closeAfter {
 		params["close"] = true
 	}

@@ -119,10 +119,7 @@ func AppendFrame(dst, quotedID []byte, f *Frame) []byte {
 		}
 	} else {
 		dst = append(dst, `,"data":"`...)
-		n := base64.StdEncoding.EncodedLen(len(f.Data))
-		dst = growBy(dst, n)
-		base64.StdEncoding.Encode(dst[len(dst):len(dst)+n], f.Data)
-		dst = dst[:len(dst)+n]
+		dst = AppendBase64(dst, f.Data)
 		dst = append(dst, '"')
 		if f.Stage > 0 {
 			dst = append(dst, `,"stage":`...)
@@ -293,7 +290,7 @@ func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 		if cap(f.Data) < n {
 			f.Data = make([]byte, n)
 		}
-		m, err := base64.StdEncoding.Decode(f.Data[:n], rawData)
+		m, err := DecodeBase64(f.Data[:n], rawData)
 		if err != nil {
 			return nil, fmt.Errorf("frame: data: %w", err)
 		}
