@@ -165,6 +165,10 @@ func (l *Log) AppendAll(ctx context.Context, frames []wire.Frame) (int, error) {
 		l.memBytes += f.Size()
 		if f.Stream == wire.Exit {
 			l.ended = true
+			// Nothing more will be spilled: the last segment's buffer can go.
+			if n := len(l.segs); n > 0 {
+				l.flushSegment(l.segs[n-1], true)
+			}
 		}
 	}
 	l.broadcast()
@@ -333,6 +337,12 @@ func (l *Log) spill(f *wire.Frame) error {
 		if err != nil {
 			return err
 		}
+		if n > 0 {
+			if err := l.flushSegment(l.segs[n-1], true); err != nil {
+				s.remove()
+				return err
+			}
+		}
 		l.segs = append(l.segs, s)
 		seg = s
 	}
@@ -342,6 +352,24 @@ func (l *Log) spill(f *wire.Frame) error {
 	}
 	l.addDisk(seg.size - before)
 	return nil
+}
+
+// flushSegment makes everything appended to seg readable from its file,
+// accounting for the padding that can take; seal also lets its buffer go.
+// Called with mu held.
+func (l *Log) flushSegment(seg *segment, seal bool) error {
+	before := seg.size
+	var err error
+	if seal {
+		err = seg.seal()
+	} else {
+		err = seg.flush()
+	}
+	l.addDisk(seg.size - before)
+	if err != nil && l.spillErr == nil {
+		l.spillErr = err
+	}
+	return err
 }
 
 // Stats describes what a Log retains.
@@ -511,7 +539,7 @@ func (c *Cursor) Next(ctx context.Context, buf []wire.Frame, maxBytes int) ([]wi
 		l.mu.Unlock()
 		return buf, errors.New("stream log: retained frame missing") // a bug, not a state
 	}
-	if err := seg.flush(); err != nil {
+	if err := l.flushSegment(seg, false); err != nil {
 		l.mu.Unlock()
 		return buf, err
 	}
