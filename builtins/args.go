@@ -206,8 +206,9 @@ func strList(dst *[]string) param {
 	})
 }
 
-// command binds a program name or a list of program and arguments.
-func command(dst *[]string) param {
+// command binds a program name or a list of program and arguments; list,
+// when not nil, is set when it was a list.
+func command(dst *[]string, list *bool) param {
 	return paramFunc(func(v starlark.Value) error {
 		if s, ok := starlark.AsString(v); ok {
 			*dst = []string{s}
@@ -215,6 +216,9 @@ func command(dst *[]string) param {
 		}
 		if _, ok := v.(starlark.Indexable); !ok {
 			return want("string or list of strings", v)
+		}
+		if list != nil {
+			*list = true
 		}
 		return strList(dst).set(v)
 	})

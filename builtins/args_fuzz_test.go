@@ -129,7 +129,7 @@ func FuzzBind(f *testing.F) {
 			aw       []Awaitable
 		)
 		params := []binding{
-			req("cmd", command(&cmd)),
+			req("cmd", command(&cmd, nil)),
 			opt("args", strList(&list)),
 			opt("name", str(&s)),
 			opt("cwd", optStr(&s2)),

@@ -24,7 +24,7 @@ func TestBindMessages(t *testing.T) {
 		payload []byte
 	)
 	params := []binding{
-		req("cmd", command(&argv)),
+		req("cmd", command(&argv, nil)),
 		opt("args", strList(&argv)),
 		opt("cwd", optStr(&s)),
 		opt("env", envDict(&env)),
@@ -84,7 +84,7 @@ func TestBindValues(t *testing.T) {
 	env0.SetKey(starlark.String("B"), starlark.None)
 	c := &Call{Name: "run", Args: starlark.Tuple{starlark.NewList([]starlark.Value{starlark.String("echo"), starlark.String("hi")})},
 		Kwargs: []starlark.Tuple{kw("cwd", starlark.None), kw("env", env0), kw("timeout", starlark.Float(1.5)), kw("secs", starlark.MakeInt(2))}}
-	err := bind(c, 2, req("cmd", command(&argv)), opt("cwd", optStr(&cwd)), opt("env", envDict(&env)),
+	err := bind(c, 2, req("cmd", command(&argv, nil)), opt("cwd", optStr(&cwd)), opt("env", envDict(&env)),
 		opt("timeout", optSeconds(&timeout)), opt("secs", seconds(&secs)))
 	if err != nil {
 		t.Fatal(err)

@@ -121,7 +121,14 @@ func (p *Process) announce(reattached bool) {
 	p.early = nil
 	p.announced = true
 	p.mu.Unlock()
-	go p.watch()
+	select {
+	case <-p.proc.Done():
+		// Already over: a reattach replayed the exit. Record it before the
+		// recipe can ask, or a stopped process would read as running.
+		p.watch()
+	default:
+		go p.watch()
+	}
 }
 
 // watch records the end of the process: its exit, or the loss of the

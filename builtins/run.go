@@ -63,11 +63,12 @@ func (o *runOptions) bindings() []binding {
 
 func runBuiltin(c *Call) (starlark.Value, error) {
 	var cmd, args []string
+	var cmdList bool
 	o := defaultRunOptions()
-	if err := bind(c, 2, append([]binding{req("cmd", command(&cmd)), opt("args", strList(&args))}, o.bindings()...)...); err != nil {
+	if err := bind(c, 2, append([]binding{req("cmd", command(&cmd, &cmdList)), opt("args", strList(&args))}, o.bindings()...)...); err != nil {
 		return nil, err
 	}
-	argv, err := commandLine(c, cmd, args)
+	argv, err := commandLine(c, cmd, cmdList, args)
 	if err != nil {
 		return nil, err
 	}

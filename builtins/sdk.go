@@ -135,7 +135,7 @@ func (o *sessionOptions) bindings() []binding {
 		opt("max_turns", optInteger(&o.maxTurns, 1)),
 		opt("policy", optCallable(&o.policy)),
 		opt("transport", str(&o.opt.Transport)),
-		opt("cli", command(&o.opt.CLI)),
+		opt("cli", command(&o.opt.CLI, nil)),
 		opt("env", strDict(&o.opt.Env)),
 		opt("resume", optStr(&o.opt.Resume)),
 		opt("fork", boolean(&o.opt.Fork)),

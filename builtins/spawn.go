@@ -41,9 +41,10 @@ type spawnSpec struct {
 	ext     spawnExt      // spawn_ext.go: tty, timeout, pipeline
 }
 
-// commandLine joins cmd (string or list) and args into an argv.
-func commandLine(c *Call, cmd, args []string) ([]string, error) {
-	if len(cmd) > 1 && len(args) > 0 {
+// commandLine joins cmd (a string, or a list when list is set) and args
+// into an argv.
+func commandLine(c *Call, cmd []string, list bool, args []string) ([]string, error) {
+	if list && len(args) > 0 {
 		return nil, c.errorf("args: must be empty when cmd is a list")
 	}
 	argv := append(cmd, args...)
@@ -56,13 +57,14 @@ func commandLine(c *Call, cmd, args []string) ([]string, error) {
 func spawnBuiltin(c *Call) (starlark.Value, error) {
 	var (
 		cmd, args     []string
+		cmdList       bool
 		spec          spawnSpec
 		tty           bool
 		size          starlark.Value = starlark.None
 		echo, wantPid                = true, true
 	)
 	err := bind(c, 2,
-		req("cmd", command(&cmd)), opt("args", strList(&args)),
+		req("cmd", command(&cmd, &cmdList)), opt("args", strList(&args)),
 		opt("id", optStr(&spec.id)), opt("cwd", optStr(&spec.cwd)), opt("env", envDict(&spec.env)),
 		opt("tty", boolean(&tty)), opt("size", value(&size)), opt("sandbox", sandboxArg(&spec.sandbox)),
 		opt("echo", boolean(&echo)), opt("want_pid", boolean(&wantPid)))
@@ -72,7 +74,7 @@ func spawnBuiltin(c *Call) (starlark.Value, error) {
 	if spec.ext.tty, err = terminalArg(c, tty, size); err != nil { // spawn_ext.go
 		return nil, err
 	}
-	if spec.argv, err = commandLine(c, cmd, args); err != nil {
+	if spec.argv, err = commandLine(c, cmd, cmdList, args); err != nil {
 		return nil, err
 	}
 	return startProcess(c, c.Host, spec, procOptions{echo: echo, showPid: wantPid, limit: DefaultOutputCap})

@@ -121,6 +121,11 @@ func (p *Process) pipelineResult(r *Result) {
 	}
 	last := &p.stages[len(p.stages)-1]
 	r.stderr, r.stderrTruncated = string(last.buf), last.truncated()
+	if len(codes) == len(p.stages) {
+		// The last stage's, as the contract says: 128+n when signal n
+		// ended it, where the exit frame of the group says -1.
+		r.exitCode = codes[len(codes)-1]
+	}
 	r.stageStatus()
 }
 

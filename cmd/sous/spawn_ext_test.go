@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,20 +45,26 @@ print(r.status, repr(r.stdout), r.stages[0].exit_code)
 r = pipeline([["cat"], ["sh", "-c", "cat; echo $FOO-${HOME-unset} >&2"]], stdin="in", env={"FOO": "x", "HOME": None}, echo=False)
 print(repr(r.stdout), repr(r.stderr))
 r = pipeline([["sleep", "30"], ["cat"]], timeout=0.2, check=False, echo=False)
-print(r.status, r.exit_code, len(r.stages))
+print(r.status, r.exit_code == r.stages[-1].exit_code, r.exit_code, len(r.stages))
+r = pipeline([["cat"], ["sh", "-c", "kill -9 $$"]], check=False, echo=False)
+print(r.status, r.exit_code, [s.exit_code for s in r.stages])
 `
 	want := `failed 0 [3, 5, 0] ["e1\n", "e2 i", ""] "ONE\n" False
 "0123" True "0123"
 ok "y\ny\n" 141
 "in" "x-unset\n"
-timeout -1 2
+timeout True %s 2
+failed 137 [0, 137]
 `
+	// The stages a timeout killed: SIGTERM's 143 from the daemon; the
+	// fallback's shell is killed with them and leaves no status (-1).
+	timedOut := map[string]string{"native": "143", "fallback": "-1"}
 	for name, flags := range map[string][]string{"native": nil, "fallback": oldDaemonFlags(t)} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			o, _ := runStar(t, src, flags...)
 			o.expect(t, 0)
-			if o.stderr != want {
+			if want := fmt.Sprintf(want, timedOut[name]); o.stderr != want {
 				t.Errorf("log:\n%s\nwant:\n%s", o.stderr, want)
 			}
 		})
