@@ -26,13 +26,13 @@ q = h2.reattach("shared", echo=False)
 r = q.wait()
 print(repr(r.stdout), q.pid == p.pid, type(h1))
 late = h2.reattach("shared", from_seq=1, echo=False)
-print(repr(late.wait().stdout), late.exit_code)
+print(late.running, late.exit_code, repr(late.wait().stdout))
 print(h1.run("echo", ["via h1"], echo=False).stdout.strip(), h1.files.stat("/").is_dir, h1.git.info("/").is_repo)
 print(sorted(dir(h1)))
 `)
 	o.expect(t, 0)
 	want := `"first\nsecond\n" True Host
-"second\n" 0
+False 0 "second\n"
 via h1 True False
 ["extract_tar", "files", "git", "pipeline", "reattach", "run", "sdk", "sh", "spawn"]
 `

@@ -17,6 +17,7 @@ func TestArgumentErrors(t *testing.T) {
 		{`spawn("ls", cwd=1)`, "spawn: cwd: want string, got int"},
 		{`spawn(1)`, "spawn: cmd: want string or list of strings, got int"},
 		{`spawn(["ls", "-l"], ["x"])`, "spawn: args: must be empty when cmd is a list"},
+		{`run(["echo"], ["x"])`, "run: args: must be empty when cmd is a list"},
 		{`spawn([])`, "spawn: cmd: empty command"},
 		{`spawn("ls", env={"A": 1})`, `spawn: env["A"]: want string or None, got int`},
 		{`spawn("ls", [], "id")`, "spawn: got 3 positional arguments, want at most 2"},
