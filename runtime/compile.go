@@ -23,14 +23,15 @@ var fileOptions = syntax.FileOptions{
 
 // unit is one recipe file, parsed and resolved.
 type unit struct {
-	name  string // the path shown in messages: as given, or joined to the loader's
-	prog  *starlark.Program
-	loads map[string]*unit // by the module string of each load statement
+	name    string // the path shown in messages: as given, or joined to the loader's
+	prog    *starlark.Program
+	loads   map[string]*unit // by the module string of each load statement
+	globals map[string]bool  // the names the file defines at top level
 }
 
 // bundle is a recipe and every file it loads, compiled before anything
-// runs: syntax errors, undefined names, missing loaded files and load
-// cycles are all found here, so `sous check` finds what `sous run` would,
+// runs: syntax errors, undefined names, missing loaded files, names a file
+// loads that the other does not define, and load cycles are all found here, so `sous check` finds what `sous run` would,
 // and a run with such an error starts nothing.
 type bundle struct {
 	root  *unit
@@ -82,12 +83,18 @@ func (c *compiler) unit(name string, src []byte) *unit {
 	u := &unit{name: name, loads: make(map[string]*unit)}
 	c.byAbs[abs] = u
 	c.b.units[name] = u
-	_, prog, err := starlark.SourceProgramOptions(&fileOptions, name, src, c.isPredeclared)
+	f, prog, err := starlark.SourceProgramOptions(&fileOptions, name, src, c.isPredeclared)
 	if err != nil {
 		c.report(err)
 		return u
 	}
 	u.prog = prog
+	u.globals = make(map[string]bool)
+	if m, ok := f.Module.(*resolve.Module); ok {
+		for _, b := range m.Globals {
+			u.globals[b.First.Name] = true
+		}
+	}
 	c.stack = append(c.stack, name)
 	defer func() { c.stack = c.stack[:len(c.stack)-1] }()
 	for i := 0; i < prog.NumLoads(); i++ {
@@ -97,6 +104,23 @@ func (c *compiler) unit(name string, src []byte) *unit {
 		}
 		if dep := c.load(name, module, pos); dep != nil {
 			u.loads[module] = dep
+		}
+	}
+	// A loaded name the other file does not define would otherwise fail
+	// only once the loading file runs, after the loaded one has run.
+	for _, stmt := range f.Stmts {
+		load, ok := stmt.(*syntax.LoadStmt)
+		if !ok {
+			continue
+		}
+		dep := u.loads[load.ModuleName()]
+		if dep == nil || dep.globals == nil {
+			continue // reported already (missing, cycle, or broken itself)
+		}
+		for _, from := range load.From {
+			if !dep.globals[from.Name] {
+				c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: load: name %s not found in module %s", from.NamePos, from.Name, load.ModuleName()))
+			}
 		}
 	}
 	return u

@@ -49,6 +49,15 @@ func TestCheckFindsEveryErrorBeforeRunning(t *testing.T) {
 			"util.star":    "def f():\n    return nope\n",
 			"ignored.star": "syntax error here (",
 		}, []string{"DIR/util.star:2:12: undefined: nope"}},
+		{"name the loaded file does not define", map[string]string{
+			"main.star":     `load("lib/side.star", "z", "nope", other="f", again="g")` + "\n",
+			"lib/side.star": "print('ran')\nz = 1\ndef f():\n    pass\n" + `load("more.star", "g")` + "\n",
+			"lib/more.star": "g = 2\n",
+		}, []string{
+			"DIR/main.star:1:29: load: name nope not found in module lib/side.star",
+			// A name a file loads is its own, not passed on to its loaders.
+			"DIR/main.star:1:54: load: name g not found in module lib/side.star",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
