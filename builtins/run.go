@@ -19,7 +19,8 @@ const runDoc = "Starts the command on the host, writes stdin (a string) and clos
 	"the daemon enforces it where it has the process.spawn.timeout extension, else sous does while it runs. " +
 	"The Result keeps exactly the first output_cap bytes of stdout and of stderr (the live echo is never cut). " +
 	"With check=True any status but \"ok\" fails the recipe with the command, the status and the last lines of stderr. " +
-	"A command that cannot be started fails even with check=False. " +
+	"A command the host cannot start (no such program, no such cwd) gives status \"failed\", exit code 127 and the reason as stderr, " +
+	"so check=False can probe for a tool; a sandbox the host cannot set up fails the recipe even with check=False. " +
 	"privileged=True first asks the approvers (a Request of kind \"privileged\", tool \"Sudo\", input {\"command\": [...], \"reason\": reason}): " +
 	"approved, the command runs under sudo -n (directly where the host's user is root); denied, it never starts and the status is \"denied\". " + sandboxDoc
 
@@ -135,8 +136,13 @@ func executeSpec(c *Call, host *Host, spec spawnSpec, o *runOptions) (*Result, e
 	if o.timeout != nil {
 		spec.ext.timeout = max(*o.timeout, time.Nanosecond) // 0: at once
 	}
+	started := time.Now()
 	p, err := startProcess(c, host, spec,
 		procOptions{echo: o.echo, showPid: true, limit: int(min(o.outputCap, int64(maxCap)))})
+	var notStarted *notStartedError
+	if errors.As(err, &notStarted) && !o.check {
+		return notStartedResult(c, spec, notStarted.msg, time.Since(started)), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +169,19 @@ func executeSpec(c *Call, host *Host, spec spawnSpec, o *runOptions) (*Result, e
 		r.status, r.timeout = StatusTimeout, *o.timeout
 	}
 	return r, nil
+}
+
+// notStartedResult is the failed Result of a command the daemon could not
+// start: exit code 127 (for every stage of a pipeline) and why as its
+// stderr.
+func notStartedResult(c *Call, spec spawnSpec, why string, took time.Duration) *Result {
+	r := &Result{env: c.Env, status: StatusFailed, exitCode: 127, stderr: why + "\n", duration: took}
+	r.stages = make([]Stage, max(len(spec.ext.pipeline), 1))
+	for i := range r.stages {
+		r.stages[i].ExitCode = 127
+	}
+	r.stages[len(r.stages)-1].Stderr = r.stderr // which stage failed is not known
+	return r
 }
 
 // maxCap bounds output_cap to what fits in an int everywhere.

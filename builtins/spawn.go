@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -99,11 +100,32 @@ func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Proces
 	if err != nil {
 		// The daemon says "spawn PROGRAM: why"; the command is named here.
 		why := strings.TrimPrefix(daemonMessage(err), "spawn "+spec.argv[0]+": ")
-		return nil, c.errorf("cannot start %s: %s", spec.ext.describe(spec.argv), why)
+		msg := fmt.Sprintf("cannot start %s: %s", spec.ext.describe(spec.argv), why)
+		var we *wire.Error
+		// A sandbox the daemon cannot set up is the recipe's error, not
+		// the command's failure: it stops the recipe even with check=False.
+		if errors.As(err, &we) && !strings.HasPrefix(why, "sandbox") {
+			return nil, &notStartedError{err: c.errorf("%s", msg), msg: msg}
+		}
+		return nil, c.errorf("%s", msg)
 	}
 	p.announce(false)
 	return p, nil
 }
+
+// notStartedError is a spawn the daemon refused: no such program, a cwd
+// that is not there. run, sh and pipeline with check=False report it as a
+// failed Result (exit code 127, as a shell does, and the reason as stderr)
+// rather than stopping the recipe, so that a recipe can probe for a tool; a
+// daemon that cannot be reached, or a sandbox it cannot set up, still
+// stops it.
+type notStartedError struct {
+	err error
+	msg string // the reason, without the builtin's name
+}
+
+func (e *notStartedError) Error() string { return e.err.Error() }
+func (e *notStartedError) Unwrap() error { return e.err }
 
 func reattachBuiltin(c *Call) (starlark.Value, error) {
 	var id string

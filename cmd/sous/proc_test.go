@@ -221,6 +221,13 @@ r = run("sh", ["-c", "printf 1\\\\n2\\\\n3\\\\n >&2; exit 4"], check=False, echo
 print(r.status, r.exit_code, r.ok, r.stderr.count("\n"))
 r = sh("echo $0 && exit 0", echo=False)
 print(r.stdout.strip(), r.status)
+# check=False returns a Result even when the command cannot start.
+r = run("/no/such/program", check=False)
+print(r.status, r.exit_code, r.ok, repr(r.stderr), [s.exit_code for s in r.stages])
+r = run("true", cwd=args["dir"] + "/missing", check=False)
+print(r.status, r.exit_code, repr(r.stderr))
+r = pipeline([["/no/such/program"], ["cat"]], check=False)
+print(r.status, r.exit_code, [s.exit_code for s in r.stages])
 `)
 	o.expect(t, 0)
 	want := `"fed to stdin"
@@ -229,6 +236,9 @@ x-unset
 DIR
 failed 4 False 3
 sh ok
+failed 127 False "cannot start ` + "`/no/such/program`" + `: stat /no/such/program: no such file or directory\n" [127]
+failed 127 "cannot start ` + "`true`" + `: cwd: stat DIR/missing: no such file or directory\n"
+failed 127 [127, 127]
 `
 	if got := strings.ReplaceAll(o.stderr, dir, "DIR"); got != want {
 		t.Errorf("log:\n%s\nwant:\n%s", got, want)
@@ -324,7 +334,7 @@ failed 0 [3, 5, 0] ["e1\n", "e2\n", ""] "one\n" ""
 $(touch DIR/pwned) a;b it's
 ok "y\ny\n" 141
 "0123" True "0123"
-timeout -1
+timeout 143
 `
 	if got := strings.ReplaceAll(o.stderr, dir, "DIR"); !strings.HasPrefix(got, want) {
 		t.Errorf("log:\n%s\nwant:\n%s", got, want)

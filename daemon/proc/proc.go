@@ -226,6 +226,13 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	}
 	if err := sandbox.Start(cmd, spec.Sandbox); err != nil { // cmd.Start() when unsandboxed
 		closeAll(stdinR, stdinW, outR, outW, errR, errW)
+		if dir != "" {
+			if _, serr := os.Stat(dir); serr != nil {
+				// The child's chdir failed, which exec reports as the
+				// program's "fork/exec PATH: no such file or directory".
+				err = fmt.Errorf("cwd: %w", serr)
+			}
+		}
 		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
 	closeAll(stdinR, outW, errW) // the child's ends
