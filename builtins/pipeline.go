@@ -24,6 +24,24 @@ func pipelineEntries() []Entry {
 	}
 }
 
+// splitPipelineArgv is pipelineArgv undone: the stages of a command whose
+// stages are separated by "|".
+func splitPipelineArgv(c *Call, argv []string) ([][]string, error) {
+	var stages [][]string
+	start := 0
+	for i := 0; i <= len(argv); i++ {
+		if i < len(argv) && argv[i] != "|" {
+			continue
+		}
+		if i == start || argv[start] == "" {
+			return nil, c.errorf("the approver's input: command: want stages separated by \"|\", each a program and its arguments, got %s", describeInput(argv))
+		}
+		stages = append(stages, argv[start:i])
+		start = i + 1
+	}
+	return stages, nil
+}
+
 // sigpipeExit is the shell's exit status of a command killed by SIGPIPE.
 const sigpipeExit = 128 + 13
 
@@ -33,11 +51,15 @@ func pipelineBuiltin(c *Call) (starlark.Value, error) {
 	if err := bind(c, 1, append([]binding{req("stages", stageLists(&stages))}, o.bindings()...)...); err != nil {
 		return nil, err
 	}
-	if denied, err := o.authorize(c, pipelineArgv(stages)); err != nil || denied != nil {
+	argv, denied, err := o.authorize(c, pipelineArgv(stages))
+	if err != nil || denied != nil {
 		if err != nil {
 			return nil, err
 		}
 		return denied, denied.check(c, &o, describePipeline(stages))
+	}
+	if stages, err = splitPipelineArgv(c, argv); err != nil { // an approver may have replaced it
+		return nil, err
 	}
 	if o.privileged {
 		stages = privilegedStages(stages)

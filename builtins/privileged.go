@@ -6,25 +6,53 @@ package builtins
 // host's user is already root; denied, it never starts and its Result has
 // status "denied".
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // authorize asks the approvers about a privileged command. It returns a
-// "denied" Result when they refuse, and nil when the command may run (or is
-// not privileged). A policy that fails aborts the recipe with its error.
-func (o *runOptions) authorize(c *Call, argv []string) (*Result, error) {
+// "denied" Result when they refuse; otherwise the command to run: argv, or
+// what an approver put in its place (approve(input={"command": [...]})).
+// A command that is not privileged is not asked about. A policy that fails
+// aborts the recipe with its error.
+func (o *runOptions) authorize(c *Call, argv []string) ([]string, *Result, error) {
 	if !o.privileged {
-		return nil, nil
+		return argv, nil, nil
 	}
 	ans, err := c.Env.ApprovePrivileged(c.Thread, argv, o.reason)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ans.Allow {
-		return nil, nil
+		if ans.Input == nil {
+			return argv, nil, nil
+		}
+		// RECIPES.md: approve(input=...) replaces the tool input, here
+		// {"command": [...], "reason": ...}.
+		repl, ok := argvCommand(RuleRequest{Input: ans.Input})
+		if !ok || len(repl) == 0 || repl[0] == "" {
+			return nil, nil, c.errorf("the approver's input: command: want a non-empty list of strings, got %s", describeInput(ans.Input["command"]))
+		}
+		return repl, nil, nil
 	}
 	// The command never ran: no exit code of its own. -1 keeps exit_code
 	// an int (as for a signal) while status says what happened.
 	msg := ans.Message + "\n"
-	return &Result{env: c.Env, status: StatusDenied, exitCode: -1, stderr: msg,
+	return argv, &Result{env: c.Env, status: StatusDenied, exitCode: -1, stderr: msg,
 		stages: []Stage{{ExitCode: -1, Stderr: msg}}}, nil
+}
+
+// describeInput names a value of an approver's input for a message.
+func describeInput(v any) string {
+	if v == nil {
+		return "nothing"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%T", v)
+	}
+	return string(b)
 }
 
 // asRoot wraps argv so the host decides how to gain root: directly when its

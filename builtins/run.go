@@ -22,7 +22,8 @@ const runDoc = "Starts the command on the host, writes stdin (a string) and clos
 	"A command the host cannot start (no such program, no such cwd) gives status \"failed\", exit code 127 and the reason as stderr, " +
 	"so check=False can probe for a tool; a sandbox the host cannot set up fails the recipe even with check=False. " +
 	"privileged=True first asks the approvers (a Request of kind \"privileged\", tool \"Sudo\", input {\"command\": [...], \"reason\": reason}): " +
-	"approved, the command runs under sudo -n (directly where the host's user is root); denied, it never starts and the status is \"denied\". " + sandboxDoc
+	"approved, the command runs under sudo -n (directly where the host's user is root), or the command of the approver's " +
+	"approve(input={\"command\": [...]}) instead; denied, it never starts and the status is \"denied\". " + sandboxDoc
 
 func runEntries() []Entry {
 	return []Entry{
@@ -73,7 +74,8 @@ func runBuiltin(c *Call) (starlark.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if denied, err := o.authorize(c, argv); err != nil || denied != nil {
+	argv, denied, err := o.authorize(c, argv)
+	if err != nil || denied != nil {
 		if err != nil {
 			return nil, err
 		}
@@ -96,12 +98,16 @@ func shBuiltin(c *Call) (starlark.Value, error) {
 	if err := bind(c, 1, append([]binding{req("script", str(&script))}, o.bindings()...)...); err != nil {
 		return nil, err
 	}
-	argv := []string{"sh", "-c", script}
-	if denied, err := o.authorize(c, argv); err != nil || denied != nil {
+	argv, denied, err := o.authorize(c, []string{"sh", "-c", script})
+	if err != nil || denied != nil {
 		if err != nil {
 			return nil, err
 		}
 		return denied, denied.check(c, &o, "`"+script+"`")
+	}
+	cmdline := "`" + script + "`"
+	if len(argv) != 3 || argv[2] != script { // an approver replaced it
+		cmdline = describe(argv)
 	}
 	if o.privileged {
 		argv = asRoot(argv)
@@ -110,7 +116,7 @@ func shBuiltin(c *Call) (starlark.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r, r.check(c, &o, "`"+script+"`")
+	return r, r.check(c, &o, cmdline)
 }
 
 // check applies check=True.

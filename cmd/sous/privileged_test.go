@@ -57,6 +57,34 @@ run("touch", [args["dir"] + "/created"], privileged=True)
 	}
 }
 
+// An approver's input replaces the command it approved (RECIPES.md: "input
+// replaces the tool input"), for run, sh and pipeline.
+func TestPrivilegedApproverReplacesCommand(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the approved commands would go through sudo -n")
+	}
+	o, _ := runStar(t, `
+approvals(lambda r: approve(input={"command": ["echo", "replaced"], "reason": r.input["reason"]}))
+print(run("echo", ["original"], privileged=True, echo=False).stdout.strip())
+print(sh("echo original", privileged=True, echo=False).stdout.strip())
+approvals(lambda r: approve(input={"command": ["echo", "ab", "|", "tr", "a", "x"]}))
+print(pipeline([["echo", "original"]], privileged=True, echo=False).stdout.strip())
+approvals(lambda r: approve(input={"reason": "no command"}))
+run("echo", ["original"], privileged=True, echo=False)
+`)
+	o.expect(t, 1, "run: the approver's input: command: want a non-empty list of strings, got nothing")
+	var printed []string
+	for _, line := range strings.Split(o.stderr, "\n") {
+		if !strings.HasPrefix(line, "approval: ") && !strings.HasPrefix(line, "Traceback") {
+			printed = append(printed, line)
+		}
+	}
+	if got := strings.Join(printed[:3], " "); got != "replaced replaced xb" {
+		t.Errorf("printed %q, want the replaced commands' output:\n%s", got, o.stderr)
+	}
+}
+
 // TestPrivilegedDefaultDeny: with no approver and no terminal, a privileged
 // command is denied by default, and --allow rules can approve it.
 func TestPrivilegedDefaultDeny(t *testing.T) {
