@@ -86,6 +86,18 @@ func Run(ctx context.Context, opt Options) error {
 	return &ExitError{Code: code, Err: err}
 }
 
+// Refuse reports a usage error the caller found before the recipe could
+// run (a bad -a or rule flag) as Run reports one it finds itself: on stderr
+// and, with JSON, between a start and an end event, so that the event
+// stream always has both. It returns the *ExitError (code 2).
+func Refuse(opt Options, err error) error {
+	out := newOutput(opt.Stdout, opt.Stderr, opt.JSON)
+	out.start(opt.Recipe, opt.Args)
+	out.Error("sous: " + err.Error())
+	out.end("error", CodeUsage, err.Error())
+	return &ExitError{Code: CodeUsage, Err: err}
+}
+
 // Check compiles a recipe and every file it loads without running
 // anything: the errors `sous run` would stop at before starting. The error
 // is a *CompileError.

@@ -71,24 +71,35 @@ Every decision is logged on stderr (an approval event with --json).`,
 }
 
 func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
+	ropt := runtime.Options{Recipe: opts.recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: opts.json}
+	refuse := func(err error) error {
+		if !opts.json {
+			return err
+		}
+		// The event stream still starts and ends (RECIPES.md: start is
+		// always the first line and end the last).
+		runtime.Refuse(ropt, err)
+		return &exitError{code: runtime.CodeUsage}
+	}
 	args, err := parseRecipeArgs(opts.args)
 	if err != nil {
-		return err
+		return refuse(err)
 	}
+	ropt.Args = args
 	target, err := opts.target.target()
 	if err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
-			return err
+			return refuse(err)
 		}
-		return usageErrorf("--token-file: %v", err)
+		return refuse(usageErrorf("--token-file: %v", err))
 	}
 	var rules builtins.RuleSet
 	if rules.Allow, err = builtins.ParseRules("--allow", opts.allow); err != nil {
-		return usageErrorf("%v", err)
+		return refuse(usageErrorf("%v", err))
 	}
 	if rules.Deny, err = builtins.ParseRules("--deny", opts.deny); err != nil {
-		return usageErrorf("%v", err)
+		return refuse(usageErrorf("%v", err))
 	}
 	var prompt io.Reader
 	if isTerminal(streams.In) {
@@ -96,18 +107,8 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
-	err = runtime.Run(ctx, runtime.Options{
-		Recipe:    opts.recipe,
-		Args:      args,
-		Stdout:    streams.Out,
-		Stderr:    streams.ErrOut,
-		JSON:      opts.json,
-		Host:      target,
-		Env:       streams.Env,
-		Table:     builtins.DefaultTable(),
-		Approvals: rules,
-		Prompt:    prompt,
-	})
+	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, streams.Env, builtins.DefaultTable(), rules, prompt
+	err = runtime.Run(ctx, ropt)
 	var ee *runtime.ExitError
 	if errors.As(err, &ee) {
 		return &exitError{code: ee.Code} // reported by the runtime already

@@ -44,6 +44,20 @@ func TestRunExitCodes(t *testing.T) {
 		t.Parallel()
 		sous(t, "run").expect(t, 2, "run: want 1 argument(s), got 0")
 	})
+	// With --json, a usage error the flags hold still gets a start and an
+	// end event, as one in the recipe does.
+	for name, flags := range map[string][]string{"json bad arg flag": {"-a", "novalue"}, "json bad rule": {"--allow", "Bash("}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			o, _ := runStar(t, "x = 1\n", append(flags, "--json")...)
+			o.expect(t, 2, "sous: ")
+			lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+			if len(lines) != 2 || !strings.Contains(lines[0], `"event":"start"`) ||
+				!strings.Contains(lines[1], `"event":"end"`) || !strings.Contains(lines[1], `"exit_code":2`) {
+				t.Errorf("stdout:\n%s", o.stdout)
+			}
+		})
+	}
 }
 
 func TestRunNothingBeforeAStaticError(t *testing.T) {
