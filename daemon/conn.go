@@ -345,6 +345,16 @@ func (c *conn) SendFrames(_ string, quotedID []byte, frames []wire.Frame) error 
 	return err
 }
 
+// SendGone writes a Gone notification.
+func (c *conn) SendGone(quotedID []byte, g wire.Gone) error {
+	bp := c.bufs.Get().(*[]byte)
+	b := wire.AppendGone((*bp)[:0], quotedID, g)
+	err := c.write(b)
+	*bp = b
+	c.bufs.Put(bp)
+	return err
+}
+
 func (c *conn) write(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -382,6 +392,9 @@ type Session struct {
 // subscription.
 type FrameSink interface {
 	SendFrames(id string, quotedID []byte, frames []wire.Frame) error
+	// SendGone says the session no longer follows a process that has not
+	// exited for it (process.gone), after that process's last frames.
+	SendGone(quotedID []byte, g wire.Gone) error
 }
 
 func newSession(s *Server, sink FrameSink) *Session {

@@ -114,7 +114,7 @@ func decodeStdinFast(raw []byte) (p stdinParams, dataErr, ok bool) {
 	return p, false, true
 }
 
-var processFields = []string{"id", "command", "args", "cwd", "env", "wantPid", "data", "offset", "close", "signal", "timeoutMs", "escalate", "fromSeq"}
+var processFields = []string{"id", "command", "args", "cwd", "env", "wantPid", "notifyGone", "data", "offset", "close", "signal", "timeoutMs", "escalate", "fromSeq"}
 
 // forEachMember validates the JSON document doc and calls f with each member
 // of its top-level object in order; esc tells whether a string value holds

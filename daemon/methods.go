@@ -26,7 +26,7 @@ type handler func(ctx context.Context, se *Session, params json.RawMessage) (res
 var extensionMethods = []string{"process.list", "process.resize"}
 
 // features advertised in server.capabilities.
-var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureProcessList,
+var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY}
 
 // namespaces maps each namespace to its methods. server.* takes no params;
@@ -178,7 +178,7 @@ func processSpawn(_ context.Context, se *Session, raw json.RawMessage) (any, fun
 		res.Pid, res.StartTime = pr.Pid, pr.StartTime
 	}
 	// The frames follow the reply; the cursor taken at spawn keeps them all.
-	return res, func() { se.followCursor(pr, cur, -1) }, nil
+	return res, func() { se.followCursor(pr, cur, -1, p.NotifyGone) }, nil
 }
 
 func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
@@ -305,7 +305,7 @@ func processReattach(_ context.Context, se *Session, raw json.RawMessage) (any, 
 		res.Pid, res.StartTime = pr.Pid, pr.StartTime
 	}
 	// Replay what is retained up to lastSeq before answering, then follow.
-	if err := se.follow(pr, p.FromSeq, st.LastSeq); err != nil {
+	if err := se.follow(pr, p.FromSeq, st.LastSeq, p.NotifyGone); err != nil {
 		return nil, nil, wire.Internal(err)
 	}
 	return res, nil, nil

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"errors"
+
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -13,25 +15,26 @@ const batchBytes = 256 << 10
 
 // subscription delivers one process's frames to one session.
 type subscription struct {
-	proc *proc.Process
-	cur  *streamlog.Cursor
-	done chan struct{} // closed once nothing more is delivered for it
+	proc       *proc.Process
+	cur        *streamlog.Cursor
+	notifyGone bool          // the client asked for a Gone notification (process.gone)
+	done       chan struct{} // closed once nothing more is delivered for it
 }
 
 // follow subscribes the session to p from fromSeq (exclusive), replacing any
 // earlier subscription of this session to the same id. With replay, the
 // frames retained up to now are delivered before follow returns (reattach
 // replays, then answers); the rest flows from a background pump.
-func (se *Session) follow(p *proc.Process, fromSeq int64, replayUpTo int64) error {
+func (se *Session) follow(p *proc.Process, fromSeq int64, replayUpTo int64, notifyGone bool) error {
 	// The subscription being replaced may be in the middle of a write: wait
 	// for it, or its frames would interleave with (and repeat) the replay.
 	se.unfollow(p.ID)
-	return se.followCursor(p, p.Log.NewCursor(fromSeq), replayUpTo)
+	return se.followCursor(p, p.Log.NewCursor(fromSeq), replayUpTo, notifyGone)
 }
 
 // followCursor subscribes the session to p through cur, which it owns from
 // now on: see follow.
-func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUpTo int64) error {
+func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUpTo int64, notifyGone bool) error {
 	se.mu.Lock()
 	if se.closed {
 		se.mu.Unlock()
@@ -41,7 +44,7 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 	if old := se.subs[p.ID]; old != nil { // a concurrent follow of the same id won
 		old.cur.Close()
 	}
-	sub := &subscription{proc: p, cur: cur, done: make(chan struct{})}
+	sub := &subscription{proc: p, cur: cur, notifyGone: notifyGone, done: make(chan struct{})}
 	se.subs[p.ID] = sub
 	se.pumps.Add(1)
 	se.mu.Unlock()
@@ -58,6 +61,7 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 			}
 		}
 		if err != nil {
+			se.sayGone(sub, quoted, err)
 			se.endSubscription(sub)
 			return nil
 		}
@@ -77,11 +81,28 @@ func (se *Session) pump(sub *subscription, quoted []byte, frames []wire.Frame) {
 			}
 		}
 		if err != nil {
-			return // the exit frame was delivered, or the session or log closed
+			// The exit frame was delivered, or the session or log closed.
+			se.sayGone(sub, quoted, err)
+			return
 		}
 		// Let the frames' data go before blocking for more.
 		clear(frames)
 	}
+}
+
+// sayGone tells a client that asked for it (process.gone) that its
+// subscription ended without the exit frame because the daemon discarded
+// the process: a spawn reused the id, or retention forgot it. Without it,
+// the client would wait for an exit that can no longer come.
+func (se *Session) sayGone(sub *subscription, quoted []byte, err error) {
+	if !sub.notifyGone || !errors.Is(err, streamlog.ErrClosed) || !sub.proc.Log.Closed() {
+		return
+	}
+	reason := wire.GoneForgotten
+	if now := se.s.reg.Get(sub.proc.ID); now != nil && now != sub.proc {
+		reason = wire.GoneReplaced
+	}
+	_ = se.sink.SendGone(quoted, wire.Gone{ID: sub.proc.ID, Pid: sub.proc.Pid, StartTime: sub.proc.StartTime, Reason: reason})
 }
 
 // endSubscription runs on the goroutine that delivered the subscription's

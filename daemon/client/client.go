@@ -302,6 +302,17 @@ func (c *Client) frames(_ link, procID string, frames []wire.Frame) {
 	}
 }
 
+// gone implements receiver: the daemon discarded a process this client
+// follows (process.gone) before its exit frame.
+func (c *Client) gone(_ link, g wire.Gone) {
+	c.mu.Lock()
+	p := c.procs[g.ID]
+	c.mu.Unlock()
+	if p != nil {
+		p.gone(g)
+	}
+}
+
 // closed implements receiver: the link broke.
 func (c *Client) closed(l link, err error) {
 	c.mu.Lock()
@@ -420,7 +431,7 @@ func (c *Client) resume(ctx context.Context, l link) error {
 			continue
 		}
 		var res wire.ReattachResult
-		if err := c.callOn(ctx, l, "process.reattach", map[string]any{"id": p.ID, "fromSeq": p.LastSeq()}, &res); err != nil {
+		if err := c.callOn(ctx, l, "process.reattach", map[string]any{"id": p.ID, "fromSeq": p.LastSeq(), "notifyGone": true}, &res); err != nil {
 			return err
 		}
 		if !res.Found {

@@ -30,6 +30,7 @@ type link interface {
 type receiver interface {
 	response(l link, id uint64, result json.RawMessage, err error)
 	frames(l link, procID string, frames []wire.Frame)
+	gone(l link, g wire.Gone)
 	closed(l link, err error)
 }
 
@@ -197,6 +198,10 @@ func (d *lineDispatcher) dispatch(l link, recv receiver, line []byte) error {
 		recv.response(l, id, result, nil)
 		return nil
 	}
+	if g, ok := wire.ParseGone(line); ok {
+		recv.gone(l, g)
+		return nil
+	}
 	var resp wire.Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		return fmt.Errorf("daemon sent a malformed line: %w", err)
@@ -293,6 +298,12 @@ func (l *localLink) send(id uint64, method string, params json.RawMessage) error
 // SendFrames implements daemon.FrameSink.
 func (l *localLink) SendFrames(id string, _ []byte, frames []wire.Frame) error {
 	l.recv.frames(l, id, frames)
+	return nil
+}
+
+// SendGone implements daemon.FrameSink.
+func (l *localLink) SendGone(_ []byte, g wire.Gone) error {
+	l.recv.gone(l, g)
 	return nil
 }
 

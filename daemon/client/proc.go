@@ -54,7 +54,9 @@ type Proc struct {
 	reattached bool // a reconnect found it on the daemon
 	stageCodes []int
 	timedOut   bool
-	tty        bool // spawned with a terminal by this client
+	tty        bool        // spawned with a terminal by this client
+	identified bool        // Pid and StartTime are known
+	earlyGone  []wire.Gone // Gone notifications read before the spawn or reattach answer was
 
 	stdinMu  sync.Mutex
 	stdinOff int64 // the offset of our next stdin byte
@@ -111,7 +113,8 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		p := newProc(c, spec.ID, h)
 		p.spawning = true
 		c.register(p)
-		params := map[string]any{"id": spec.ID, "command": spec.Command, "wantPid": true}
+		// notifyGone, like wantPid, is ignored by a daemon without it.
+		params := map[string]any{"id": spec.ID, "command": spec.Command, "wantPid": true, "notifyGone": true}
 		if len(spec.Args) > 0 {
 			params["args"] = spec.Args
 		}
@@ -132,7 +135,7 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		found := p.reattached
 		p.mu.Unlock()
 		if err == nil {
-			p.Pid, p.StartTime = res.Pid, res.StartTime
+			p.identify(res.Pid, res.StartTime)
 			ext.started(p)
 			return p, nil
 		}
@@ -156,7 +159,7 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 	p.lastSeq = fromSeq
 	c.register(p)
 	var res wire.ReattachResult
-	if err := c.Call(ctx, "process.reattach", map[string]any{"id": id, "fromSeq": fromSeq, "wantPid": true}, &res); err != nil {
+	if err := c.Call(ctx, "process.reattach", map[string]any{"id": id, "fromSeq": fromSeq, "wantPid": true, "notifyGone": true}, &res); err != nil {
 		c.unregister(p)
 		return nil, res, err
 	}
@@ -164,7 +167,7 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 		c.unregister(p)
 		return nil, res, nil
 	}
-	p.Pid, p.StartTime = res.Pid, res.StartTime
+	p.identify(res.Pid, res.StartTime)
 	p.mu.Lock()
 	if res.FirstSeq > fromSeq+1 && p.lastSeq < res.FirstSeq {
 		p.lost += res.FirstSeq - fromSeq - 1
@@ -178,7 +181,7 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 		// is still draining output, deliver drops the frame and the exit
 		// frame follows.
 		var again wire.ReattachResult
-		if err := c.Call(ctx, "process.reattach", map[string]any{"id": id, "fromSeq": res.LastSeq - 1}, &again); err != nil {
+		if err := c.Call(ctx, "process.reattach", map[string]any{"id": id, "fromSeq": res.LastSeq - 1, "notifyGone": true}, &again); err != nil {
 			c.unregister(p)
 			return nil, res, err
 		}
@@ -231,6 +234,43 @@ func (p *Proc) fail(err error) {
 	}
 	p.err = err
 	close(p.done)
+}
+
+// identify records which process p follows, from the answer of its spawn
+// or reattach, and applies the Gone notifications that were read before
+// that answer was.
+func (p *Proc) identify(pid int, startTime float64) {
+	p.mu.Lock()
+	p.Pid, p.StartTime, p.identified = pid, startTime, true
+	early := p.earlyGone
+	p.earlyGone = nil
+	p.mu.Unlock()
+	for _, g := range early {
+		p.gone(g)
+	}
+}
+
+// gone fails p when g names the process p follows: not a newer process
+// with the same id (this client's own spawn may have replaced the one g
+// names).
+func (p *Proc) gone(g wire.Gone) {
+	p.mu.Lock()
+	if !p.identified {
+		p.earlyGone = append(p.earlyGone, g)
+		p.mu.Unlock()
+		return
+	}
+	same := p.Pid == g.Pid && p.StartTime == g.StartTime
+	p.mu.Unlock()
+	if !same {
+		return
+	}
+	switch g.Reason {
+	case wire.GoneReplaced:
+		p.fail(fmt.Errorf("process %s was replaced on the daemon by a new process with the same id before it exited", g.ID))
+	default:
+		p.fail(fmt.Errorf("process %s is no longer retained by the daemon (%s); its exit was not seen", g.ID, g.Reason))
+	}
 }
 
 func (p *Proc) isSpawning() bool {

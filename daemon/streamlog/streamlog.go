@@ -372,6 +372,13 @@ func (l *Log) flushSegment(seg *segment, seal bool) error {
 	return err
 }
 
+// Closed reports whether the log was discarded (Close).
+func (l *Log) Closed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
 // Stats describes what a Log retains.
 type Stats struct {
 	FirstSeq int64 // oldest retained seq; 0 when the log is empty

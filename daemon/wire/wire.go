@@ -94,6 +94,12 @@ const (
 	FeatureProcessList = "process.list"         // the process.list method
 	FeatureWebSocket   = "transport.websocket"  // the daemon also serves JSON-RPC over WebSocket
 
+	// process.spawn and process.reattach {"notifyGone": true}: when the
+	// daemon stops following the process for this connection without an
+	// exit frame (a spawn reused its id, or it was forgotten), it says so
+	// with a Gone notification instead of leaving the client waiting.
+	FeatureProcessGone = "process.gone"
+
 	// process.spawn {"pipeline": [[cmd, args...], ...]}: the stages joined by
 	// pipes in one process group; stderr frames carry "stage", the exit frame
 	// "stageExitCodes".
@@ -249,19 +255,21 @@ const (
 
 // ProcessParams binds the params of every process.* method.
 type ProcessParams struct {
-	ID        string             `json:"id"`
-	Command   string             `json:"command,omitempty"`
-	Args      []string           `json:"args,omitempty"`
-	Cwd       string             `json:"cwd,omitempty"`
-	Env       map[string]*string `json:"env,omitempty"` // a null value unsets an inherited variable (extension)
-	WantPid   bool               `json:"wantPid,omitempty"`
-	Data      string             `json:"data,omitempty"`
-	Offset    *int64             `json:"offset,omitempty"`
-	Close     bool               `json:"close,omitempty"` // process.stdin.close extension
-	Signal    string             `json:"signal,omitempty"`
-	TimeoutMs *int64             `json:"timeoutMs,omitempty"`
-	Escalate  *bool              `json:"escalate,omitempty"`
-	FromSeq   int64              `json:"fromSeq,omitempty"`
+	ID      string             `json:"id"`
+	Command string             `json:"command,omitempty"`
+	Args    []string           `json:"args,omitempty"`
+	Cwd     string             `json:"cwd,omitempty"`
+	Env     map[string]*string `json:"env,omitempty"` // a null value unsets an inherited variable (extension)
+	WantPid bool               `json:"wantPid,omitempty"`
+	// NotifyGone asks for a Gone notification (process.gone extension).
+	NotifyGone bool   `json:"notifyGone,omitempty"`
+	Data       string `json:"data,omitempty"`
+	Offset     *int64 `json:"offset,omitempty"`
+	Close      bool   `json:"close,omitempty"` // process.stdin.close extension
+	Signal     string `json:"signal,omitempty"`
+	TimeoutMs  *int64 `json:"timeoutMs,omitempty"`
+	Escalate   *bool  `json:"escalate,omitempty"`
+	FromSeq    int64  `json:"fromSeq,omitempty"`
 	// Extensions of process.spawn (timeoutMs above is also spawn's limit).
 	Pipeline [][]string `json:"pipeline,omitempty"` // process.spawn.pipeline: instead of command and args
 	Tty      bool       `json:"tty,omitempty"`      // process.spawn.tty
