@@ -261,6 +261,11 @@ func (l *unlinkListener) Close() error {
 // trackListener registers ln so that Close closes it; the caller runs
 // untrack once it stops serving. A closed server refuses it.
 func (s *Server) trackListener(ln net.Listener) (untrack func(), err error) {
+	if s.cfg.Token == "" {
+		// A request without "auth" would match an empty token: such a
+		// daemon would serve anyone who can reach it.
+		return nil, errors.New("daemon: refusing to serve without a token (it is empty)")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

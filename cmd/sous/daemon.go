@@ -134,6 +134,18 @@ func (o *serveOptions) wsListenAddrs() ([][2]string, error) {
 // readToken gets the token from --token-file or --token-fd. It is checked
 // before anything else: the daemon never starts unauthenticated.
 func (o *serveOptions) readToken() (string, error) {
+	token, err := o.readTokenLine()
+	if err == nil && token == "" {
+		// seeds/001: the daemon never starts unauthenticated, and a
+		// request without "auth" would match an empty token.
+		err = errors.New("the token is empty: the daemon never runs unauthenticated")
+	}
+	return token, err
+}
+
+// readTokenLine reads the token as a line (one trailing \n or \r\n
+// stripped; other whitespace kept) from --token-file or --token-fd.
+func (o *serveOptions) readTokenLine() (string, error) {
 	switch {
 	case o.tokenFile != "" && o.tokenFD >= 0:
 		return "", usageErrorf("use either --token-file or --token-fd, not both")

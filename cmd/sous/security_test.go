@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -222,4 +223,36 @@ func inheritedFDs() map[string]bool {
 		}
 	}
 	return out
+}
+
+// TestDaemonRefusesAnEmptyToken: a request without "auth" would match an
+// empty token, so a daemon given one (an empty file, a bare newline on the
+// descriptor) does not start.
+func TestDaemonRefusesAnEmptyToken(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	dir := testutil.ShortTempDir(t)
+	for name, setup := range map[string]func(*exec.Cmd){
+		"token-file": func(cmd *exec.Cmd) {
+			tok := filepath.Join(dir, "empty")
+			os.WriteFile(tok, nil, 0o600)
+			cmd.Args = append(cmd.Args, "--token-file", tok)
+		},
+		"token-fd": func(cmd *exec.Cmd) {
+			cmd.Args = append(cmd.Args, "--token-fd", "0")
+			cmd.Stdin = strings.NewReader("\n")
+		},
+	} {
+		cmd := exec.Command(bin, "daemon", "serve", "--socket", filepath.Join(dir, name+".sock"))
+		setup(cmd)
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "the token is empty") {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
+		if strings.Contains(string(out), "listening") {
+			t.Errorf("%s: the daemon started:\n%s", name, out)
+		}
+	}
 }
