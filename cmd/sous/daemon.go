@@ -74,6 +74,7 @@ type serveOptions struct {
 	wsRequireBearer bool
 	maxConnections  int
 	metricsAddr     string
+	readyFD         int // --ready-fd: `daemon start` learns on it that this daemon listens
 }
 
 func (o *serveOptions) register(cmd *cobra.Command) {
@@ -94,6 +95,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.BoolVar(&o.wsRequireBearer, "ws-require-bearer", true, "refuse WebSocket upgrades without \"Authorization: Bearer TOKEN\" (401); =false admits them and relies on each request's auth")
 	f.IntVar(&o.maxConnections, "max-connections", 100, "most WebSocket connections open at once (503 beyond; 0 = no limit)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus counters at http://`ADDR`/metrics (no auth: bind to loopback)")
+	f.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this descriptor once listening (used by daemon start)")
+	f.MarkHidden("ready-fd")
 }
 
 // checkListen validates --listen and --socket together.
@@ -311,6 +314,15 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		fmt.Fprintf(streams.Out, "sous daemon listening on ws://%s%s\n", l.Addr(), opt.Path)
 	}
 
+	if o.readyFD >= 0 {
+		// `daemon start` waits for this rather than for the socket to
+		// accept: another daemon may already answer on that socket.
+		if f := os.NewFile(uintptr(o.readyFD), "ready-fd"); f != nil {
+			fmt.Fprintln(f, "ready")
+			f.Close()
+		}
+	}
+
 	var serveErr error
 	select {
 	case s := <-sigs:
@@ -399,38 +411,49 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 	if o.metricsAddr != "" {
 		args = append(args, "--metrics-addr", o.metricsAddr)
 	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	defer readyR.Close()
+	args = append(args, "--ready-fd", "4")
 	child := exec.Command(self, args...)
 	child.Stdout, child.Stderr = logf, logf
-	child.ExtraFiles = []*os.File{tokR}
+	child.ExtraFiles = []*os.File{tokR, readyW} // fds 3 and 4
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// claustrum's daemon marks its environment so children can tell they run
 	// under a detached daemon; keep that parity.
 	child.Env = append(os.Environ(), "CLAUDE_SSH_DAEMON_CHILD=1")
-	if err := child.Start(); err != nil {
+	err = child.Start()
+	readyW.Close() // the child's now; EOF on readyR once it exits
+	if err != nil {
 		tokW.Close()
 		return fmt.Errorf("start daemon: %w", err)
 	}
 	fmt.Fprintf(tokW, "%s\n", token)
 	tokW.Close()
 
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	deadline := time.Now().Add(wait)
-	for {
-		if c, err := net.DialTimeout("unix", o.socket, 200*time.Millisecond); err == nil {
-			c.Close()
+	// The child says "ready" once it listens. A socket that accepts is not
+	// enough: another daemon may already be serving it, while this one
+	// failed to listen and exits.
+	ready := make(chan bool, 1)
+	go func() {
+		line, _ := bufio.NewReader(readyR).ReadString('\n')
+		ready <- line == "ready\n"
+	}()
+	select {
+	case ok := <-ready:
+		if ok {
 			fmt.Fprintf(streams.Out, "sous daemon started (pid %d) on %s, logs in %s\n", child.Process.Pid, o.socket, logPath)
+			child.Process.Release()
 			return nil
 		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("daemon exited during start (%v); its log %s ends with:\n%s", err, logPath, tail(logPath, 10))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			return fmt.Errorf("daemon did not accept on %s within %s; see %s", o.socket, wait, logPath)
-		}
+		err := child.Wait()
+		return fmt.Errorf("daemon exited during start (%v); its log %s ends with:\n%s", err, logPath, tail(logPath, 10))
+	case <-time.After(wait):
+		child.Process.Kill()
+		child.Wait()
+		return fmt.Errorf("daemon did not listen on %s within %s; see %s", o.socket, wait, logPath)
 	}
 }
 

@@ -155,7 +155,8 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	}
 	if !isTerminal(streams.In) {
 		go forwardStdin(ctx, p, streams.In, streams.ErrOut)
-	} else if err := p.CloseStdin(ctx); err != nil {
+	} else if err := p.CloseStdin(ctx); err != nil && !isNotRunning(err) {
+		// A command that is already done (true, echo) needs no stdin.
 		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
 	}
 	return follow(ctx, streams, p, o.timeout)

@@ -77,6 +77,15 @@ func TestDaemonStartKeepsTheTokenSecret(t *testing.T) {
 		}
 	}
 
+	// A second start on the same socket fails, although the socket accepts
+	// (the first daemon answers it): the new daemon could not listen.
+	again := exec.Command(bin, "daemon", "start", "--socket", sock, "--token-fd", "0", "--log-file", filepath.Join(dir, "again.log"))
+	again.Env, again.Stdin = env, strings.NewReader("another-token\n")
+	if out, err := again.CombinedOutput(); exitCode(err) != 1 || !strings.Contains(string(out), "daemon exited during start") ||
+		!strings.Contains(string(out), "already serving") {
+		t.Errorf("a second daemon start on a served socket: %v\n%s", err, out)
+	}
+
 	// argv and environment of the daemon.
 	for _, f := range []string{"cmdline", "environ"} {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f))

@@ -209,6 +209,23 @@ func TestServeAllowCommandFlag(t *testing.T) {
 	}
 }
 
+// sous exec with a terminal as stdin closes the command's stdin at once; a
+// command that has already exited by then is no error to report.
+func TestExecTerminalStdinQuickCommand(t *testing.T) {
+	ptm, pts, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptm.Close()
+	defer pts.Close()
+	for range 20 {
+		var stdout, stderr testutil.SyncBuffer
+		if code := Main([]string{"exec", "--", "true"}, pts, &stdout, &stderr); code != 0 || stderr.String() != "" {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+	}
+}
+
 // sous exec --tty: raw mode on the local terminal while the command runs,
 // its size passed on and its changes forwarded, the terminal restored after.
 func TestExecTTY(t *testing.T) {
