@@ -39,7 +39,7 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 		Example: q.example,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < q.nargs[0] || len(args) > q.nargs[1] {
-				return usageErrorf("%s: wrong number of arguments (usage: sous %s %s)", cmd.Name(), cmd.Parent().Name(), q.use)
+				return usageErrorf("%s: wrong number of arguments (usage: %s %s)", cmd.Name(), cmd.Parent().CommandPath(), q.use)
 			}
 			return nil
 		},

@@ -151,8 +151,14 @@ func TestOneOffBadInput(t *testing.T) {
 		{[]string{"attach", "x", "--from-seq", "-1"}, 2, "--from-seq must be 0 or more"},
 		{[]string{"ps", "--socket", sock, "--remote", "ssh://h"}, 2, "either --socket or --remote"},
 		{[]string{"exce"}, 2, "Did you mean this?"},
+		{[]string{"git", "stauts"}, 2, "unknown command \"stauts\" for \"sous git\"\n\nDid you mean this?\n\tstatus"},
+		{[]string{"files", "bogus"}, 2, `unknown command "bogus" for "sous files"`},
+		{[]string{"daemon", "bogus"}, 2, `unknown command "bogus" for "sous daemon"`},
+		{[]string{"git", "worktree", "bogus"}, 2, `unknown command "bogus" for "sous git worktree"`},
+		{[]string{"completion", "tcsh"}, 2, `unknown command "tcsh" for "sous completion"`},
+		{[]string{"git", "worktree", "create", "b"}, 2, "usage: sous git worktree create BRANCH PATH"},
 		{[]string{"rpc", "server.ping", "--socket", sock, "--token-file", "/no/such/token"}, 1, "read token file"},
-		{[]string{"rpc", "server.ping", "--socket", sock}, 1, "daemon refused the token (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN"},
+		{[]string{"rpc", "server.ping", "--socket", sock}, 1, "the daemon requires a token and none was given: set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN"},
 		{[]string{"ps", "--socket", filepath.Join(t.TempDir(), "none.sock")}, 1, "connect to daemon at"},
 	} {
 		o := sous(t, tt.args...)

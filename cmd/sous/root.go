@@ -167,7 +167,34 @@ Unix socket.`,
 	for _, add := range commandGroups {
 		root.AddCommand(add(streams))
 	}
+	root.InitDefaultCompletionCmd()
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command group (git, files, daemon,
+// git worktree, completion) treat an unknown subcommand as the usage error
+// it is, as the root does: cobra would print the group's help and exit 0.
+// A bare group still prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if c.Parent() == nil || !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.SuggestionsMinimumDistance = 2
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return errors.New(msg + "\nRun '" + cmd.CommandPath() + " --help' for usage.")
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 // commandGroups lists the constructors of the top-level commands beyond

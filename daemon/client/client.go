@@ -76,13 +76,18 @@ func Embedded(srv *daemon.Server) *Client {
 
 // Dial connects to a daemon through dial, sending token with every request.
 func Dial(ctx context.Context, dial DialFunc, token string, opt Options) (*Client, error) {
-	return dialLinks(ctx, func(ctx context.Context, recv receiver) (link, error) {
+	c, err := dialLinks(ctx, func(ctx context.Context, recv receiver) (link, error) {
 		rwc, err := dial(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return newStreamLink(rwc, token, recv), nil
 	}, opt)
+	var we *wire.Error
+	if token == "" && errors.As(err, &we) && we.Code == wire.CodeUnauthorized {
+		return nil, errors.New("the daemon requires a token and none was given: set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN")
+	}
+	return c, err
 }
 
 // dialLinks makes a client whose connections come from dial: the first one
