@@ -75,6 +75,7 @@ type serveOptions struct {
 	maxConnections  int
 	metricsAddr     string
 	readyFD         int // --ready-fd: `daemon start` learns on it that this daemon listens
+	loginPath       bool
 }
 
 func (o *serveOptions) register(cmd *cobra.Command) {
@@ -95,6 +96,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.BoolVar(&o.wsRequireBearer, "ws-require-bearer", true, "refuse WebSocket upgrades without \"Authorization: Bearer TOKEN\" (401); =false admits them and relies on each request's auth")
 	f.IntVar(&o.maxConnections, "max-connections", 100, "most WebSocket connections open at once (503 beyond; 0 = no limit)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus counters at http://`ADDR`/metrics (no auth: bind to loopback)")
+	f.BoolVar(&o.loginPath, "login-path", true, "give children the PATH of the user's login shell ($SHELL -l), as claustrum does; =false keeps the daemon's own")
 	f.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this descriptor once listening (used by daemon start)")
 	f.MarkHidden("ready-fd")
 }
@@ -186,6 +188,10 @@ CI, containers). Prints a line containing "listening" for each address once
 it accepts connections. SIGTERM, SIGINT or a server.shutdown request with the
 token stop it and every child process group (unless --keep-children).
 
+Children inherit the daemon's environment with CLAUDE_SSH_DAEMON_CHILD=1 and,
+as claustrum's daemon gives them, the PATH of the user's login shell
+($SHELL -l, within 3 s; --login-path=false keeps the daemon's own PATH).
+
 --listen ws://HOST:PORT[/PATH] also serves the same JSON-RPC over WebSocket,
 one JSON message per text message (clients: --remote ws://HOST:PORT[/PATH]).
 Every request still carries the token in "auth"; the upgrade is also refused
@@ -261,6 +267,7 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		KeepChildren:    o.keepChildren,
 		Logger:          logger,
 		AllowCommands:   o.allowCommands,
+		Env:             daemonChildEnv(ctx, processEnv(streams), o.loginPath, logger),
 	})
 	if err != nil {
 		return err
@@ -400,6 +407,9 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 	if o.keepChildren {
 		args = append(args, "--keep-children")
 	}
+	if !o.loginPath {
+		args = append(args, "--login-path=false")
+	}
 	for _, c := range o.allowCommands {
 		args = append(args, "--allow-command", c)
 	}
@@ -422,7 +432,8 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 	child.ExtraFiles = []*os.File{tokR, readyW} // fds 3 and 4
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// claustrum's daemon marks its environment so children can tell they run
-	// under a detached daemon; keep that parity.
+	// under a detached daemon; keep that parity (serve marks its children's
+	// too, daemon_env.go).
 	child.Env = append(os.Environ(), "CLAUDE_SSH_DAEMON_CHILD=1")
 	err = child.Start()
 	readyW.Close() // the child's now; EOF on readyR once it exits

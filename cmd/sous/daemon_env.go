@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// loginPathTimeout bounds how long the login shell may take to report its
+// PATH: a profile that waits for input or the network must not hold the
+// daemon's start.
+const loginPathTimeout = 3 * time.Second
+
+// daemonChildEnv is the environment a serving daemon's children inherit:
+// base (the daemon's own) with, as claustrum's daemon has,
+// CLAUDE_SSH_DAEMON_CHILD=1 and, unless loginPath is off, the PATH of the
+// user's login shell. A daemon started by systemd, cron or a bare ssh
+// command gets a minimal PATH, while the commands users spawn through it
+// expect the one their shell gives them (~/.local/bin, /usr/local/go/bin).
+func daemonChildEnv(ctx context.Context, base []string, loginPath bool, logger *slog.Logger) []string {
+	env := setEnv(base, "CLAUDE_SSH_DAEMON_CHILD", "1")
+	if !loginPath {
+		return env
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	shell := lookupEnv(base, "SHELL")
+	if shell == "" {
+		shell = "/bin/sh"
+	}
+	path, err := loginShellPath(ctx, shell, env)
+	if err != nil {
+		logger.Warn("keeping the daemon's PATH for its children: the login shell did not report one", "shell", shell, "err", err)
+		return env
+	}
+	if path != lookupEnv(env, "PATH") {
+		logger.Info("children get the login shell's PATH", "shell", shell, "path", path)
+	}
+	return setEnv(env, "PATH", path)
+}
+
+// loginShellPath runs shell as a login shell and returns the PATH it ends
+// up with. The value is fenced by a marker, since profiles may print.
+func loginShellPath(ctx context.Context, shell string, env []string) (string, error) {
+	const marker = "__SOUS_LOGIN_PATH__="
+	ctx, cancel := context.WithTimeout(ctx, loginPathTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, shell, "-l", "-c", `printf '\n`+marker+`%s\n' "$PATH"`)
+	cmd.Env = env
+	cmd.WaitDelay = time.Second // a profile's background job must not hold the pipe open
+	out, err := cmd.Output()
+	if err != nil {
+		return "", err
+	}
+	i := bytes.LastIndex(out, []byte("\n"+marker))
+	if i < 0 {
+		return "", errMissingMarker
+	}
+	path, _, _ := strings.Cut(string(out[i+1+len(marker):]), "\n")
+	if path == "" {
+		return "", errMissingMarker
+	}
+	return path, nil
+}
+
+type loginPathError string
+
+func (e loginPathError) Error() string { return string(e) }
+
+const errMissingMarker = loginPathError("no PATH in its output")
+
+// lookupEnv is os.LookupEnv over an environment list (the last entry wins,
+// as in exec).
+func lookupEnv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// setEnv returns env with key set to value (every earlier entry of key
+// removed).
+func setEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+// processEnv is the environment the daemon starts from: the command's
+// (tests set their own) or the process's.
+func processEnv(streams *IO) []string {
+	if streams.Env != nil {
+		return streams.Env
+	}
+	return os.Environ()
+}
