@@ -482,21 +482,31 @@ func tail(path string, n int) string {
 }
 
 func newDaemonStopCmd(streams *IO) *cobra.Command {
-	var socket string
+	var socket, tokenFile string
 	cmd := &cobra.Command{
 		Use:   "stop",
 		Short: "Ask a running daemon to shut down (best effort)",
 		Long: `Send server.shutdown to the daemon on --socket, with the token from
-SOUS_TOKEN or CLAUDE_RPC_TOKEN. Without a daemon this is a silent no-op that
-exits 0. A daemon's reply, if any (a refused token), is printed.`,
-		Example: `  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock`,
-		Args:    cobra.NoArgs,
+--token-file (read, not deleted), else SOUS_TOKEN, else CLAUDE_RPC_TOKEN.
+Without a daemon this is a silent no-op that exits 0. A daemon's reply, if
+any (a refused token), is printed.`,
+		Example: `  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock
+  sous daemon stop --socket /tmp/sous.sock --token-file ~/.config/sous/token`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			stopDaemon(streams, socket, client.TokenFromEnv(os.Getenv))
+			token := client.TokenFromEnv(os.Getenv)
+			if tokenFile != "" {
+				var err error
+				if token, err = client.ReadTokenFile(tokenFile); err != nil {
+					return usageErrorf("--token-file: %v", err)
+				}
+			}
+			stopDaemon(streams, socket, token)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&socket, "socket", defaultSocket(), "the daemon's Unix socket")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "read the token from this file (else SOUS_TOKEN, then CLAUDE_RPC_TOKEN)")
 	return cmd
 }
 

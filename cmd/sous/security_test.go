@@ -211,6 +211,25 @@ func TestDaemonTokenFileIsDeleted(t *testing.T) {
 	if bytes.Contains(b, []byte("file-token-secret")) {
 		t.Error("the token is in the daemon's argv")
 	}
+	// daemon stop takes the token from a file too, and leaves the file be
+	// (a client's token file is the user's).
+	clientTok := filepath.Join(dir, "client-tok")
+	os.WriteFile(clientTok, []byte("file-token-secret\n"), 0o600)
+	stop := exec.Command(bin, "daemon", "stop", "--socket", sock, "--token-file", clientTok)
+	stop.Env = cleanEnv()
+	if out, err := stop.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Fatalf("daemon stop: %v %q", err, out)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not stop")
+	}
+	if _, err := os.Stat(clientTok); err != nil {
+		t.Errorf("daemon stop deleted its token file: %v", err)
+	}
 }
 
 // inheritedFDs are this process's descriptors without close-on-exec: every
