@@ -27,6 +27,10 @@ type queryCmd struct {
 	human               func(w io.Writer, res any) error
 	// check turns a result that reports failure into an error (exit 1).
 	check func(res any) error
+	// humanSaysFailure: the human output already tells what check
+	// reports (stat's "does not exist"), so only the exit code says it
+	// again.
+	humanSaysFailure bool
 }
 
 func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any)) *cobra.Command {
@@ -81,7 +85,10 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 				}
 				if q.check != nil {
 					if err := q.check(res); err != nil {
-						return &exitError{code: 1, err: err}
+						if q.humanSaysFailure && !asJSON {
+							return &exitError{code: 1}
+						}
+						return &exitError{code: 1, err: fmt.Errorf("%s: %w", args[0], err)}
 					}
 				}
 				return nil
@@ -285,6 +292,7 @@ func newFilesCmd(streams *IO) *cobra.Command {
 				}
 				return nil
 			},
+			humanSaysFailure: true,
 		}.build(streams, nil),
 		queryCmd{
 			use: "list PATH", short: "Entries of a directory, sorted, hidden ones skipped",
@@ -348,6 +356,7 @@ func newFilesCmd(streams *IO) *cobra.Command {
 				}
 				return nil
 			},
+			humanSaysFailure: true,
 		}.build(streams, nil),
 		queryCmd{
 			use: "extract-tar ARCHIVE DEST", short: "Extract a .tar.gz into DEST (wiped first; the archive is consumed)",

@@ -73,7 +73,11 @@ func TestOneOffCommands(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, ".hidden"), nil, 0o644)
 			os.Mkdir(filepath.Join(dir, "sub"), 0o755)
 			want(cmd([]string{"files", "stat"}, file), 0, "-rw-r--r-- 8", "")
-			want(cmd([]string{"files", "stat"}, filepath.Join(dir, "missing")), 1, "does not exist", "path does not exist")
+			// The answer is on stdout; stderr does not say it again.
+			if o := cmd([]string{"files", "stat"}, filepath.Join(dir, "missing")); o.code != 1 || o.stdout != "does not exist\n" || o.stderr != "" {
+				t.Errorf("files stat of a missing path: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
+			}
+			want(cmd([]string{"files", "read"}, filepath.Join(dir, "missing")), 1, "", filepath.Join(dir, "missing")+": no such file")
 			o = cmd([]string{"files", "list"}, dir)
 			if o.code != 0 || o.stdout != "a.txt\nsub/\n" {
 				t.Errorf("files list: exit %d, %q", o.code, o.stdout)
