@@ -75,6 +75,11 @@ type Registry struct {
 	// entries still retained (retain.go); both guarded by mu.
 	exited  []exitedProc
 	nexited int
+	// expiry forgets exited processes once RetainFor has passed although
+	// nothing else exits (retain.go); noExpiry once the registry shut down.
+	// Both guarded by mu.
+	expiry   *time.Timer
+	noExpiry bool
 }
 
 // NewRegistry returns an empty registry.
@@ -536,6 +541,13 @@ func (r *Registry) List() []*Process {
 // only the daemon's side is released. It returns the number of children that
 // were running, and waits for the registry's goroutines.
 func (r *Registry) Shutdown(keep bool, grace time.Duration) int {
+	r.mu.Lock()
+	r.noExpiry = true
+	if r.expiry != nil {
+		r.expiry.Stop()
+		r.expiry = nil
+	}
+	r.mu.Unlock()
 	running := 0
 	var wg sync.WaitGroup
 	for _, p := range r.List() {

@@ -57,6 +57,30 @@ func (r *Registry) queueExited(p *Process, at time.Time) {
 	p.queued = true
 	r.exited = append(r.exited, exitedProc{p, at})
 	r.nexited++
+	r.scheduleExpiry()
+}
+
+// scheduleExpiry sets a timer for when the oldest retained exited process
+// outlives RetainFor, unless one is set: prune runs on every exit, but a
+// daemon that goes quiet must still forget what it no longer retains.
+// Called with r.mu held.
+func (r *Registry) scheduleExpiry() {
+	if r.expiry != nil || r.noExpiry {
+		return
+	}
+	for _, e := range r.exited {
+		if !e.p.queued {
+			continue
+		}
+		r.expiry = time.AfterFunc(time.Until(e.at.Add(r.opt.RetainFor))+time.Millisecond, func() {
+			r.prune(time.Now())
+			r.mu.Lock()
+			r.expiry = nil
+			r.scheduleExpiry()
+			r.mu.Unlock()
+		})
+		return
+	}
 }
 
 // dequeue forgets p's place in the exit queue, if it has one (it is being

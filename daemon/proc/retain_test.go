@@ -36,6 +36,26 @@ func TestRetentionForgetsOldestExited(t *testing.T) {
 	}
 }
 
+// An exited process is forgotten once RetainFor has passed, even when no
+// other process exits to trigger a prune.
+func TestRetentionExpiresWhileIdle(t *testing.T) {
+	r := NewRegistry(Options{RetainFor: 200 * time.Millisecond})
+	defer r.Shutdown(false, time.Second)
+	runToExit(t, r, Spec{ID: "old", Command: "true"})
+	time.Sleep(100 * time.Millisecond)
+	runToExit(t, r, Spec{ID: "newer", Command: "true"})
+	if r.Get("old") == nil || r.Get("newer") == nil {
+		t.Fatal("forgotten before RetainFor passed")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Get("old") != nil || r.Get("newer") != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("still retained 5 s later: old %v, newer %v", r.Get("old") != nil, r.Get("newer") != nil)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Spilled replay is bounded across processes: past the total, the process
 // that exited first loses its spill, and the newest keeps an exact replay.
 func TestReplayDiskTotalDropsOldestExited(t *testing.T) {
