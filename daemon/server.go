@@ -23,6 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed5ad92d46/sous/daemon/gitops"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
@@ -197,8 +199,13 @@ func ListenUnix(path string) (net.Listener, error) {
 		c.Close()
 		return nil, fmt.Errorf("listen unix %s: a daemon is already serving this socket", path)
 	}
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		os.Remove(path)
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			// Never replace a user's file (and delete it at shutdown)
+			// because a flag named it.
+			return nil, fmt.Errorf("listen unix %s: the path exists and is not a socket", path)
+		}
+		os.Remove(path) // a stale socket: nobody accepts on it
 	}
 	ln, err := listenPrivate(path)
 	if err != nil {
@@ -227,7 +234,7 @@ func listenPrivate(path string) (net.Listener, error) {
 				ln.Close()
 				return nil, err
 			}
-			if err := os.Rename(tmp, path); err != nil {
+			if err := renameNoReplace(tmp, path); err != nil {
 				ln.Close()
 				return nil, err
 			}
@@ -243,6 +250,21 @@ func listenPrivate(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// renameNoReplace renames from to to unless to exists: a file that
+// appeared there since ListenUnix looked is not overwritten.
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EEXIST):
+		return fmt.Errorf("%s appeared while the daemon was starting: %w", to, os.ErrExist)
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+		return os.Rename(from, to) // a filesystem without RENAME_NOREPLACE
+	}
+	return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
 }
 
 // unlinkListener removes the socket file it was renamed to when closed.

@@ -3,10 +3,14 @@ package daemon
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 func TestSocketMode0600(t *testing.T) {
@@ -28,6 +32,31 @@ func TestSocketMode0600(t *testing.T) {
 	if _, err := ListenUnix(d.sock); err == nil {
 		t.Fatal("ListenUnix on a live socket succeeded")
 	}
+	// A path that is not a socket is never replaced (nor deleted at close).
+	file := filepath.Join(t.TempDir(), "precious.txt")
+	os.WriteFile(file, []byte("data"), 0o644)
+	if ln, err := ListenUnix(file); err == nil || !strings.Contains(err.Error(), "the path exists and is not a socket") {
+		if ln != nil {
+			ln.Close()
+		}
+		t.Fatalf("ListenUnix on a regular file: %v", err)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "data" {
+		t.Fatalf("the file is now %q, %v", b, err)
+	}
+	// A stale socket (nobody accepts) is replaced.
+	stale := filepath.Join(testutil.ShortTempDir(t), "stale.sock")
+	old, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.(*net.UnixListener).SetUnlinkOnClose(false)
+	old.Close()
+	ln, err := ListenUnix(stale)
+	if err != nil {
+		t.Fatalf("ListenUnix on a stale socket: %v", err)
+	}
+	ln.Close()
 }
 
 func TestPersistentConnection(t *testing.T) {
