@@ -116,6 +116,9 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if err != nil {
 		return err
 	}
+	if o.timeout < 0 {
+		return usageErrorf("exec: --timeout must be positive, got %s", o.timeout)
+	}
 	if o.detach && url == "embedded" {
 		return usageErrorf("exec: --detach needs a daemon that outlives sous: pass --socket or --remote (or set SOUS_SOCKET)")
 	}

@@ -103,44 +103,50 @@ print(host("unix://` + sock + `").run("echo", ["explicit"], echo=False).stdout.s
 	}
 }
 
-// TestInterrupt sends SIGINT to a running sous: it exits 130 and the
-// processes of its embedded daemon are gone.
+// TestInterrupt sends SIGINT (and SIGHUP, as a closed terminal does) to a
+// running sous: it exits 128+n and the processes of its embedded daemon are
+// gone.
 func TestInterrupt(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
-	dir := writeTree(t, map[string]string{"main.star": `
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := writeTree(t, map[string]string{"main.star": `
 spawn(["sh", "-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/child.pid; exec sleep 30"], echo=False)
 print("started")
 sleep(30)
 `})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", dir+"/main.star", "-a", "dir="+dir)
-	stderr := &testutil.SyncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(stderr.String(), "started") || !fileExists(dir+"/child.pid") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the recipe did not start: %s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	child := readPid(t, dir+"/child.pid")
-	start := time.Now()
-	cmd.Process.Signal(os.Interrupt)
-	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
-		t.Fatalf("exit: %v, want code 130\n%s", err, stderr.String())
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("sous took %s to stop after SIGINT", d)
-	}
-	waitGone(t, child, 3*time.Second)
-	if !strings.Contains(stderr.String(), "sous: interrupted") {
-		t.Errorf("stderr:\n%s", stderr.String())
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "run", dir+"/main.star", "-a", "dir="+dir)
+			stderr := &testutil.SyncBuffer{}
+			cmd.Stderr = stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for !strings.Contains(stderr.String(), "started") || !fileExists(dir+"/child.pid") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the recipe did not start: %s", stderr.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			child := readPid(t, dir+"/child.pid")
+			start := time.Now()
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(sig) {
+				t.Fatalf("exit: %v, want code %d\n%s", err, 128+int(sig), stderr.String())
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("sous took %s to stop after %v", d, sig)
+			}
+			waitGone(t, child, 3*time.Second)
+			if !strings.Contains(stderr.String(), "sous: interrupted") {
+				t.Errorf("stderr:\n%s", stderr.String())
+			}
+		})
 	}
 }
 

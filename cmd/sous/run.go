@@ -137,7 +137,9 @@ func parseRecipeArgs(flags []string) (map[string]string, error) {
 func interruptible(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a closed terminal or ssh session must stop the run's
+	// processes as Ctrl-C does, not leave them running.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
 		select {

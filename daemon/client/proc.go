@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -94,6 +95,9 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 	if spec.ID == "" {
 		return nil, errors.New("spawn: empty process id")
 	}
+	if err := checkID(spec.ID); err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
 	if spec.Sandbox != nil {
 		// No emulation is possible, and running unsandboxed is never an option.
 		switch ok, err := c.HasFeature(ctx, wire.FeatureSpawnSandbox); {
@@ -155,6 +159,9 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 // after fromSeq. A process the daemon does not know gives found=false and a
 // nil Proc.
 func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h FrameHandler) (*Proc, wire.ReattachResult, error) {
+	if err := checkID(id); err != nil {
+		return nil, wire.ReattachResult{}, fmt.Errorf("reattach: %w", err)
+	}
 	p := newProc(c, id, h)
 	p.lastSeq = fromSeq
 	c.register(p)
@@ -190,6 +197,16 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 	p.stdinOff = res.StdinApplied
 	p.stdinMu.Unlock()
 	return p, res, nil
+}
+
+// checkID refuses a process id JSON cannot carry: invalid UTF-8 would
+// reach the daemon as U+FFFD, and the frames would come back under an id
+// this client does not follow.
+func checkID(id string) error {
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("process id %q is not valid UTF-8", id)
+	}
+	return nil
 }
 
 // deliver hands one frame to the handler unless it was seen before, or
