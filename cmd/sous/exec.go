@@ -136,7 +136,8 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if cwd != "" && isLocal(url) {
 		cwd = absPath(cwd)
 	}
-	out := newStreamWriter(streams)
+	out, stopSigpipe := newStreamWriter(streams)
+	defer stopSigpipe()
 	spec := client.SpawnSpec{ID: id, Command: argv[0], Args: argv[1:], Cwd: cwd, Env: env, Timeout: o.timeout}
 	if o.tty {
 		ttySpec(streams, &spec) // exec_tty.go
@@ -162,7 +163,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		// A command that is already done (true, echo) needs no stdin.
 		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
 	}
-	return follow(ctx, streams, p, o.timeout)
+	return follow(ctx, streams, p, o.timeout, out.broken)
 }
 
 // isLocal reports whether paths on the target's host are paths here.
@@ -203,8 +204,11 @@ func isNotRunning(err error) bool {
 }
 
 // follow waits for p's exit while forwarding signals, and turns the exit into
-// sous's own exit code.
-func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration) error {
+// sous's own exit code. When broken closes (the reader of sous's stdout went
+// away), the command gets SIGPIPE, as it would have writing to that reader
+// itself, and sous exits 141; otherwise a command on a socket daemon would
+// run on with nobody reading it.
+func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, broken <-chan struct{}) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -212,6 +216,19 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 	var lastInt time.Time
 	for {
 		select {
+		case <-broken:
+			broken = nil
+			sent = syscall.SIGPIPE
+			if err := p.Kill(ctx, "PIPE"); err != nil && !isNotRunning(err) {
+				fmt.Fprintln(streams.ErrOut, "sous: stop the command after its reader went away:", err)
+			}
+			select {
+			case <-p.Done():
+			case <-time.After(3 * time.Second):
+				_ = p.Kill(ctx, "KILL") // it ignores SIGPIPE; nobody reads it
+				<-p.Done()
+			}
+			return &exitError{code: 128 + int(syscall.SIGPIPE)}
 		case <-p.Done():
 			code, exited := p.Exited()
 			if !exited {
@@ -265,11 +282,21 @@ type streamWriter struct {
 	mu     sync.Mutex
 	out    io.Writer
 	errOut io.Writer
+	// broken is closed when a write to out fails with EPIPE: whoever read
+	// sous's stdout is gone (follow stops the command then).
+	broken     chan struct{}
+	brokenOnce sync.Once
 }
 
-func newStreamWriter(streams *IO) *streamWriter {
+// newStreamWriter writes a process's output to streams. It asks for SIGPIPE
+// (until stop is called) so that a write to a closed stdout returns EPIPE
+// instead of killing sous before it can stop the command.
+func newStreamWriter(streams *IO) (w *streamWriter, stop func()) {
 	growPipe(streams.Out)
-	return &streamWriter{out: streams.Out, errOut: streams.ErrOut}
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	return &streamWriter{out: streams.Out, errOut: streams.ErrOut, broken: make(chan struct{})},
+		func() { signal.Stop(sigpipe) }
 }
 
 // outPipeSize is what sous exec grows its stdout to when that is a pipe: the
@@ -297,7 +324,9 @@ func (w *streamWriter) frame(f *wire.Frame) {
 	defer w.mu.Unlock()
 	switch f.Stream {
 	case wire.Stdout:
-		w.out.Write(f.Data)
+		if _, err := w.out.Write(f.Data); errors.Is(err, syscall.EPIPE) {
+			w.brokenOnce.Do(func() { close(w.broken) })
+		}
 	case wire.Stderr:
 		w.errOut.Write(f.Data)
 	}
@@ -340,7 +369,8 @@ func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) er
 		return err
 	}
 	defer conn.Shutdown()
-	out := newStreamWriter(streams)
+	out, stopSigpipe := newStreamWriter(streams)
+	defer stopSigpipe()
 	p, res, err := conn.Reattach(ctx, id, o.fromSeq, out.frame)
 	if err != nil {
 		return fmt.Errorf("attach %s: %w", id, err)
@@ -355,7 +385,7 @@ func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) er
 	if res.FirstSeq > o.fromSeq+1 {
 		fmt.Fprintf(streams.ErrOut, "sous: attach: output before seq %d is no longer retained by the daemon\n", res.FirstSeq)
 	}
-	return follow(ctx, streams, p, 0)
+	return follow(ctx, streams, p, 0, out.broken)
 }
 
 // exactArgs is cobra.ExactArgs with a usage error (exit code 2) that shows

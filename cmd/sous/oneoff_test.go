@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -172,5 +173,41 @@ func TestOneOffBadInput(t *testing.T) {
 		if tt.code == 1 && strings.Count(strings.TrimSpace(o.stderr), "\n") > 0 {
 			t.Errorf("sous %s: the error is not one line: %q", strings.Join(tt.args, " "), o.stderr)
 		}
+	}
+}
+
+// When the reader of sous exec's stdout goes away (| head -1), the command
+// gets SIGPIPE as it would in a plain pipeline and sous exits 141, on a
+// socket daemon too, where the command would otherwise run on unread.
+func TestExecReaderGoneStopsTheCommand(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	sock, srv := socketDaemon(t, "tok", daemonConfig(t))
+	for _, target := range [][]string{nil, {"--socket", sock}} {
+		cmd := exec.Command(bin, append(append([]string{"exec", "--id", "producer"}, target...), "--", "yes", "y")...)
+		cmd.Env = append(cleanEnv(), "SOUS_TOKEN=tok")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		out.Close() // as head -1 does
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if exitCode(err) != 141 || line != "y\n" {
+				t.Errorf("%v: exit %v after reading %q, want 141", target, err, line)
+			}
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: sous did not stop after its reader went away", target)
+		}
+	}
+	if p := srv.Registry().Get("producer"); p == nil || p.Running() {
+		t.Errorf("the socket daemon's producer is still running (or unknown): %v", p)
 	}
 }
