@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -80,7 +81,12 @@ func hostBuiltin(c *Call) (starlark.Value, error) {
 		cl, err = c.Env.Hosts.Open(ctx, target, token)
 		return err
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, client.ErrNoToken):
+		return nil, c.errorf("%s: the daemon requires a token and none was given: pass token=, or set SOUS_TOKEN or CLAUDE_RPC_TOKEN", target)
+	case errors.Is(err, client.ErrTokenRefused):
+		return nil, c.errorf("%s: the daemon refused the token (host's token=, else SOUS_TOKEN, else CLAUDE_RPC_TOKEN)", target)
+	case err != nil:
 		return nil, c.errorf("%v", err)
 	}
 	return &Host{env: c.Env, target: target, connect: func(context.Context) (*client.Client, error) { return cl, nil }}, nil

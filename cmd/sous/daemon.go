@@ -43,9 +43,14 @@ be reattached from other runs, hosts (over ssh) and tools.`,
 	return cmd
 }
 
-// defaultSocket is claustrum's default: ~/.claude/remote/rpc.sock. The
-// directory is not created.
+// defaultSocket is $SOUS_SOCKET, else claustrum's default:
+// ~/.claude/remote/rpc.sock. The directory is not created.
 func defaultSocket() string {
+	// The same variable the clients' --socket defaults to, so that
+	// `export SOUS_SOCKET=...` serves, stops and reaches one daemon.
+	if s := os.Getenv("SOUS_SOCKET"); s != "" {
+		return s
+	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return filepath.Join(".claude", "remote", "rpc.sock")
@@ -80,7 +85,7 @@ type serveOptions struct {
 
 func (o *serveOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.socket, "socket", defaultSocket(), "Unix socket path to listen on")
+	f.StringVar(&o.socket, "socket", defaultSocket(), "Unix socket path to listen on ($SOUS_SOCKET, else claustrum's default)")
 	f.StringVar(&o.tokenFile, "token-file", "", "read the auth token from this file once, then delete it")
 	f.IntVar(&o.tokenFD, "token-fd", -1, "read the auth token from this open file descriptor (0 = stdin); keeps it off disk")
 	f.StringVar(&o.stateDir, "state-dir", "", "directory for spilled replay frames (default: a private temp dir, removed at exit)")
@@ -505,7 +510,7 @@ any (a refused token), is printed.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&socket, "socket", defaultSocket(), "the daemon's Unix socket")
+	cmd.Flags().StringVar(&socket, "socket", defaultSocket(), "the daemon's Unix socket ($SOUS_SOCKET, else claustrum's default)")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "read the token from this file (else SOUS_TOKEN, then CLAUDE_RPC_TOKEN)")
 	return cmd
 }
@@ -543,7 +548,7 @@ what sous runs on the far side of an ssh connection.`,
 			return bridge(streams, socket)
 		},
 	}
-	cmd.Flags().StringVar(&socket, "socket", defaultSocket(), "the daemon's Unix socket")
+	cmd.Flags().StringVar(&socket, "socket", defaultSocket(), "the daemon's Unix socket ($SOUS_SOCKET, else claustrum's default)")
 	return cmd
 }
 

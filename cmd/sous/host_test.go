@@ -48,7 +48,10 @@ func TestHostRefusesAWrongToken(t *testing.T) {
 	t.Parallel()
 	sock, _ := socketDaemon(t, "right", daemonConfig(t))
 	o, _ := runStar(t, `host("unix://`+sock+`", token="wrong")`+"\n")
-	o.expect(t, 1, "main.star:1:5", "host: daemon refused the token")
+	o.expect(t, 1, "main.star:1:5", "host: unix://"+sock+": the daemon refused the token (host's token=, else SOUS_TOKEN, else CLAUDE_RPC_TOKEN)")
+	// No token at all: the advice is the recipe's ways to give one.
+	o, _ = runStar(t, `host("unix://`+sock+`")`+"\n")
+	o.expect(t, 1, "host: unix://"+sock+": the daemon requires a token and none was given: pass token=, or set SOUS_TOKEN or CLAUDE_RPC_TOKEN")
 }
 
 func TestDefaultHostFromSocketFlag(t *testing.T) {

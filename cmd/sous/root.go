@@ -107,9 +107,15 @@ func mainIO(args []string, streams *IO) int {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
+	}
+	var fe *flagError
+	if errors.As(err, &fe) && cmd.Name() == "run" && cmd.Parent() == root && wantsJSON(args) {
+		// A flag cobra could not parse stops `sous run --json` before its
+		// events start; the stream still gets its start and end.
+		err = refuseRunJSON(streams, args, err)
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -150,8 +156,8 @@ func newRootCmd(streams *IO) *cobra.Command {
 		Long: `sous runs Starlark recipes whose builtins spawn processes, feed stdin with
 exactly-once offsets, reattach to running processes, create git worktrees,
 extract archives and drive Claude Code sessions. Every builtin speaks
-claustrum's protocol to a daemon: embedded in sous by default, or remote over a
-Unix socket.`,
+claustrum's protocol to a daemon: embedded in sous by default, or a standalone
+one over a Unix socket, ssh or a WebSocket.`,
 		Example: `  sous run recipes/hello.star
   sous run build.star -a pkg=./... --socket /run/sous.sock
   sous doc spawn`,

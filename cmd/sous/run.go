@@ -116,6 +116,34 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 	return err
 }
 
+// wantsJSON reports whether a `sous run` command line asks for --json
+// before any "--".
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
+	}
+	return false
+}
+
+// refuseRunJSON reports a `sous run --json` flag error as runtime.Refuse
+// does, naming the first argument that looks like a recipe.
+func refuseRunJSON(streams *IO, args []string, err error) error {
+	recipe := ""
+	for _, a := range args[1:] {
+		if strings.HasSuffix(a, ".star") {
+			recipe = a
+			break
+		}
+	}
+	runtime.Refuse(runtime.Options{Recipe: recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: true}, err)
+	return &exitError{code: runtime.CodeUsage}
+}
+
 // parseRecipeArgs turns -a key=value flags into the args dict. A key given
 // twice keeps its last value, as with environment variables.
 func parseRecipeArgs(flags []string) (map[string]string, error) {

@@ -46,7 +46,7 @@ func TestRunExitCodes(t *testing.T) {
 	})
 	// With --json, a usage error the flags hold still gets a start and an
 	// end event, as one in the recipe does.
-	for name, flags := range map[string][]string{"json bad arg flag": {"-a", "novalue"}, "json bad rule": {"--allow", "Bash("}} {
+	for name, flags := range map[string][]string{"json bad arg flag": {"-a", "novalue"}, "json bad rule": {"--allow", "Bash("}, "json unknown flag": {"--nope"}} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			o, _ := runStar(t, "x = 1\n", append(flags, "--json")...)

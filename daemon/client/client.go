@@ -83,12 +83,20 @@ func Dial(ctx context.Context, dial DialFunc, token string, opt Options) (*Clien
 		}
 		return newStreamLink(rwc, token, recv), nil
 	}, opt)
-	var we *wire.Error
-	if token == "" && errors.As(err, &we) && we.Code == wire.CodeUnauthorized {
-		return nil, errors.New("the daemon requires a token and none was given: set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN")
+	if token == "" && errors.Is(err, ErrTokenRefused) {
+		return nil, fmt.Errorf("%w: set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN", ErrNoToken)
 	}
 	return c, err
 }
+
+// ErrNoToken and ErrTokenRefused say why a daemon turned a client away: it
+// gave no token, or not the daemon's. The messages that wrap them advise
+// the CLI's ways to give one; a caller with other ways (a recipe's
+// host(token=...)) tells its own.
+var (
+	ErrNoToken      = errors.New("the daemon requires a token and none was given")
+	ErrTokenRefused = errors.New("daemon refused the token")
+)
 
 // dialLinks makes a client whose connections come from dial: the first one
 // now, the next ones when a connection drops. Only the link differs between
@@ -108,7 +116,7 @@ func dialLinks(ctx context.Context, dial func(ctx context.Context, recv receiver
 		c.Close()
 		var we *wire.Error
 		if errors.As(err, &we) && we.Code == wire.CodeUnauthorized {
-			return nil, fmt.Errorf("daemon refused the token (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token): %w", err)
+			return nil, fmt.Errorf("%w (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token): %w", ErrTokenRefused, err)
 		}
 		return nil, err
 	}

@@ -21,6 +21,14 @@ import (
 // "Authorization: Bearer" on every dial and in every request's "auth"; the
 // client reconnects, reattaches and resumes stdin exactly as over a socket.
 func DialWebSocket(ctx context.Context, url, token string, opt Options) (*Client, error) {
+	c, err := dialWebSocket(ctx, url, token, opt)
+	if token == "" && errors.Is(err, ErrTokenRefused) {
+		return nil, fmt.Errorf("connect to %s: %w: set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN", url, ErrNoToken)
+	}
+	return c, err
+}
+
+func dialWebSocket(ctx context.Context, url, token string, opt Options) (*Client, error) {
 	return dialLinks(ctx, func(ctx context.Context, recv receiver) (link, error) {
 		ws, err := dialWS(ctx, url, token)
 		if err != nil {
@@ -63,7 +71,7 @@ func dialWS(ctx context.Context, url, token string) (*websocket.Conn, error) {
 			}
 			switch resp.StatusCode {
 			case http.StatusUnauthorized:
-				return nil, fmt.Errorf("connect to %s: daemon refused the token (HTTP 401: %s); set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token", url, msg)
+				return nil, fmt.Errorf("connect to %s: %w (HTTP 401: %s); set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token", url, ErrTokenRefused, msg)
 			case http.StatusServiceUnavailable:
 				return nil, fmt.Errorf("connect to %s: daemon is busy (HTTP 503: %s)", url, msg)
 			case http.StatusNotFound:
