@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"go.starlark.net/starlark"
@@ -173,5 +174,18 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// describe names a process for messages.
-func describe(argv []string) string { return fmt.Sprintf("`%s`", quoteArgs(argv)) }
+// describe names a process for messages, cut to maxDescribe bytes: a
+// command with megabytes of arguments must not make a megabyte error.
+func describe(argv []string) string {
+	s := quoteArgs(argv)
+	if len(s) > maxDescribe {
+		cut := maxDescribe
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = fmt.Sprintf("%s... (%d more bytes)", s[:cut], len(s)-cut)
+	}
+	return "`" + s + "`"
+}
+
+const maxDescribe = 300
