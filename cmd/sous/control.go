@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -78,7 +79,7 @@ it still keeps for replay. Needs the daemon's process.list extension.`,
 						status = fmt.Sprintf("exited %d", *p.ExitCode)
 					}
 					started := time.Unix(0, int64(p.StartTime*1e9)).Format(time.TimeOnly)
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", p.ID, p.Pid, status, started, strings.Join(append([]string{p.Command}, p.Args...), " "))
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", cell(p.ID), p.Pid, status, started, cell(strings.Join(append([]string{p.Command}, p.Args...), " ")))
 				}
 				return tw.Flush()
 			})
@@ -213,4 +214,13 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// cell keeps one value in its table cell: one with a tab, a newline or
+// another control character (an id may hold anything) is shown quoted.
+func cell(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }

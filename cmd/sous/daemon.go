@@ -247,6 +247,12 @@ func newLogger(w io.Writer, format string) (*slog.Logger, error) {
 }
 
 func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string) error {
+	// Taken first, so that a signal during start-up (the login shell may
+	// take seconds) still runs the deferred clean-up of the state dir; it
+	// stops the daemon as soon as it serves.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	logger, err := newLogger(streams.ErrOut, o.logFormat)
 	if err != nil {
 		return err
@@ -311,9 +317,6 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		}
 	}
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 
 	served := make(chan error, 1+len(wsLns))
 	if ln != nil {

@@ -111,6 +111,9 @@ func TestOneOffCommands(t *testing.T) {
 			// kill, attach.
 			want(cmd([]string{"exec"}, "--detach", "--id", "napper", "--", "sh", "-c", "echo napping; exec sleep 30"), 0, "napper\n", "")
 			want(cmd([]string{"ps"}), 0, "napper", "")
+			// An id with a newline stays in its cell, quoted.
+			want(cmd([]string{"exec"}, "--id", "two\nlines", "--", "true"), 0, "", "")
+			want(cmd([]string{"ps"}), 0, `"two\nlines"`, "")
 			// Its output is in (frame 1) before it is killed.
 			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(cmd([]string{"ps"}, "--json").stdout, `"lastSeq": 1`); {
 				if time.Now().After(deadline) {
