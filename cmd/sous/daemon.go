@@ -317,7 +317,6 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		}
 	}
 
-
 	served := make(chan error, 1+len(wsLns))
 	if ln != nil {
 		go func() { served <- srv.Serve(ln) }()
