@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon/client"
+
+	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // Options configure one run of a recipe.
@@ -188,14 +189,7 @@ func execute(ctx context.Context, opt Options, out *output) (err error) {
 // lookupIn looks a variable up in an environment list; the last
 // definition wins, as with os.Getenv.
 func lookupIn(environ []string) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		for i := len(environ) - 1; i >= 0; i-- {
-			if k, v, ok := strings.Cut(environ[i], "="); ok && k == name {
-				return v, true
-			}
-		}
-		return "", false
-	}
+	return func(name string) (string, bool) { return envlist.Lookup(environ, name) }
 }
 
 // outcome classifies how the run ended: the end event's status, the exit

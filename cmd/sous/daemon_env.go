@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // loginPathTimeout bounds how long the login shell may take to report its
@@ -22,14 +25,14 @@ const loginPathTimeout = 3 * time.Second
 // command gets a minimal PATH, while the commands users spawn through it
 // expect the one their shell gives them (~/.local/bin, /usr/local/go/bin).
 func daemonChildEnv(ctx context.Context, base []string, loginPath bool, logger *slog.Logger) []string {
-	env := setEnv(base, "CLAUDE_SSH_DAEMON_CHILD", "1")
+	env := envlist.Set(base, "CLAUDE_SSH_DAEMON_CHILD", "1")
 	if !loginPath {
 		return env
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	shell := lookupEnv(base, "SHELL")
+	shell, _ := envlist.Lookup(base, "SHELL")
 	if shell == "" {
 		shell = "/bin/sh"
 	}
@@ -38,10 +41,10 @@ func daemonChildEnv(ctx context.Context, base []string, loginPath bool, logger *
 		logger.Warn("keeping the daemon's PATH for its children: the login shell did not report one", "shell", shell, "err", err)
 		return env
 	}
-	if path != lookupEnv(env, "PATH") {
+	if old, _ := envlist.Lookup(env, "PATH"); path != old {
 		logger.Info("children get the login shell's PATH", "shell", shell, "path", path)
 	}
-	return setEnv(env, "PATH", path)
+	return envlist.Set(env, "PATH", path)
 }
 
 // loginShellPath runs shell as a login shell and returns the PATH it ends
@@ -59,43 +62,13 @@ func loginShellPath(ctx context.Context, shell string, env []string) (string, er
 	}
 	i := bytes.LastIndex(out, []byte("\n"+marker))
 	if i < 0 {
-		return "", errMissingMarker
+		return "", errors.New("no PATH in its output")
 	}
 	path, _, _ := strings.Cut(string(out[i+1+len(marker):]), "\n")
 	if path == "" {
-		return "", errMissingMarker
+		return "", errors.New("an empty PATH in its output")
 	}
 	return path, nil
-}
-
-type loginPathError string
-
-func (e loginPathError) Error() string { return string(e) }
-
-const errMissingMarker = loginPathError("no PATH in its output")
-
-// lookupEnv is os.LookupEnv over an environment list (the last entry wins,
-// as in exec).
-func lookupEnv(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}
-
-// setEnv returns env with key set to value (every earlier entry of key
-// removed).
-func setEnv(env []string, key, value string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k != key {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+value)
 }
 
 // processEnv is the environment the daemon starts from: the command's

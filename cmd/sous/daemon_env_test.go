@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // The daemon's children get the login shell's PATH, found behind a marker
@@ -38,10 +40,10 @@ func TestDaemonChildEnv(t *testing.T) {
 		{"off", chatty, false, "/usr/bin:/bin"},
 	} {
 		env := daemonChildEnv(context.Background(), append(base, "SHELL="+tt.shell), tt.loginPath, quiet)
-		if got := lookupEnv(env, "PATH"); got != tt.wantPath {
+		if got, _ := envlist.Lookup(env, "PATH"); got != tt.wantPath {
 			t.Errorf("%s: PATH %q, want %q", tt.name, got, tt.wantPath)
 		}
-		if got := lookupEnv(env, "CLAUDE_SSH_DAEMON_CHILD"); got != "1" {
+		if got, _ := envlist.Lookup(env, "CLAUDE_SSH_DAEMON_CHILD"); got != "1" {
 			t.Errorf("%s: CLAUDE_SSH_DAEMON_CHILD %q", tt.name, got)
 		}
 		n := 0

@@ -26,6 +26,8 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/sandbox"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+
+	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // Options configure a Registry.
@@ -191,7 +193,7 @@ func (r *Registry) SpawnFollowed(spec Spec) (*Process, *streamlog.Cursor, error)
 }
 
 func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, error) {
-	env := mergeEnv(r.opt.Env, spec.Env)
+	env := envlist.Merge(r.opt.Env, spec.Env)
 	dir := spec.Cwd
 	if dir == "" {
 		dir = r.opt.Dir
@@ -576,32 +578,6 @@ func (r *Registry) Shutdown(keep bool, grace time.Duration) int {
 	return running
 }
 
-// mergeEnv overlays overrides on base; a nil value unsets the variable.
-func mergeEnv(base []string, overrides map[string]*string) []string {
-	if len(overrides) == 0 {
-		return base
-	}
-	out := make([]string, 0, len(base)+len(overrides))
-	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := overrides[k]; ok {
-			continue
-		}
-		out = append(out, kv)
-	}
-	keys := make([]string, 0, len(overrides))
-	for k := range overrides {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if v := overrides[k]; v != nil {
-			out = append(out, k+"="+*v)
-		}
-	}
-	return out
-}
-
 // lookPath resolves command the way a shell would, with the child's PATH.
 func lookPath(command string, env []string, dir string) (string, error) {
 	if command == "" {
@@ -619,12 +595,7 @@ func lookPath(command string, env []string, dir string) (string, error) {
 		// its chdir, so it sees the same argv[0]/$0 a shell would give it.
 		return command, nil
 	}
-	pathEnv := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
+	pathEnv, _ := envlist.Lookup(env, "PATH")
 	for _, d := range filepath.SplitList(pathEnv) {
 		if d == "" {
 			d = "."

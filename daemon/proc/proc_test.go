@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,19 +189,6 @@ func TestReplaceDiscardsOld(t *testing.T) {
 	// Its readers are dropped: no frame (not even its exit) reaches them.
 	if fs, err := cur.Next(context.Background(), nil, 1); !errors.Is(err, streamlog.ErrClosed) || len(fs) != 0 {
 		t.Fatalf("old cursor: %v %v", fs, err)
-	}
-}
-
-func TestMergeEnv(t *testing.T) {
-	s := func(v string) *string { return &v }
-	got := mergeEnv([]string{"A=1", "B=2", "C=3", "PATH=/bin"}, map[string]*string{"B": nil, "C": s("x=y"), "D": s("")})
-	want := []string{"A=1", "PATH=/bin", "C=x=y", "D="}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got %q", got)
-	}
-	base := []string{"A=1"}
-	if got := mergeEnv(base, nil); !slices.Equal(got, base) {
-		t.Fatalf("no overrides: %q", got)
 	}
 }
 

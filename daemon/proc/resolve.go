@@ -1,6 +1,10 @@
 package proc
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"github.com/seed5ad92d46/sous/internal/envlist"
+)
 
 // Resolve finds the program a spawn of command would run, with the
 // environment and working directory the child would get: the path of a
@@ -12,7 +16,7 @@ func (r *Registry) Resolve(command string, env map[string]*string, cwd string) (
 	if dir == "" {
 		dir = r.opt.Dir
 	}
-	path, err := lookPath(command, mergeEnv(r.opt.Env, env), dir)
+	path, err := lookPath(command, envlist.Merge(r.opt.Env, env), dir)
 	if err != nil {
 		return "", err
 	}

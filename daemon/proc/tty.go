@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/sandbox"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+
+	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // defaultTerm is TERM for a child with a terminal whose environment names
@@ -39,7 +40,8 @@ func startTTY(spec Spec, env []string, dir string) (cmd *exec.Cmd, master *os.Fi
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if _, set := spec.Env["TERM"]; !set && !hasVar(env, "TERM") {
+	_, asked := spec.Env["TERM"] // set or unset by the spawn: as it asked
+	if _, inherited := envlist.Lookup(env, "TERM"); !asked && !inherited {
 		env = append(env[:len(env):len(env)], "TERM="+defaultTerm)
 	}
 	ptm, pts, err := pty.Open()
@@ -81,15 +83,6 @@ func startTTY(spec Spec, env []string, dir string) (cmd *exec.Cmd, master *os.Fi
 		return nil, nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
 	return cmd, master, &ttyInput{f: in}, nil
-}
-
-func hasVar(env []string, name string) bool {
-	for _, kv := range env {
-		if strings.HasPrefix(kv, name+"=") {
-			return true
-		}
-	}
-	return false
 }
 
 // dupFile duplicates f's descriptor, close-on-exec and non-blocking, so
