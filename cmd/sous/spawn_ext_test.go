@@ -217,12 +217,7 @@ func TestServeAllowCommandFlag(t *testing.T) {
 // sous exec with a terminal as stdin closes the command's stdin at once; a
 // command that has already exited by then is no error to report.
 func TestExecTerminalStdinQuickCommand(t *testing.T) {
-	ptm, pts, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	defer ptm.Close()
-	defer pts.Close()
+	_, pts := openPTY(t)
 	for range 20 {
 		var stdout, stderr testutil.SyncBuffer
 		if code := Main([]string{"exec", "--", "true"}, pts, &stdout, &stderr); code != 0 || stderr.String() != "" {
@@ -234,12 +229,7 @@ func TestExecTerminalStdinQuickCommand(t *testing.T) {
 // sous exec --tty: raw mode on the local terminal while the command runs,
 // its size passed on and its changes forwarded, the terminal restored after.
 func TestExecTTY(t *testing.T) {
-	ptm, pts, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	defer ptm.Close()
-	defer pts.Close()
+	ptm, pts := openPTY(t)
 	if err := pty.Setsize(pts, &pty.Winsize{Rows: 33, Cols: 101}); err != nil {
 		t.Fatal(err)
 	}
@@ -311,4 +301,16 @@ func TestExecTTYWithoutLocalTerminal(t *testing.T) {
 	if o.code != 1 || !strings.Contains(o.stderr, `needs the daemon extension "process.spawn.tty"`) {
 		t.Fatalf("old daemon: %+v", o)
 	}
+}
+
+// openPTY opens a pseudo-terminal pair, closed when the test ends; the test
+// is skipped where there is none.
+func openPTY(t *testing.T) (ptm, pts *os.File) {
+	t.Helper()
+	ptm, pts, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { ptm.Close(); pts.Close() })
+	return ptm, pts
 }

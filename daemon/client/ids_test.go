@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 )
 
@@ -13,13 +12,7 @@ import (
 // daemon would see U+FFFD and the client would wait forever for frames
 // under the id it sent. It is refused at once instead.
 func TestInvalidUTF8IDRefused(t *testing.T) {
-	srv, err := daemon.New(daemon.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c := client.Embedded(srv)
-	defer c.Close()
+	_, c := embeddedDaemon(t)
 	ctx := context.Background()
 	if _, err := c.Spawn(ctx, client.SpawnSpec{ID: "bad\xffid", Command: "true"}, nil); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
 		t.Fatalf("spawn: %v", err)

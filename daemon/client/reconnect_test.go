@@ -45,6 +45,20 @@ func startDaemon(t *testing.T, cfg daemon.Config) string {
 	return sock
 }
 
+// embeddedDaemon returns an in-process daemon and a client of it, both
+// closed when the test ends.
+func embeddedDaemon(t *testing.T) (*daemon.Server, *client.Client) {
+	t.Helper()
+	srv, err := daemon.New(daemon.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c := client.Embedded(srv)
+	t.Cleanup(func() { c.Close() })
+	return srv, c
+}
+
 func dialProxy(t *testing.T, path string) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -187,13 +201,7 @@ func checkStdinExactlyOnce(t *testing.T, c *client.Client, proxy *faultproxy.Pro
 }
 
 func TestEmbeddedSpawnWaitAndReattach(t *testing.T) {
-	srv, err := daemon.New(daemon.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c := client.Embedded(srv)
-	defer c.Close()
+	srv, c := embeddedDaemon(t)
 	ctx := context.Background()
 
 	var seen []string

@@ -26,13 +26,7 @@ var allExtensions = []string{wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout
 // daemon from before them would).
 func extClients(t *testing.T) map[string]*client.Client {
 	t.Helper()
-	srv, err := daemon.New(daemon.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	emb := client.Embedded(srv)
-	t.Cleanup(func() { emb.Close() })
+	_, emb := embeddedDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	old, err := client.DialUnix(ctx, startDaemon(t, daemon.Config{DisableFeatures: allExtensions}), testToken, client.Options{ReconnectTimeout: -1})

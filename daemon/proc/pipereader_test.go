@@ -66,11 +66,7 @@ func readAllChunks(t *testing.T, pr *pipeReader) []byte {
 // bytes arrive exact, and closing returns the registry's slot.
 func TestPipeReaderGrowsForFastWriter(t *testing.T) {
 	r := NewRegistry(Options{})
-	rf, wf, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rf.Close()
+	rf, wf := testPipe(t)
 	want := make([]byte, 8<<20+123)
 	rand.Read(want)
 	// Fill the pipe before the first read, as a child that starts fast does.
@@ -102,11 +98,7 @@ func TestPipeReaderGrowsForFastWriter(t *testing.T) {
 func TestPipeReaderGrowthBounded(t *testing.T) {
 	r := NewRegistry(Options{})
 	r.bigPipes.Store(maxBigPipes)
-	rf, wf, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rf.Close()
+	rf, wf := testPipe(t)
 	before := pipeSize(t, rf)
 	go func() { wf.Write(make([]byte, 1<<20)); wf.Close() }()
 	pr, err := newPipeReader(r, rf)
@@ -126,11 +118,7 @@ func TestPipeReaderGrowthBounded(t *testing.T) {
 // hand the buffer over, and the log gives it back for reuse.
 func TestPipeReaderSmallReadsCopied(t *testing.T) {
 	r := NewRegistry(Options{})
-	rf, wf, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rf.Close()
+	rf, wf := testPipe(t)
 	pr, err := newPipeReader(r, rf)
 	if err != nil {
 		t.Fatal(err)
@@ -150,4 +138,16 @@ func TestPipeReaderSmallReadsCopied(t *testing.T) {
 		t.Fatalf("a full read: %d chunks, cap %d, %v", len(chunks), cap(chunks[0]), err)
 	}
 	wf.Close()
+}
+
+// testPipe returns a pipe whose ends are closed when the test ends (the
+// writer may have closed its end already).
+func testPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
 }
