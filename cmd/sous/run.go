@@ -76,10 +76,7 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 		if !opts.json {
 			return err
 		}
-		// The event stream still starts and ends (RECIPES.md: start is
-		// always the first line and end the last).
-		runtime.Refuse(ropt, err)
-		return &exitError{code: runtime.CodeUsage}
+		return refuseJSON(ropt, err)
 	}
 	args, err := parseRecipeArgs(opts.args)
 	if err != nil {
@@ -130,8 +127,8 @@ func wantsJSON(args []string) bool {
 	return false
 }
 
-// refuseRunJSON reports a `sous run --json` flag error as runtime.Refuse
-// does, naming the first argument that looks like a recipe.
+// refuseRunJSON reports a `sous run --json` flag error that cobra found,
+// naming the first argument that looks like a recipe.
 func refuseRunJSON(streams *IO, args []string, err error) error {
 	recipe := ""
 	for _, a := range args[1:] {
@@ -140,8 +137,15 @@ func refuseRunJSON(streams *IO, args []string, err error) error {
 			break
 		}
 	}
-	runtime.Refuse(runtime.Options{Recipe: recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: true}, err)
-	return &exitError{code: runtime.CodeUsage}
+	return refuseJSON(runtime.Options{Recipe: recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: true}, err)
+}
+
+// refuseJSON reports a usage error found before the recipe could run in
+// the event stream, which still starts and ends (RECIPES.md: start is
+// always the first line and end the last), and exits 2.
+func refuseJSON(ropt runtime.Options, err error) error {
+	runtime.Refuse(ropt, err)
+	return &exitError{code: runtime.CodeUsage} // reported already
 }
 
 // parseRecipeArgs turns -a key=value flags into the args dict. A key given
