@@ -7,8 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/segmentio/asm/base64"
-
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -105,12 +103,10 @@ func decodeStdinFast(raw []byte) (p stdinParams, dataErr, ok bool) {
 	if !ok {
 		return p, false, false
 	}
-	p.Data = make([]byte, base64.StdEncoding.DecodedLen(len(data)))
-	n, err := wire.DecodeBase64(p.Data, data)
-	if err != nil {
+	var err error
+	if p.Data, err = wire.DecodeBase64Bytes(data); err != nil {
 		return p, true, true
 	}
-	p.Data = p.Data[:n]
 	return p, false, true
 }
 

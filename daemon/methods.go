@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/segmentio/asm/base64"
-
 	"github.com/seed5ad92d46/sous/daemon/fileops"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -219,10 +217,8 @@ func decodeStdinParams(raw json.RawMessage) (stdinParams, error) {
 			return p, err
 		}
 		p = stdinParams{ID: pp.ID, Offset: pp.Offset, Close: pp.Close}
-		p.Data = make([]byte, base64.StdEncoding.DecodedLen(len(pp.Data)))
-		var n int
-		n, err = wire.DecodeBase64(p.Data, []byte(pp.Data))
-		p.Data, dataErr = p.Data[:n], err != nil
+		p.Data, err = wire.DecodeBase64Bytes([]byte(pp.Data)) // the rare shape: one copy more is fine
+		dataErr = err != nil
 	}
 	if dataErr {
 		return p, wire.InvalidParams("Invalid base64 data")

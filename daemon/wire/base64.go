@@ -42,3 +42,10 @@ func DecodeBase64(dst, src []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// DecodeBase64Bytes returns the decoding of src in a new slice.
+func DecodeBase64Bytes(src []byte) ([]byte, error) {
+	dst := make([]byte, base64.StdEncoding.DecodedLen(len(src)))
+	n, err := DecodeBase64(dst, src)
+	return dst[:n], err
+}

@@ -2,17 +2,13 @@ package wire
 
 import (
 	"bytes"
+	"encoding/base64" // lengths only: the data goes through base64.go's vectorized codec
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
-
-	// SIMD base64 (AVX2 / NEON, with the stdlib as fallback): encoding and
-	// decoding the data of every frame is most of the CPU a stream costs the
-	// daemon and the client, and this is ~15x the stdlib's speed.
-	"github.com/segmentio/asm/base64"
 )
 
 // Stream names which of a process's streams a frame belongs to.
