@@ -79,6 +79,8 @@ func TestGoneOnlyWhenAsked(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
+		// A notification that never comes fails the test, not the run.
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		return conn, bufio.NewReader(conn)
 	}
 	call := func(conn net.Conn, r *bufio.Reader, line string) {
