@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
@@ -19,6 +21,25 @@ type subscription struct {
 	cur        *streamlog.Cursor
 	notifyGone bool          // the client asked for a Gone notification (process.gone)
 	done       chan struct{} // closed once nothing more is delivered for it
+
+	// For an InlineSink, whoever changes the log delivers (see kick).
+	deliverMu sync.Mutex
+	pending   atomic.Bool  // a change not yet looked at by a deliverer
+	ended     bool         // under deliverMu: endSubscription ran
+	frames    []wire.Frame // under deliverMu: the batch buffer, reused
+	quoted    []byte
+}
+
+// InlineSink is a FrameSink that may be delivered to on whichever goroutine
+// changes a process's log (the one reading the child's output), instead of
+// on a goroutine of the subscription's own. It suits a sink that writes
+// where it is (the in-process client): without a hand-over between two
+// goroutines per batch, output streams about a quarter faster. A sink that
+// blocks then holds up the reading of the child's pipe at once, rather
+// than after the log's memory window: the push-back of a plain pipe.
+type InlineSink interface {
+	FrameSink
+	DeliverInline() bool
 }
 
 // follow subscribes the session to p from fromSeq (exclusive), replacing any
@@ -66,8 +87,53 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 			return nil
 		}
 	}
+	if is, ok := se.sink.(InlineSink); ok && is.DeliverInline() {
+		sub.frames, sub.quoted = frames[:0], quoted
+		sub.cur.Watch(func() { se.kick(sub) })
+		se.kick(sub) // what came in between the replay and Watch
+		return nil
+	}
 	go se.pump(sub, quoted, frames[:0])
 	return nil
+}
+
+// kick delivers what the log has for sub, unless another goroutine is
+// doing that already; that one then looks again before it leaves, so no
+// change goes unseen. Frames stay in seq order: there is one deliverer at a
+// time, and it takes them from the cursor.
+func (se *Session) kick(sub *subscription) {
+	sub.pending.Store(true)
+	for sub.pending.Load() && sub.deliverMu.TryLock() {
+		sub.pending.Store(false)
+		if !sub.ended {
+			se.deliver(sub)
+		}
+		sub.deliverMu.Unlock()
+	}
+}
+
+// deliver sends sub everything its cursor has ready. Called with
+// sub.deliverMu held.
+func (se *Session) deliver(sub *subscription) {
+	for {
+		frames, err := sub.cur.Poll(sub.frames[:0], batchBytes)
+		if len(frames) > 0 {
+			if werr := se.sink.SendFrames(sub.proc.ID, sub.quoted, frames); werr != nil {
+				err = werr
+			}
+		}
+		clear(frames) // let the frames' data go before waiting for more
+		sub.frames = frames[:0]
+		switch {
+		case errors.Is(err, streamlog.ErrNothingNew):
+			return
+		case err != nil:
+			se.sayGone(sub, sub.quoted, err)
+			sub.ended = true
+			se.endSubscription(sub)
+			return
+		}
+	}
 }
 
 func (se *Session) pump(sub *subscription, quoted []byte, frames []wire.Frame) {

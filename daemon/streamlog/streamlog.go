@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -84,7 +85,10 @@ type Log struct {
 	cursors  map[*Cursor]struct{}
 	// holders are the cursors whose last batch from memory may still be in
 	// use by their reader; closed cursors stay until their reader is done.
-	holders  map[*Cursor]struct{}
+	holders map[*Cursor]struct{}
+	// watched are the cursors with a Watch function, to call after every
+	// change. Copied on write, so a snapshot can be walked unlocked.
+	watched  []*Cursor
 	spillErr error // the first spill failure; spilling stops after it
 }
 
@@ -148,7 +152,9 @@ func (l *Log) AppendAll(ctx context.Context, frames []wire.Frame) (int, error) {
 			}
 			l.broadcast() // what is in already may be what the reader waits for
 			wait := l.waitChan()
+			watched := l.watched
 			l.mu.Unlock()
+			notify(watched) // a watcher delivers on this goroutine: it may be the one to make room
 			select {
 			case <-wait:
 			case <-ctx.Done():
@@ -172,8 +178,18 @@ func (l *Log) AppendAll(ctx context.Context, frames []wire.Frame) (int, error) {
 		}
 	}
 	l.broadcast()
+	watched := l.watched
 	l.mu.Unlock()
+	notify(watched)
 	return len(frames), nil
+}
+
+// notify calls the Watch functions of a snapshot of l.watched, without the
+// log's lock.
+func notify(watched []*Cursor) {
+	for _, c := range watched {
+		c.watch()
+	}
 }
 
 // makeRoom evicts old frames until n more bytes fit in memory, then trims
@@ -403,10 +419,18 @@ func (l *Log) Stats() Stats {
 // segments are deleted.
 func (l *Log) Close() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return
 	}
+	l.discard()
+	watched := l.watched
+	l.mu.Unlock()
+	notify(watched)
+}
+
+// discard is Close with mu held.
+func (l *Log) discard() {
 	l.closed = true
 	for _, s := range l.segs {
 		s.remove()
@@ -429,6 +453,9 @@ type Cursor struct {
 	// 0. Only Next and Release clear it: Close comes from other goroutines
 	// while the reader may still be writing the batch out.
 	held int64
+	// watch, when set (Watch), is called after every change that may give
+	// Poll something new.
+	watch func()
 }
 
 // NewCursor returns a live cursor that delivers the frames after fromSeq
@@ -467,10 +494,37 @@ func (c *Cursor) release() {
 func (c *Cursor) Close() {
 	l := c.log
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.cursors[c]; ok {
+	_, live := l.cursors[c]
+	if live {
 		delete(l.cursors, c)
 		l.broadcast()
+	}
+	if c.watch != nil {
+		if i := slices.Index(l.watched, c); i >= 0 {
+			l.watched = slices.Delete(slices.Clone(l.watched), i, i+1)
+		}
+	}
+	l.mu.Unlock()
+	if live && c.watch != nil {
+		c.watch() // Poll now says ErrClosed: the watcher finishes with it
+	}
+}
+
+// Watch makes the log call fn after every change that may give Poll
+// something new: frames appended (also before an appender waits for room),
+// the log closed, the cursor closed. fn runs on the goroutine that made the
+// change, without the log's lock, so a reader can deliver right there
+// instead of waking a goroutine of its own; an appender is held up while fn
+// runs, which is how such a reader pushes back. fn may be called
+// concurrently and after Close. Call Watch once, before the first change
+// fn should see, then Poll once: changes before Watch are not reported.
+func (c *Cursor) Watch(fn func()) {
+	l := c.log
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c.watch = fn
+	if _, live := l.cursors[c]; live {
+		l.watched = append(slices.Clone(l.watched), c)
 	}
 }
 
@@ -485,6 +539,19 @@ const frameOverhead = 64
 // Data; frames from memory share the log's, and stay valid only until the
 // next call of Next or Release (their buffers may be reused after that).
 func (c *Cursor) Next(ctx context.Context, buf []wire.Frame, maxBytes int) ([]wire.Frame, error) {
+	return c.read(ctx, buf, maxBytes, true)
+}
+
+// ErrNothingNew is what Poll returns when no frame is ready.
+var ErrNothingNew = errors.New("stream log: no new frames")
+
+// Poll is Next without the wait: with nothing ready it returns ErrNothingNew.
+// Like Next, it first lets go of the batch it returned before.
+func (c *Cursor) Poll(buf []wire.Frame, maxBytes int) ([]wire.Frame, error) {
+	return c.read(context.Background(), buf, maxBytes, false)
+}
+
+func (c *Cursor) read(ctx context.Context, buf []wire.Frame, maxBytes int, wait bool) ([]wire.Frame, error) {
 	l := c.log
 	l.mu.Lock()
 	c.release()
@@ -507,10 +574,14 @@ func (c *Cursor) Next(ctx context.Context, buf []wire.Frame, maxBytes int) ([]wi
 			l.mu.Unlock()
 			return buf, io.EOF
 		}
-		wait := l.waitChan()
+		if !wait {
+			l.mu.Unlock()
+			return buf, ErrNothingNew
+		}
+		changed := l.waitChan()
 		l.mu.Unlock()
 		select {
-		case <-wait:
+		case <-changed:
 		case <-ctx.Done():
 			return buf, ctx.Err()
 		}

@@ -489,3 +489,128 @@ func nextInBackground(c *Cursor) <-chan []wire.Frame {
 	time.Sleep(10 * time.Millisecond)
 	return got
 }
+
+// A watched cursor is read by whichever goroutine changed the log, one at a
+// time: with several appenders and a memory limit that makes them wait for
+// the reader, every frame still arrives once, in order, and nothing stalls
+// (a wake-up lost between a deliverer's last Poll and its leaving would
+// leave the appenders waiting for room forever).
+func TestWatchDeliversOnTheChangingGoroutine(t *testing.T) {
+	l := New(Options{MemLimit: 8 * (100 + 64)})
+	defer l.Close()
+	c := l.NewCursor(0)
+	var (
+		mu       sync.Mutex // the deliverer's lock: TryLock picks one
+		pending  sync.Mutex // guards again
+		again    bool
+		got      []int64
+		ended    = make(chan error, 1)
+		finished bool
+	)
+	deliver := func() {
+		for {
+			fs, err := c.Poll(nil, 1000)
+			for _, f := range fs {
+				got = append(got, f.Seq)
+			}
+			if errors.Is(err, ErrNothingNew) {
+				return
+			}
+			if err != nil {
+				if !finished {
+					finished = true
+					ended <- err
+				}
+				return
+			}
+		}
+	}
+	kick := func() {
+		pending.Lock()
+		again = true
+		pending.Unlock()
+		for {
+			pending.Lock()
+			if !again || !mu.TryLock() {
+				pending.Unlock()
+				return
+			}
+			again = false
+			pending.Unlock()
+			deliver()
+			mu.Unlock()
+		}
+	}
+	c.Watch(kick)
+	kick()
+
+	const writers, each = 4, 500
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, err := l.Append(context.Background(), wire.Frame{Stream: wire.Stdout, Data: make([]byte, 100)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	waitOrFail(t, &wg, "appenders stalled: a wake-up was lost")
+	appendExit(t, l, 0)
+	select {
+	case err := <-ended:
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("delivery ended with %v, want io.EOF", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the exit frame was never delivered")
+	}
+	if len(got) != writers*each+1 {
+		t.Fatalf("delivered %d frames, want %d", len(got), writers*each+1)
+	}
+	for i, seq := range got {
+		if seq != int64(i+1) {
+			t.Fatalf("frame %d has seq %d", i, seq)
+		}
+	}
+}
+
+// Closing a watched cursor calls the watcher, whose Poll then says so.
+func TestWatchSeesClose(t *testing.T) {
+	l := New(Options{})
+	defer l.Close()
+	c := l.NewCursor(0)
+	calls := make(chan error, 4)
+	c.Watch(func() { _, err := c.Poll(nil, 1); calls <- err })
+	if _, err := c.Poll(nil, 1); !errors.Is(err, ErrNothingNew) {
+		t.Fatalf("Poll of an empty log: %v", err)
+	}
+	appendN(t, l, 1, 5)
+	if err := <-calls; err != nil {
+		t.Fatalf("after an append, Poll said %v", err)
+	}
+	c.Close()
+	if err := <-calls; !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close, Poll said %v", err)
+	}
+	appendN(t, l, 1, 5) // a closed cursor is no longer watched
+	select {
+	case err := <-calls:
+		t.Fatalf("watcher called after Close: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+func waitOrFail(t *testing.T, wg *sync.WaitGroup, why string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
+	}
+}
