@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -381,10 +382,11 @@ type Session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	subs   map[string]*subscription
-	closed bool
-	pumps  sync.WaitGroup
+	mu      sync.Mutex
+	subs    map[string]*subscription
+	mirrors map[string]proc.Mirror // MirrorSpawn's, until the spawn of their id
+	closed  bool
+	pumps   sync.WaitGroup
 }
 
 // FrameSink receives the frames of the processes a session follows, one
@@ -442,4 +444,26 @@ func (se *Session) Close() {
 		sub.cur.Close()
 	}
 	se.pumps.Wait()
+}
+
+// MirrorSpawn makes the session's next process.spawn of id write the
+// child's output to m's pipes as the daemon reads it (see proc.Mirror): the
+// in-process caller's way to stream a child to its own stdout without the
+// frames' copies. Frames still arrive, marked Mirrored.
+func (se *Session) MirrorSpawn(id string, m proc.Mirror) {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	if se.mirrors == nil {
+		se.mirrors = make(map[string]proc.Mirror)
+	}
+	se.mirrors[id] = m
+}
+
+// takeMirror returns and forgets the mirror MirrorSpawn set for id.
+func (se *Session) takeMirror(id string) proc.Mirror {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	m := se.mirrors[id]
+	delete(se.mirrors, id)
+	return m
 }

@@ -158,10 +158,12 @@ func processSpawn(_ context.Context, se *Session, raw json.RawMessage) (any, fun
 	if err != nil {
 		return nil, nil, err
 	}
+	mirror := se.takeMirror(p.ID)
 	spec, err := se.s.spawnSpec(p) // spawn_ext.go: the contract's checks, the extensions', allowed commands
 	if err != nil {
 		return nil, nil, err
 	}
+	spec.Mirror = mirror
 	pr, cur, err := se.s.reg.SpawnFollowed(spec)
 	if err != nil {
 		return nil, nil, wire.Internal(err)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -145,6 +146,9 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	var handler client.FrameHandler
 	if !o.detach {
 		handler = out.frame
+		if !o.tty {
+			spec.Mirror = proc.Mirror{Stdout: pipeFile(streams.Out), Stderr: pipeFile(streams.ErrOut)}
+		}
 	}
 	p, err := conn.Spawn(ctx, spec, handler)
 	if err != nil {
@@ -307,11 +311,8 @@ const outPipeSize = 1 << 20
 // growPipe enlarges w's pipe, if w is one; failing (the user's pipe budget)
 // keeps the size it had.
 func growPipe(w io.Writer) {
-	f, ok := w.(*os.File)
-	if !ok {
-		return
-	}
-	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+	f := pipeFile(w)
+	if f == nil {
 		return
 	}
 	if rc, err := f.SyscallConn(); err == nil {
@@ -319,7 +320,23 @@ func growPipe(w io.Writer) {
 	}
 }
 
+// pipeFile returns w if it is a pipe (what an embedded daemon can mirror a
+// child's output to), else nil.
+func pipeFile(w io.Writer) *os.File {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return nil
+	}
+	return f
+}
+
 func (w *streamWriter) frame(f *wire.Frame) {
+	if f.Mirrored {
+		return // the embedded daemon wrote it already (SpawnSpec.Mirror)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch f.Stream {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,5 +215,56 @@ func TestExecReaderGoneStopsTheCommand(t *testing.T) {
 	}
 	if p := srv.Registry().Get("producer"); p == nil || p.Running() {
 		t.Errorf("the socket daemon's producer is still running (or unknown): %v", p)
+	}
+}
+
+// sous exec's output is byte-exact whether its stdout and stderr are pipes
+// (which the embedded daemon writes to directly, see proc.Mirror) or
+// files (which sous writes the frames to), on either kind of daemon.
+func TestExecStreamsExact(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
+	dir := t.TempDir()
+	data := make([]byte, 5<<20+3)
+	rand.Read(data)
+	src := filepath.Join(dir, "data")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range [][]string{nil, {"--socket", sock}} {
+		for _, toFiles := range []bool{false, true} {
+			args := append(append([]string{"exec"}, target...), "--", "sh", "-c", `cat "$0"; cat "$0" >&2; exit 5`, src)
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(cleanEnv(), "SOUS_TOKEN=tok")
+			var stdout, stderr bytes.Buffer // through pipes
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			var files [2]*os.File
+			if toFiles {
+				for i := range files {
+					f, err := os.Create(filepath.Join(dir, fmt.Sprint("out", i)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer f.Close()
+					files[i] = f
+				}
+				cmd.Stdout, cmd.Stderr = files[0], files[1]
+			}
+			err := cmd.Run()
+			if toFiles {
+				for i, b := range []*bytes.Buffer{&stdout, &stderr} {
+					got, rerr := os.ReadFile(files[i].Name())
+					if rerr != nil {
+						t.Fatal(rerr)
+					}
+					b.Write(got)
+				}
+			}
+			if exitCode(err) != 5 || !bytes.Equal(stdout.Bytes(), data) || !bytes.Equal(stderr.Bytes(), data) {
+				t.Errorf("target %v, files %v: exit %v, stdout %d bytes (exact %v), stderr %d bytes (exact %v), want %d each",
+					target, toFiles, err, stdout.Len(), bytes.Equal(stdout.Bytes(), data), stderr.Len(), bytes.Equal(stderr.Bytes(), data), len(data))
+			}
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -72,6 +73,17 @@ func Embedded(srv *daemon.Server) *Client {
 	c.cur = l
 	close(c.ready)
 	return c
+}
+
+// mirrorSpawn hands an embedded daemon the mirror of the next spawn of id;
+// other links have no way to take one, and the spawn is then unmirrored.
+func (c *Client) mirrorSpawn(id string, m proc.Mirror) {
+	c.mu.Lock()
+	l, _ := c.cur.(*localLink)
+	c.mu.Unlock()
+	if l != nil {
+		l.mirrorSpawn(id, m)
+	}
 }
 
 // Dial connects to a daemon through dial, sending token with every request.

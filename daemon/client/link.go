@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -295,11 +296,20 @@ func (l *localLink) send(id uint64, method string, params json.RawMessage) error
 	return nil
 }
 
+// mirrorSpawn passes a spawn's mirror to the session, ahead of the spawn.
+func (l *localLink) mirrorSpawn(id string, m proc.Mirror) { l.sess.MirrorSpawn(id, m) }
+
 // SendFrames implements daemon.FrameSink.
 func (l *localLink) SendFrames(id string, _ []byte, frames []wire.Frame) error {
 	l.recv.frames(l, id, frames)
 	return nil
 }
+
+// DeliverInline implements daemon.InlineSink: frames are handed to the
+// client on the goroutine that read them from the child, saving a
+// goroutine hand-over per batch. Handlers return promptly, or block only
+// as writing to a pipe would.
+func (l *localLink) DeliverInline() bool { return true }
 
 // SendGone implements daemon.FrameSink.
 func (l *localLink) SendGone(_ []byte, g wire.Gone) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -34,6 +35,12 @@ type SpawnSpec struct {
 	TTY      bool          // a pseudo-terminal
 	Size     wire.TermSize // its size (zero: 24x80)
 	Timeout  time.Duration // kill the group (TERM, KILL 3 s later) once this passes; 0: never
+
+	// Mirror asks an embedded daemon to write the child's output to these
+	// pipes of this process as it reads it (see proc.Mirror); the frames
+	// it mirrored arrive marked Frame.Mirrored, for the handler to skip.
+	// Any other daemon ignores it: its frames are never marked.
+	Mirror proc.Mirror
 }
 
 // Proc is a process the client follows.
@@ -132,6 +139,9 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			params["sandbox"] = spec.Sandbox
 		}
 		ext.apply(params)
+		if spec.Mirror != (proc.Mirror{}) {
+			c.mirrorSpawn(spec.ID, spec.Mirror)
+		}
 		var res wire.SpawnResult
 		err := c.Call(ctx, "process.spawn", params, &res)
 		p.mu.Lock()

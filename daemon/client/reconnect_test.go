@@ -47,7 +47,7 @@ func startDaemon(t *testing.T, cfg daemon.Config) string {
 
 // embeddedDaemon returns an in-process daemon and a client of it, both
 // closed when the test ends.
-func embeddedDaemon(t *testing.T) (*daemon.Server, *client.Client) {
+func embeddedDaemon(t testing.TB) (*daemon.Server, *client.Client) {
 	t.Helper()
 	srv, err := daemon.New(daemon.Config{})
 	if err != nil {

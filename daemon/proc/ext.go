@@ -22,7 +22,8 @@ import (
 type output struct {
 	f      *os.File
 	stream wire.Stream
-	stage  int // 1 + the pipeline stage of a stderr pipe (Frame.Stage); 0 otherwise
+	stage  int      // 1 + the pipeline stage of a stderr pipe (Frame.Stage); 0 otherwise
+	mirror *os.File // Spec.Mirror's pipe for this stream, or nil
 }
 
 // extState is what the extensions record about a process; set by launch,

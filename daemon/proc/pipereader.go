@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"syscall"
@@ -34,14 +36,32 @@ type pipeReader struct {
 	rc   syscall.RawConn
 	bufs [][]byte // the buffers the next read fills; len is how many
 	big  bool     // the pipe was grown (it holds a slot of r.bigPipes)
+
+	// mirror is the pipe that what is read is first teed to (Spec.Mirror),
+	// until that fails; nil: none.
+	mirror  syscall.RawConn
+	scratch [2]int          // a pipe of our own that mirrored output passes through (see consume)
+	done    <-chan struct{} // closed when the process is discarded: stop waiting for the mirror
+	iov     [][]byte        // reused: the part of bufs a scratch read fills
 }
 
-func newPipeReader(r *Registry, f *os.File) (*pipeReader, error) {
+func newPipeReader(r *Registry, f, mirror *os.File, done <-chan struct{}) (*pipeReader, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	pr := &pipeReader{r: r, f: f, rc: rc, bufs: make([][]byte, smallReadBufs, bigReadBufs)}
+	pr := &pipeReader{r: r, f: f, rc: rc, bufs: make([][]byte, smallReadBufs, bigReadBufs), done: done, scratch: [2]int{-1, -1}}
+	if mirror != nil {
+		if pr.mirror, err = mirror.SyscallConn(); err != nil {
+			return nil, err
+		}
+		if err := unix.Pipe2(pr.scratch[:], unix.O_CLOEXEC); err != nil {
+			return nil, fmt.Errorf("mirror: %w", err)
+		}
+		// Room for a whole read; if the pipe budget says no, consume
+		// takes smaller steps.
+		_, _ = unix.FcntlInt(uintptr(pr.scratch[1]), unix.F_SETPIPE_SZ, bigReadBufs*wire.MaxFrameData)
+	}
 	for i := range pr.bufs {
 		pr.bufs[i] = r.getBuf()
 	}
@@ -50,12 +70,27 @@ func newPipeReader(r *Registry, f *os.File) (*pipeReader, error) {
 
 // read waits for output and returns it as frame-sized chunks appended to
 // chunks; each chunk is the caller's (a buffer handed over whole, or a copy
-// of a small read). io.EOF once the pipe is closed and drained; a deadline
-// set on f ends the wait with os.ErrDeadlineExceeded.
-func (pr *pipeReader) read(chunks [][]byte) ([][]byte, int, error) {
-	var n int
+// of a small read). mirrored says the output was written to the mirror
+// too. io.EOF once the pipe is closed and drained; a deadline set on f ends
+// the wait with os.ErrDeadlineExceeded.
+func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, err error) {
 	var rerr error
-	err := pr.rc.Read(func(fd uintptr) bool {
+	err = pr.rc.Read(func(fd uintptr) bool {
+		if pr.mirror != nil {
+			switch t, terr := pr.tee(int(fd)); {
+			case terr == unix.EAGAIN:
+				return false // nothing to read yet
+			case terr != nil:
+				// The mirror's reader went away (EPIPE), or it cannot be
+				// teed to: from here on the caller writes the frames.
+				pr.mirror = nil
+			case t > 0:
+				n, rerr = pr.consume(int(fd), t)
+				mirrored = n > 0
+				return true
+			}
+			// t == 0: end of file, which the read below reports.
+		}
 		for {
 			n, rerr = unix.Readv(int(fd), pr.bufs)
 			if rerr != unix.EINTR {
@@ -70,7 +105,7 @@ func (pr *pipeReader) read(chunks [][]byte) ([][]byte, int, error) {
 		if err == nil {
 			err = io.EOF
 		}
-		return chunks, 0, err
+		return chunks, 0, false, err
 	}
 	full := n == len(pr.bufs)*wire.MaxFrameData
 	for i, left := 0, n; left > 0; i++ {
@@ -87,7 +122,130 @@ func (pr *pipeReader) read(chunks [][]byte) ([][]byte, int, error) {
 	if full && !pr.big {
 		pr.grow()
 	}
-	return chunks, n, nil
+	return chunks, n, mirrored, nil
+}
+
+// tee copies up to a read's worth of the pipe's content to the mirror
+// without consuming it (the pages are shared, not copied). EAGAIN means the
+// pipe is empty; while it is the mirror that is full, tee waits for room.
+func (pr *pipeReader) tee(fd int) (int, error) {
+	for {
+		var t int64
+		var terr error
+		if err := pr.mirror.Control(func(mfd uintptr) {
+			t, terr = unix.Tee(fd, int(mfd), len(pr.bufs)*wire.MaxFrameData, unix.SPLICE_F_NONBLOCK)
+		}); err != nil {
+			return 0, err // the mirror was closed
+		}
+		switch terr {
+		case nil:
+			return int(t), nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			// The pipe is empty, or the mirror full (even at the pipe's
+			// end of file: tee looks at the mirror before it sees that
+			// nothing is left to copy).
+			if avail, err := unix.IoctlGetInt(fd, unix.TIOCINQ); err != nil || avail == 0 {
+				if ended(fd) {
+					return 0, nil
+				}
+				return 0, unix.EAGAIN
+			}
+			if err := pr.waitMirror(); err != nil {
+				return 0, err
+			}
+		default:
+			return 0, terr
+		}
+	}
+}
+
+// ended reports whether an empty pipe has no writer left: what a read
+// would call end of file.
+func ended(fd int) bool {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(pfd, 0)
+	return err == nil && n > 0 && pfd[0].Revents&unix.POLLHUP != 0
+}
+
+// waitMirror waits until the mirror has room: its reader is slower than the
+// child, and the child is held back as a pipe would hold it back.
+func (pr *pipeReader) waitMirror() error {
+	for {
+		select {
+		case <-pr.done:
+			return errors.New("process discarded")
+		default:
+		}
+		var n int
+		var perr error
+		if err := pr.mirror.Control(func(mfd uintptr) {
+			n, perr = unix.Poll([]unix.PollFd{{Fd: int32(mfd), Events: unix.POLLOUT}}, 100)
+		}); err != nil {
+			return err
+		}
+		if perr != nil && perr != unix.EINTR {
+			return perr
+		}
+		if n > 0 {
+			return nil // writable, or its reader is gone (POLLERR): tee says which
+		}
+	}
+}
+
+// consume takes the t bytes tee just copied out of the pipe and into the
+// read buffers: no more (what follows was not mirrored), and all of them (or
+// they would be mirrored twice). It splices them into a scratch pipe first
+// and copies them from there: splice only moves page references, so the
+// child's pipe is locked briefly, where a read would hold its lock through
+// the copy while the child waits to write.
+func (pr *pipeReader) consume(fd, t int) (int, error) {
+	got := 0
+	for got < t {
+		k, err := unix.Splice(fd, nil, pr.scratch[1], nil, t-got, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if k <= 0 || err != nil {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return got, fmt.Errorf("move mirrored output: %w", err)
+		}
+		if err := pr.readScratch(got, int(k)); err != nil {
+			return got, err
+		}
+		got += int(k)
+	}
+	return got, nil
+}
+
+// readScratch reads the k bytes in the scratch pipe into the read buffers
+// from offset at. They are there already, so this does not wait.
+func (pr *pipeReader) readScratch(at, k int) error {
+	for end := at + k; at < end; {
+		pr.iov = pr.iov[:0]
+		for pos := at; pos < end; {
+			i, off := pos/wire.MaxFrameData, pos%wire.MaxFrameData
+			stop := min(wire.MaxFrameData, off+end-pos)
+			pr.iov = append(pr.iov, pr.bufs[i][off:stop])
+			pos += stop - off
+		}
+		m, err := unix.Readv(pr.scratch[0], pr.iov)
+		clear(pr.iov)
+		if err == unix.EINTR {
+			continue
+		}
+		if m <= 0 || err != nil {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("read mirrored output: %w", err)
+		}
+		at += m
+	}
+	return nil
 }
 
 // grow enlarges the pipe and the reads once the child has filled the pipe:
@@ -111,6 +269,11 @@ func (pr *pipeReader) grow() {
 
 // close returns the buffers and the grown pipe's slot; the caller closes f.
 func (pr *pipeReader) close() {
+	if pr.scratch[0] >= 0 {
+		unix.Close(pr.scratch[0])
+		unix.Close(pr.scratch[1])
+		pr.scratch = [2]int{-1, -1}
+	}
 	for i, b := range pr.bufs {
 		pr.r.putBuf(b)
 		pr.bufs[i] = nil

@@ -46,7 +46,7 @@ func readAllChunks(t *testing.T, pr *pipeReader) []byte {
 	var chunks [][]byte
 	for {
 		var err error
-		chunks, _, err = pr.read(chunks[:0])
+		chunks, _, _, err = pr.read(chunks[:0])
 		for _, c := range chunks {
 			if len(c) == 0 || len(c) > wire.MaxFrameData {
 				t.Fatalf("chunk of %d bytes", len(c))
@@ -74,7 +74,7 @@ func TestPipeReaderGrowsForFastWriter(t *testing.T) {
 	for pending(t, rf) < 64<<10 {
 		time.Sleep(time.Millisecond)
 	}
-	pr, err := newPipeReader(r, rf)
+	pr, err := newPipeReader(r, rf, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestPipeReaderGrowthBounded(t *testing.T) {
 	rf, wf := testPipe(t)
 	before := pipeSize(t, rf)
 	go func() { wf.Write(make([]byte, 1<<20)); wf.Close() }()
-	pr, err := newPipeReader(r, rf)
+	pr, err := newPipeReader(r, rf, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +119,13 @@ func TestPipeReaderGrowthBounded(t *testing.T) {
 func TestPipeReaderSmallReadsCopied(t *testing.T) {
 	r := NewRegistry(Options{})
 	rf, wf := testPipe(t)
-	pr, err := newPipeReader(r, rf)
+	pr, err := newPipeReader(r, rf, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pr.close()
 	wf.Write([]byte("hello\n"))
-	chunks, n, err := pr.read(nil)
+	chunks, n, _, err := pr.read(nil)
 	if err != nil || n != 6 || len(chunks) != 1 || string(chunks[0]) != "hello\n" {
 		t.Fatalf("read %q %d %v", chunks, n, err)
 	}
@@ -133,7 +133,7 @@ func TestPipeReaderSmallReadsCopied(t *testing.T) {
 		t.Fatalf("a 6-byte read pins %d bytes", cap(chunks[0]))
 	}
 	wf.Write(make([]byte, wire.MaxFrameData))
-	chunks, _, err = pr.read(nil)
+	chunks, _, _, err = pr.read(nil)
 	if err != nil || len(chunks) == 0 || cap(chunks[0]) != wire.MaxFrameData {
 		t.Fatalf("a full read: %d chunks, cap %d, %v", len(chunks), cap(chunks[0]), err)
 	}
@@ -150,4 +150,207 @@ func testPipe(t *testing.T) (r, w *os.File) {
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
 	return r, w
+}
+
+// readMirrored drains pr, returning what it read marked mirrored and what
+// unmarked, and failing if a mirrored read follows an unmarked one (the
+// mirror is given up once, never taken back).
+func readMirrored(t *testing.T, pr *pipeReader) (mirrored, plain []byte) {
+	t.Helper()
+	var chunks [][]byte
+	for {
+		var (
+			n   int
+			m   bool
+			err error
+		)
+		chunks, n, m, err = pr.read(chunks[:0])
+		if n > 0 && m && len(plain) > 0 {
+			t.Fatalf("a mirrored read after %d unmirrored bytes", len(plain))
+		}
+		for _, c := range chunks {
+			if m {
+				mirrored = append(mirrored, c...)
+			} else {
+				plain = append(plain, c...)
+			}
+		}
+		if err == io.EOF {
+			return mirrored, plain
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// writeRagged writes want in pieces of irregular sizes, some tiny, so that
+// the pipe holds partly filled pages, then closes w.
+func writeRagged(w *os.File, want []byte) {
+	sizes := []int{1, 7, 4096, 100, 65536, 3, 200000, 4095, 31}
+	for i, off := 0, 0; off < len(want); i++ {
+		n := min(sizes[i%len(sizes)], len(want)-off)
+		if _, err := w.Write(want[off : off+n]); err != nil {
+			break
+		}
+		off += n
+	}
+	w.Close()
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// With a mirror, every byte reaches both the frames (marked mirrored) and
+// the mirror pipe, once and in order, even when the mirror's reader is the
+// slow one and the pipe holds ragged pages; closing frees the scratch pipe.
+func TestPipeReaderMirrors(t *testing.T) {
+	r := NewRegistry(Options{})
+	rf, wf := testPipe(t)
+	mr, mw := testPipe(t)
+	want := make([]byte, 6<<20+5)
+	rand.Read(want)
+	go writeRagged(wf, want)
+	seen := make(chan []byte)
+	go func() {
+		var got []byte
+		buf := make([]byte, 50000)
+		for {
+			if len(got) < 1<<20 {
+				time.Sleep(time.Millisecond) // slower than the writer: the mirror fills up
+			}
+			n, err := mr.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				seen <- got
+				return
+			}
+		}
+	}()
+	pr, err := newPipeReader(r, rf, mw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrored, plain := readMirrored(t, pr)
+	fds := openFDs(t) // the writer has closed its end: EOF came
+	pr.close()
+	if n := openFDs(t); n != fds-2 {
+		t.Fatalf("%d descriptors open after close, %d before: the scratch pipe is still open", n, fds)
+	}
+	mw.Close()
+	if !bytes.Equal(mirrored, want) || len(plain) != 0 {
+		t.Fatalf("frames: %d bytes mirrored and %d not, of %d written; equal %v", len(mirrored), len(plain), len(want), bytes.Equal(mirrored, want))
+	}
+	if got := <-seen; !bytes.Equal(got, want) {
+		t.Fatalf("the mirror's reader got %d bytes, not the %d written", len(got), len(want))
+	}
+}
+
+// When the mirror's reader goes away, the output keeps coming, unmarked,
+// for the spawner to write itself: nothing is lost or marked twice.
+func TestPipeReaderMirrorReaderGone(t *testing.T) {
+	r := NewRegistry(Options{})
+	rf, wf := testPipe(t)
+	mr, mw := testPipe(t)
+	want := make([]byte, 4<<20)
+	rand.Read(want)
+	go writeRagged(wf, want)
+	seen := make(chan []byte)
+	go func() {
+		got := make([]byte, 300000)
+		n, _ := io.ReadFull(mr, got)
+		mr.Close() // the next tee gets EPIPE
+		seen <- got[:n]
+	}()
+	pr, err := newPipeReader(r, rf, mw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.close()
+	mirrored, plain := readMirrored(t, pr)
+	if all := append(append([]byte(nil), mirrored...), plain...); !bytes.Equal(all, want) {
+		t.Fatalf("frames hold %d+%d bytes, not the %d written in order", len(mirrored), len(plain), len(want))
+	}
+	got := <-seen
+	if len(plain) == 0 || len(mirrored) < len(got) || !bytes.Equal(got, want[:len(got)]) {
+		t.Fatalf("mirrored %d, unmarked %d, the mirror's reader read %d", len(mirrored), len(plain), len(got))
+	}
+	if pr.mirror != nil {
+		t.Fatal("still mirroring to a pipe nobody reads")
+	}
+}
+
+// A process discarded while its mirror is full stops waiting for the room.
+func TestPipeReaderMirrorWaitEnds(t *testing.T) {
+	r := NewRegistry(Options{})
+	rf, wf := testPipe(t)
+	_, mw := testPipe(t) // nobody reads it, but it stays open
+	go wf.Write(make([]byte, 4<<20))
+	done := make(chan struct{})
+	pr, err := newPipeReader(r, rf, mw, done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.close()
+	ended := make(chan error, 1)
+	go func() {
+		var err error
+		for err == nil {
+			_, _, _, err = pr.read(nil)
+		}
+		ended <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-ended:
+		t.Fatalf("reading ended with %v while the mirror was full", err)
+	default:
+	}
+	close(done)
+	wf.Close()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting for the mirror after the process was discarded")
+	}
+}
+
+// End of file while the mirror is full: tee says EAGAIN there too, which
+// must not be taken for an empty pipe (whose readiness would never come).
+func TestPipeReaderMirrorFullAtEOF(t *testing.T) {
+	r := NewRegistry(Options{})
+	rf, wf := testPipe(t)
+	mr, mw := testPipe(t)
+	size := pipeSize(t, mw)
+	want := make([]byte, size) // exactly fills the mirror
+	rand.Read(want)
+	if _, err := wf.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	wf.Close()
+	pr, err := newPipeReader(r, rf, mw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.close()
+	done := make(chan []byte)
+	go func() { m, _ := readMirrored(t, pr); done <- m }()
+	select {
+	case m := <-done:
+		if !bytes.Equal(m, want) {
+			t.Fatalf("mirrored %d bytes, not the %d written", len(m), len(want))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no end of file while the mirror was full")
+	}
+	mw.Close()
+	if got, _ := io.ReadAll(mr); !bytes.Equal(got, want) {
+		t.Fatalf("the mirror holds %d bytes, not the %d written", len(got), len(want))
+	}
 }

@@ -147,6 +147,32 @@ type Spec struct {
 	// Sandbox confines the child (every stage of a pipeline, a terminal's
 	// child too); nil: unsandboxed. See package sandbox.
 	Sandbox *sandbox.Policy
+
+	// Mirror is for a caller in the daemon's own process only: where it
+	// wants the child's output written as it is read (see Mirror).
+	Mirror Mirror
+}
+
+// Mirror names pipes that a child's output is written to as the daemon
+// reads it, ahead of its frames, which are logged and delivered as always
+// but marked Frame.Mirrored. It is how the in-process client of `sous exec`
+// streams a child to its own stdout: tee(2) shares the pipe's pages with
+// the mirror, so the bytes are not copied on the way, and there is no
+// hand-over between goroutines. Only pipes can be mirrored to: output
+// that tee cannot take (a terminal's, or after the mirror's reader went
+// away) simply arrives unmarked, for the caller to write as usual.
+type Mirror struct {
+	Stdout, Stderr *os.File // nil: that stream is not mirrored
+}
+
+func (m Mirror) of(s wire.Stream) *os.File {
+	switch s {
+	case wire.Stdout:
+		return m.Stdout
+	case wire.Stderr:
+		return m.Stderr
+	}
+	return nil
 }
 
 // Process is one child.
@@ -267,6 +293,9 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 		doneCh:    make(chan struct{}),
 	}
 	p.ext.init(spec, outputs)
+	for i := range p.outputs {
+		p.outputs[i].mirror = spec.Mirror.of(p.outputs[i].stream)
+	}
 
 	r.mu.Lock()
 	old := r.procs[spec.ID]
@@ -332,7 +361,7 @@ func (r *Registry) supervise(p *Process) {
 func (r *Registry) readPipe(p *Process, o output) {
 	f := o.f
 	defer f.Close()
-	pr, err := newPipeReader(r, f)
+	pr, err := newPipeReader(r, f, o.mirror, p.ctx.Done())
 	if err != nil {
 		r.opt.Logger.Error("read output", "id", p.ID, "err", err)
 		return
@@ -343,14 +372,17 @@ func (r *Registry) readPipe(p *Process, o output) {
 		frames []wire.Frame
 	)
 	for {
-		var n int
-		chunks, n, err = pr.read(chunks[:0])
+		var (
+			n        int
+			mirrored bool
+		)
+		chunks, n, mirrored, err = pr.read(chunks[:0])
 		if n > 0 && r.opt.OnOutput != nil {
 			r.opt.OnOutput(n)
 		}
 		frames = frames[:0]
 		for _, data := range chunks {
-			frames = append(frames, wire.Frame{Stream: o.stream, Stage: o.stage, Data: data})
+			frames = append(frames, wire.Frame{Stream: o.stream, Stage: o.stage, Data: data, Mirrored: mirrored})
 		}
 		if k, aerr := p.Log.AppendAll(p.ctx, frames); aerr != nil {
 			for _, rest := range chunks[k:] {

@@ -21,7 +21,7 @@ import (
 // consecutive from first. The extension members ride in space the frame
 // does not otherwise use: an output frame's Stage in the exit code's place;
 // an exit frame's StageCodes as its data (4 bytes each) and TimedOut as the
-// stream byte's high bit. A record whose stream byte is padStream is no
+// stream byte's high bit; an output frame's Mirrored as its next bit. A record whose stream byte is padStream is no
 // frame: its data only fills the file up to a block boundary.
 //
 // The file is written with O_DIRECT where the filesystem allows it. Spilling
@@ -54,7 +54,8 @@ type indexEntry struct {
 }
 
 const (
-	timedOutBit  = 0x80
+	timedOutBit  = 0x80 // of an exit frame
+	mirroredBit  = 0x40 // of an output frame
 	padStream    = 0x7f
 	recordHeader = 9
 	indexEvery   = 256 << 10
@@ -140,6 +141,9 @@ func (s *segment) append(fr *wire.Frame) error {
 		}
 	} else {
 		binary.BigEndian.PutUint32(h[1:5], uint32(int32(fr.Stage)))
+		if fr.Mirrored {
+			h[0] |= mirroredBit
+		}
 	}
 	binary.BigEndian.PutUint32(h[5:9], uint32(len(data)))
 	if err := s.put(h[:]); err != nil {
@@ -266,7 +270,7 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 			if _, err := io.ReadFull(r, data); err != nil {
 				return buf, fmt.Errorf("spill read: %w", err)
 			}
-			fr := wire.Frame{Seq: seq, Stream: wire.Stream(h[0] &^ timedOutBit)}
+			fr := wire.Frame{Seq: seq, Stream: wire.Stream(h[0] &^ (timedOutBit | mirroredBit))}
 			code := int(int32(binary.BigEndian.Uint32(h[1:5])))
 			if fr.Stream == wire.Exit {
 				fr.ExitCode, fr.TimedOut = code, h[0]&timedOutBit != 0
@@ -274,7 +278,7 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 					fr.StageCodes = append(fr.StageCodes, int(int32(binary.BigEndian.Uint32(data[i:]))))
 				}
 			} else {
-				fr.Stage, fr.Data = code, data
+				fr.Stage, fr.Data, fr.Mirrored = code, data, h[0]&mirroredBit != 0
 			}
 			buf = append(buf, fr)
 			size += int(n) + frameOverhead

@@ -70,6 +70,11 @@ type Frame struct {
 	// its timeoutMs passed (wire member "timedOut", sent only when true;
 	// process.spawn.timeout).
 	TimedOut bool
+
+	// Mirrored marks output the daemon also wrote to the mirror its
+	// in-process spawner gave (proc.Spec.Mirror), as it read it: that
+	// spawner must not write it out again. Never on the wire.
+	Mirrored bool
 }
 
 // StageIndex is the pipeline stage (from 0) that wrote the frame, or -1.

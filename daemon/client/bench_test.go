@@ -1,0 +1,123 @@
+package client_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// streamBytes is how much each run of BenchmarkStreamEmbedded moves
+// (SOUS_BENCH_BYTES overrides the 256 MiB).
+func streamBytes(b *testing.B) int64 {
+	if s := os.Getenv("SOUS_BENCH_BYTES"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			b.Fatalf("SOUS_BENCH_BYTES=%q", s)
+		}
+		return n
+	}
+	return 256 << 20
+}
+
+// drain starts cat reading r to /dev/null, as the reader of sous exec's
+// stdout; the channel says when it is done. A reader in this process
+// would compete with the daemon for the Go scheduler, which no reader of
+// sous exec does.
+func drain(b *testing.B, r *os.File) <-chan error {
+	cat := exec.Command("cat")
+	cat.Stdin = r
+	if err := cat.Start(); err != nil {
+		b.Fatal(err)
+	}
+	r.Close()
+	done := make(chan error, 1)
+	go func() { done <- cat.Wait() }()
+	return done
+}
+
+// outPipe is sous exec's stdout: a pipe grown to 1 MiB, as exec grows it.
+func outPipe(b *testing.B) (r, w *os.File) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if rc, err := w.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
+	}
+	return r, w
+}
+
+// BenchmarkStreamEmbedded moves head -c N /dev/zero from a child through
+// the embedded daemon to a pipe that cat reads, as `sous exec` does: with
+// the daemon writing the pipe itself (mirror-x-pipe), and with the frames'
+// data written by the handler (frames-x-pipe: what a file or a terminal
+// gets). Each is a ratio to the child writing the pipe directly, timed in
+// the same run. ns/op covers all three.
+func BenchmarkStreamEmbedded(b *testing.B) {
+	n := streamBytes(b)
+	size := strconv.FormatInt(n, 10)
+	raw := func() time.Duration {
+		r, w := outPipe(b)
+		done := drain(b, r)
+		cmd := exec.Command("head", "-c", size, "/dev/zero")
+		cmd.Stdout = w
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		w.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	viaDaemon := func(c *client.Client, mirror bool) time.Duration {
+		r, w := outPipe(b)
+		done := drain(b, r)
+		spec := client.SpawnSpec{ID: "s", Command: "head", Args: []string{"-c", size, "/dev/zero"}}
+		h := func(f *wire.Frame) {
+			if f.Stream == wire.Stdout && !f.Mirrored {
+				w.Write(f.Data)
+			}
+		}
+		if mirror {
+			spec.Mirror = proc.Mirror{Stdout: w}
+		}
+		ctx := context.Background()
+		start := time.Now()
+		p, err := c.Spawn(ctx, spec, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if code, err := p.Wait(ctx); err != nil || code != 0 {
+			b.Fatalf("wait: %d %v", code, err)
+		}
+		w.Close()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	_, c := embeddedDaemon(b)
+	b.SetBytes(n)
+	var pipe, mirrored, framed time.Duration
+	for range b.N { // interleaved, so that noise hits all three alike
+		pipe += raw()
+		mirrored += viaDaemon(c, true)
+		framed += viaDaemon(c, false)
+	}
+	b.ReportMetric(pipe.Seconds()/mirrored.Seconds(), "mirror-x-pipe")
+	b.ReportMetric(pipe.Seconds()/framed.Seconds(), "frames-x-pipe")
+}

@@ -1,0 +1,114 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// mirrorRun spawns `cat FILE; cat FILE >&2` through c with both streams
+// mirrored to pipes of this process, and returns what each pipe received
+// and what arrived in frames, split by the Mirrored mark.
+func mirrorRun(t *testing.T, c *client.Client, file string) (pipes [2][]byte, marked, unmarked [2][]byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var (
+		wg sync.WaitGroup
+		ws [2]*os.File
+	)
+	for i := range ws {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		ws[i] = w
+		wg.Add(1)
+		go func() { defer wg.Done(); pipes[i], _ = io.ReadAll(r) }()
+	}
+	var mu sync.Mutex
+	h := func(f *wire.Frame) {
+		i := 0
+		switch f.Stream {
+		case wire.Stdout:
+		case wire.Stderr:
+			i = 1
+		default:
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if f.Mirrored {
+			marked[i] = append(marked[i], f.Data...)
+		} else {
+			unmarked[i] = append(unmarked[i], f.Data...)
+		}
+	}
+	p, err := c.Spawn(ctx, client.SpawnSpec{
+		ID: "m", Command: "sh", Args: []string{"-c", `cat "$0"; cat "$0" >&2`, file},
+		Mirror: proc.Mirror{Stdout: ws[0], Stderr: ws[1]},
+	}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.Wait(ctx); err != nil || code != 0 {
+		t.Fatalf("wait: %d %v", code, err)
+	}
+	ws[0].Close()
+	ws[1].Close()
+	wg.Wait()
+	return pipes, marked, unmarked
+}
+
+func randomFile(t *testing.T, n int) (string, []byte) {
+	t.Helper()
+	data := make([]byte, n)
+	rand.Read(data)
+	path := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, data
+}
+
+// On the embedded daemon both streams reach their pipes exactly, straight
+// from the daemon's reader, and every frame says so.
+func TestEmbeddedSpawnMirrors(t *testing.T) {
+	_, c := embeddedDaemon(t)
+	file, want := randomFile(t, 8<<20+17)
+	pipes, marked, unmarked := mirrorRun(t, c, file)
+	for i, name := range []string{"stdout", "stderr"} {
+		if !bytes.Equal(pipes[i], want) {
+			t.Errorf("%s pipe got %d bytes, not the %d written", name, len(pipes[i]), len(want))
+		}
+		if !bytes.Equal(marked[i], want) || len(unmarked[i]) != 0 {
+			t.Errorf("%s frames: %d bytes marked mirrored, %d not, of %d", name, len(marked[i]), len(unmarked[i]), len(want))
+		}
+	}
+}
+
+// A daemon over a socket cannot write to this process's pipes: the mirror
+// is ignored, and no frame is marked, so the handler writes everything.
+func TestSocketSpawnIgnoresMirror(t *testing.T) {
+	c := dialProxy(t, startDaemon(t, daemon.Config{}))
+	file, want := randomFile(t, 1<<20)
+	pipes, marked, unmarked := mirrorRun(t, c, file)
+	for i := range pipes {
+		if len(pipes[i]) != 0 || len(marked[i]) != 0 || !bytes.Equal(unmarked[i], want) {
+			t.Errorf("stream %d: pipe %d bytes, marked %d, unmarked %d (want all %d unmarked)", i, len(pipes[i]), len(marked[i]), len(unmarked[i]), len(want))
+		}
+	}
+}
