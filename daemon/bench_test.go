@@ -148,19 +148,6 @@ func (d *daemonProcess) peakRSS(b testing.TB) int64 {
 	return 0
 }
 
-// benchBytes is the output size of the stream benchmarks: SOUS_BENCH_BYTES
-// (CI sets 64 MiB), default 1 GiB.
-func benchBytes(b testing.TB) int64 {
-	if s := os.Getenv("SOUS_BENCH_BYTES"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 {
-			b.Fatalf("SOUS_BENCH_BYTES=%q", s)
-		}
-		return n
-	}
-	return 1 << 30
-}
-
 // rawPipe times `head -c n /dev/zero` read straight from its stdout pipe in
 // 32 KiB reads: the baseline.
 func rawPipe(b testing.TB, n int64) time.Duration {
@@ -240,7 +227,7 @@ func streamFrames(b testing.TB, sock, id string, n int64) (time.Duration, int) {
 // its Unix socket, every frame decoded, with the same output read from a raw
 // pipe. x-pipe is the daemon's throughput as a fraction of the pipe's.
 func BenchmarkStreamSocket(b *testing.B) {
-	n := benchBytes(b)
+	n := testutil.BenchBytes(b, 1<<30)
 	d := startDaemonProcess(b, "")
 	b.SetBytes(n)
 	var pipe, daemon, daemonCPU, clientCPU time.Duration
@@ -272,7 +259,7 @@ func BenchmarkStreamSocket(b *testing.B) {
 // a daemon process and reports its peak resident memory: with a client
 // reading along, and with nobody reading (spilled to a state dir).
 func BenchmarkPeakMemory(b *testing.B) {
-	n := 2 * benchBytes(b)
+	n := 2 * testutil.BenchBytes(b, 1<<30)
 	b.Run("reader", func(b *testing.B) {
 		d := startDaemonProcess(b, "")
 		for i := 0; i < b.N; i++ {
@@ -353,7 +340,7 @@ func BenchmarkPing(b *testing.B) {
 // process's output spilled to the state dir, every frame decoded, against
 // the same bytes read from a raw pipe.
 func BenchmarkReplay(b *testing.B) {
-	n := min(benchBytes(b), 512<<20) // within the default 1 GiB disk limit
+	n := min(testutil.BenchBytes(b, 1<<30), 512<<20) // within the default 1 GiB disk limit
 	d := startDaemonProcess(b, b.TempDir())
 	nc, err := net.Dial("unix", d.sock)
 	if err != nil {
@@ -414,7 +401,7 @@ func replayOnce(b testing.TB, sock, id string, n int64) time.Duration {
 // requests are dispatched concurrently, so two in flight could be applied
 // out of order) against writing the same bytes to a raw pipe.
 func BenchmarkStdin(b *testing.B) {
-	n := min(benchBytes(b), 256<<20)
+	n := min(testutil.BenchBytes(b, 1<<30), 256<<20)
 	d := startDaemonProcess(b, "")
 	b.SetBytes(n)
 	var pipe, daemon, daemonCPU time.Duration

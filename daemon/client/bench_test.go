@@ -13,20 +13,8 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
-
-// streamBytes is how much each run of BenchmarkStreamEmbedded moves
-// (SOUS_BENCH_BYTES overrides the 256 MiB).
-func streamBytes(b *testing.B) int64 {
-	if s := os.Getenv("SOUS_BENCH_BYTES"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 {
-			b.Fatalf("SOUS_BENCH_BYTES=%q", s)
-		}
-		return n
-	}
-	return 256 << 20
-}
 
 // drain starts cat reading r to /dev/null, as the reader of sous exec's
 // stdout; the channel says when it is done. A reader in this process
@@ -63,7 +51,7 @@ func outPipe(b *testing.B) (r, w *os.File) {
 // gets). Each is a ratio to the child writing the pipe directly, timed in
 // the same run. ns/op covers all three.
 func BenchmarkStreamEmbedded(b *testing.B) {
-	n := streamBytes(b)
+	n := testutil.BenchBytes(b, 256<<20)
 	size := strconv.FormatInt(n, 10)
 	raw := func() time.Duration {
 		r, w := outPipe(b)

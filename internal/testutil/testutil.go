@@ -5,6 +5,7 @@ package testutil
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -39,4 +40,18 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// BenchBytes is the output size of a stream benchmark: SOUS_BENCH_BYTES when
+// set (CI sets 64 MiB), else def.
+func BenchBytes(tb testing.TB, def int64) int64 {
+	s := os.Getenv("SOUS_BENCH_BYTES")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		tb.Fatalf("SOUS_BENCH_BYTES=%q: want a positive number of bytes", s)
+	}
+	return n
 }
