@@ -62,13 +62,16 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 		cur.Close()
 		return nil
 	}
-	if old := se.subs[p.ID]; old != nil { // a concurrent follow of the same id won
-		old.cur.Close()
-	}
+	old := se.subs[p.ID] // a concurrent follow of the same id won
 	sub := &subscription{proc: p, cur: cur, notifyGone: notifyGone, done: make(chan struct{})}
 	se.subs[p.ID] = sub
 	se.pumps.Add(1)
 	se.mu.Unlock()
+	if old != nil {
+		// Outside se.mu: for an InlineSink, closing the cursor ends the
+		// subscription right here, and that takes se.mu.
+		old.cur.Close()
+	}
 
 	quoted := wire.QuoteID(p.ID)
 	var frames []wire.Frame

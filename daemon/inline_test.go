@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// inlineSink is an in-process sink that takes its frames on the goroutine
+// that changed the log (InlineSink), as the embedded client's link does.
+type inlineSink struct {
+	mu     sync.Mutex
+	frames []wire.Frame
+	gone   []wire.Gone
+}
+
+func (s *inlineSink) DeliverInline() bool { return true }
+
+func (s *inlineSink) SendFrames(_ string, _ []byte, fs []wire.Frame) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range fs {
+		f.Data = append([]byte(nil), f.Data...)
+		s.frames = append(s.frames, f)
+	}
+	return nil
+}
+
+func (s *inlineSink) SendGone(_ []byte, g wire.Gone) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone = append(s.gone, g)
+	return nil
+}
+
+// A follow that finds the session already subscribed to the id (two
+// follows racing) ends the older subscription. With inline delivery that
+// ending runs right there, and it must not need the session's lock while
+// the follow holds it.
+func TestInlineFollowReplacingASubscription(t *testing.T) {
+	srv, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	sink := &inlineSink{}
+	se := srv.Local(sink)
+	defer se.Close()
+	p, cur, err := srv.reg.SpawnFollowed(proc.Spec{ID: "twice", Command: "sh", Args: []string{"-c", "echo hi; sleep 10"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Signal(9)
+	done := make(chan error, 1)
+	go func() {
+		if err := se.followCursor(p, cur, -1, false); err != nil {
+			done <- err
+			return
+		}
+		// The second, as a racing follow would: the first is still there.
+		done <- se.followCursor(p, p.Log.NewCursor(0), -1, false)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second follow deadlocked ending the first")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sink.mu.Lock()
+		n := len(sink.frames)
+		sink.mu.Unlock()
+		se.mu.Lock()
+		subs := len(se.subs)
+		se.mu.Unlock()
+		if n >= 1 && subs == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d frames delivered, %d subscriptions", n, subs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
