@@ -74,6 +74,10 @@ type Config struct {
 	// TimeoutGrace is how long a process killed for its timeoutMs gets
 	// between SIGTERM and SIGKILL (default 3 s).
 	TimeoutGrace time.Duration
+	// DieWithDaemon has the kernel kill the daemon's children when its
+	// process dies, even by SIGKILL (proc.Options.DieWithDaemon). For an
+	// in-process daemon: its processes are unreachable once it is gone.
+	DieWithDaemon bool
 	// DisableFeatures are extensions this daemon neither advertises nor
 	// honours, as a daemon from before them (for testing clients' fallbacks):
 	// process.spawn.pipeline, process.spawn.timeout, process.spawn.env.unset,
@@ -174,7 +178,8 @@ func New(cfg Config) (*Server, error) {
 		ReplayDiskTotal: cfg.ReplayDiskTotal,
 		OnOutput:        func(n int) { s.stats.StreamBytes.Add(int64(n)) },
 
-		TimeoutGrace: cfg.TimeoutGrace,
+		TimeoutGrace:  cfg.TimeoutGrace,
+		DieWithDaemon: cfg.DieWithDaemon,
 	})
 	return s, nil
 }

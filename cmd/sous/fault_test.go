@@ -309,3 +309,59 @@ func TestReconnectTimeoutEnvIsChecked(t *testing.T) {
 		t.Errorf("exit %d: %s", exitCode(err), out)
 	}
 }
+
+// running reports whether pid is a live process (not gone, not a zombie).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name's closing parenthesis.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// sous killed with SIGKILL runs no shutdown, yet the children of its
+// embedded daemon do not outlive it: the kernel kills them (Pdeathsig).
+func TestEmbeddedChildrenDieWithSous(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	child := `echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec sleep 1000`
+	recipe := filepath.Join(dir, "r.star")
+	if err := os.WriteFile(recipe, []byte(fmt.Sprintf("spawn(\"sh\", [\"-c\", %q, %q], echo=False).wait()\n", child, pidFile)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"exec", "--", "sh", "-c", child, pidFile},
+		{"run", recipe},
+	} {
+		os.Remove(pidFile)
+		cmd := exec.Command(bin, args...)
+		cmd.Env = cleanEnv()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		for deadline := time.Now().Add(10 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(pidFile); err == nil {
+				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("%s: the child never wrote its pid", args[0])
+			}
+		}
+		cmd.Process.Kill() // SIGKILL: no handler runs
+		cmd.Wait()
+		for deadline := time.Now().Add(10 * time.Second); running(pid); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("%s: child %d outlived sous killed with SIGKILL", args[0], pid)
+			}
+		}
+	}
+}

@@ -116,7 +116,8 @@ func absPath(p string) string {
 }
 
 // embeddedConfig configures the in-process daemon of `sous run` and the
-// one-off commands: memory-only replay (nothing outlives the run anyway).
+// one-off commands: memory-only replay, and children that die with sous
+// even when it is killed with SIGKILL (nothing outlives the run anyway).
 func embeddedConfig() daemon.Config {
-	return daemon.Config{Version: currentBuild().Version}
+	return daemon.Config{Version: currentBuild().Version, DieWithDaemon: true}
 }

@@ -69,14 +69,14 @@ func (r *Registry) spawnExt(spec Spec, env []string, dir string, follow bool) (*
 		return nil, nil, errors.New("spawn: a pipeline cannot have a terminal")
 	}
 	if spec.Pipeline != nil {
-		cmds, outputs, stdinW, err := startPipeline(spec.Pipeline, env, dir, spec.Sandbox)
+		cmds, outputs, stdinW, err := r.startPipeline(spec.Pipeline, env, dir, spec.Sandbox)
 		if err != nil {
 			return nil, nil, err
 		}
 		spec.Command, spec.Args = spec.Pipeline[0][0], spec.Pipeline[0][1:]
 		return r.launch(spec, cmds, outputs, stdinW, follow)
 	}
-	cmd, master, stdinW, err := startTTY(spec, env, dir)
+	cmd, master, stdinW, err := r.startTTY(spec, env, dir)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -20,7 +20,7 @@ import (
 //
 // Every command is resolved before anything starts; if a stage cannot
 // start, the stages already running are killed and reaped.
-func startPipeline(stages [][]string, env []string, dir string, sb *sandbox.Policy) (cmds []*exec.Cmd, outputs []output, stdinW *os.File, err error) {
+func (r *Registry) startPipeline(stages [][]string, env []string, dir string, sb *sandbox.Policy) (cmds []*exec.Cmd, outputs []output, stdinW *os.File, err error) {
 	if len(stages) == 0 {
 		return nil, nil, nil, errors.New("spawn: empty pipeline")
 	}
@@ -103,7 +103,7 @@ func startPipeline(stages [][]string, env []string, dir string, sb *sandbox.Poli
 			Stderr:      errW,
 			SysProcAttr: attr,
 		}
-		if err := sandbox.Start(cmd, sb); err != nil { // cmd.Start() when unsandboxed
+		if err := r.start(cmd, sb); err != nil {
 			return nil, nil, nil, fmt.Errorf("pipeline stage %d: spawn %s: %w", i+1, st[0], err)
 		}
 		started = append(started, cmd)

@@ -55,6 +55,11 @@ type Options struct {
 	// TimeoutGrace is how long a group killed for its Spec.Timeout gets
 	// between SIGTERM and SIGKILL (default DefaultGrace, 3 s).
 	TimeoutGrace time.Duration
+	// DieWithDaemon has the kernel SIGKILL every child (each stage of a
+	// pipeline) when the daemon's process dies, even by SIGKILL, when no
+	// shutdown can run: for an embedded daemon, whose processes nobody can
+	// reach once it is gone. Grandchildren are not covered.
+	DieWithDaemon bool
 }
 
 // Registry holds the daemon's processes by id.
@@ -257,7 +262,7 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	if err := sandbox.Start(cmd, spec.Sandbox); err != nil { // cmd.Start() when unsandboxed
+	if err := r.start(cmd, spec.Sandbox); err != nil {
 		closeAll(stdinR, stdinW, outR, outW, errR, errW)
 		if dir != "" {
 			if _, serr := os.Stat(dir); serr != nil {
@@ -271,6 +276,22 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	closeAll(stdinR, outW, errW) // the child's ends
 	outputs := []output{{f: outR, stream: wire.Stdout}, {f: errR, stream: wire.Stderr}}
 	return r.launch(spec, []*exec.Cmd{cmd}, outputs, stdinW, follow)
+}
+
+// start starts cmd, confined by sb when that is set, and with
+// Options.DieWithDaemon tied to the daemon's life.
+func (r *Registry) start(cmd *exec.Cmd, sb *sandbox.Policy) error {
+	if r.opt.DieWithDaemon {
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		// The kernel sends it when the thread that forked the child ends,
+		// not only the process. Go's threads live as long as the process
+		// unless a goroutine ends while locked to one (LockOSThread), which
+		// nothing in sous does.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	return sandbox.Start(cmd, sb) // cmd.Start() when sb is nil
 }
 
 // launch registers a started process and starts its goroutines: stdin,

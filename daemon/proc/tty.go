@@ -16,9 +16,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/seed5ad92d46/sous/daemon/sandbox"
 	"github.com/seed5ad92d46/sous/daemon/wire"
-
 	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
@@ -31,7 +29,7 @@ const defaultTerm = "xterm-256color"
 // leads a new session (and so a new process group, whose id is its pid,
 // which is what signals reach). It returns the master side, made pollable
 // so reads honour deadlines, and a writer for the child's input.
-func startTTY(spec Spec, env []string, dir string) (cmd *exec.Cmd, master *os.File, stdin io.WriteCloser, err error) {
+func (r *Registry) startTTY(spec Spec, env []string, dir string) (cmd *exec.Cmd, master *os.File, stdin io.WriteCloser, err error) {
 	size := *spec.TTY
 	if size.Rows < 1 || size.Cols < 1 || size.Rows > 0xffff || size.Cols > 0xffff {
 		return nil, nil, nil, fmt.Errorf("spawn %s: terminal size %dx%d out of range", spec.Command, size.Rows, size.Cols)
@@ -77,7 +75,7 @@ func startTTY(spec Spec, env []string, dir string) (cmd *exec.Cmd, master *os.Fi
 		// its stdin (fd 0 in the child) its controlling terminal.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0},
 	}
-	if err := sandbox.Start(cmd, spec.Sandbox); err != nil { // cmd.Start() when unsandboxed
+	if err := r.start(cmd, spec.Sandbox); err != nil {
 		master.Close()
 		in.Close()
 		return nil, nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
