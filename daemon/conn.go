@@ -449,14 +449,24 @@ func (se *Session) Close() {
 // MirrorSpawn makes the session's next process.spawn of id write the
 // child's output to m's pipes as the daemon reads it (see proc.Mirror): the
 // in-process caller's way to stream a child to its own stdout without the
-// frames' copies. Frames still arrive, marked Mirrored.
-func (se *Session) MirrorSpawn(id string, m proc.Mirror) {
+// frames' copies. Frames still arrive, marked Mirrored. Call forget once
+// the spawn has been answered: it withdraws the mirror if no spawn took it
+// (the call never reached the daemon), so that it cannot pass to a later
+// spawn of the same id.
+func (se *Session) MirrorSpawn(id string, m proc.Mirror) (forget func()) {
 	se.mu.Lock()
 	defer se.mu.Unlock()
 	if se.mirrors == nil {
 		se.mirrors = make(map[string]proc.Mirror)
 	}
 	se.mirrors[id] = m
+	return func() {
+		se.mu.Lock()
+		defer se.mu.Unlock()
+		if cur, ok := se.mirrors[id]; ok && cur == m {
+			delete(se.mirrors, id)
+		}
+	}
 }
 
 // takeMirror returns and forgets the mirror MirrorSpawn set for id.

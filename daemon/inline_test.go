@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -86,5 +87,39 @@ func TestInlineFollowReplacingASubscription(t *testing.T) {
 			t.Fatalf("%d frames delivered, %d subscriptions", n, subs)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A mirror no spawn took (the call never reached the daemon) is withdrawn,
+// so a later spawn of the same id does not write to it; one a spawn took
+// is that spawn's alone.
+func TestMirrorSpawnForget(t *testing.T) {
+	srv, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	se := srv.Local(&inlineSink{})
+	defer se.Close()
+	_, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	m := proc.Mirror{Stdout: w}
+	forget := se.MirrorSpawn("a", m)
+	forget()
+	if got := se.takeMirror("a"); got != (proc.Mirror{}) {
+		t.Fatalf("a withdrawn mirror was still there: %+v", got)
+	}
+	forget = se.MirrorSpawn("a", m)
+	if got := se.takeMirror("a"); got != m { // what processSpawn does
+		t.Fatalf("the spawn got %+v", got)
+	}
+	newer := proc.Mirror{Stderr: w}
+	se.MirrorSpawn("a", newer) // the next call's, set before the first's forget runs
+	forget()
+	if got := se.takeMirror("a"); got != newer {
+		t.Fatalf("forget withdrew the next call's mirror: %+v", got)
 	}
 }

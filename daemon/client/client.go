@@ -77,13 +77,15 @@ func Embedded(srv *daemon.Server) *Client {
 
 // mirrorSpawn hands an embedded daemon the mirror of the next spawn of id;
 // other links have no way to take one, and the spawn is then unmirrored.
-func (c *Client) mirrorSpawn(id string, m proc.Mirror) {
+// forget withdraws it if no spawn took it.
+func (c *Client) mirrorSpawn(id string, m proc.Mirror) (forget func()) {
 	c.mu.Lock()
 	l, _ := c.cur.(*localLink)
 	c.mu.Unlock()
-	if l != nil {
-		l.mirrorSpawn(id, m)
+	if l == nil {
+		return func() {}
 	}
+	return l.sess.MirrorSpawn(id, m)
 }
 
 // Dial connects to a daemon through dial, sending token with every request.

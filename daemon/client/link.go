@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/seed5ad92d46/sous/daemon"
-	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -295,9 +294,6 @@ func (l *localLink) send(id uint64, method string, params json.RawMessage) error
 	}()
 	return nil
 }
-
-// mirrorSpawn passes a spawn's mirror to the session, ahead of the spawn.
-func (l *localLink) mirrorSpawn(id string, m proc.Mirror) { l.sess.MirrorSpawn(id, m) }
 
 // SendFrames implements daemon.FrameSink.
 func (l *localLink) SendFrames(id string, _ []byte, frames []wire.Frame) error {

@@ -13,8 +13,12 @@ import (
 )
 
 // FrameHandler receives a process's frames in seq order, each exactly once,
-// on the connection's reader goroutine. It must return promptly and must not
-// wait on the client. f.Data is valid only during the call.
+// on the connection's reader goroutine; for an embedded daemon, on whichever
+// daemon goroutine produced them (the one reading the child's output, or
+// one discarding the process), before a spawn's call has returned. It must
+// return promptly and must not wait on the client nor stop the daemon; one
+// that blocks holds the child back at once, as a full pipe would. f.Data is
+// valid only during the call.
 type FrameHandler func(f *wire.Frame)
 
 // SpawnSpec describes a process to start.
@@ -38,8 +42,10 @@ type SpawnSpec struct {
 
 	// Mirror asks an embedded daemon to write the child's output to these
 	// pipes of this process as it reads it (see proc.Mirror); the frames
-	// it mirrored arrive marked Frame.Mirrored, for the handler to skip.
-	// Any other daemon ignores it: its frames are never marked.
+	// it mirrored arrive marked Frame.Mirrored, for this handler to skip.
+	// Any other daemon ignores it: its frames are never marked. The mark
+	// is the log's, so another in-process follower of the same process
+	// (a Reattach) sees it too, and must not skip on it.
 	Mirror proc.Mirror
 }
 
@@ -139,11 +145,17 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			params["sandbox"] = spec.Sandbox
 		}
 		ext.apply(params)
-		if spec.Mirror != (proc.Mirror{}) {
-			c.mirrorSpawn(spec.ID, spec.Mirror)
-		}
 		var res wire.SpawnResult
-		err := c.Call(ctx, "process.spawn", params, &res)
+		var err error
+		if spec.Mirror != (proc.Mirror{}) {
+			// Taken by the spawn; what a call that never reached it left
+			// behind must not mirror a later spawn of the same id.
+			forget := c.mirrorSpawn(spec.ID, spec.Mirror)
+			err = c.Call(ctx, "process.spawn", params, &res)
+			forget()
+		} else {
+			err = c.Call(ctx, "process.spawn", params, &res)
+		}
 		p.mu.Lock()
 		p.spawning = false
 		found := p.reattached

@@ -52,20 +52,29 @@ func newPipeReader(r *Registry, f, mirror *os.File, done <-chan struct{}) (*pipe
 	}
 	pr := &pipeReader{r: r, f: f, rc: rc, bufs: make([][]byte, smallReadBufs, bigReadBufs), done: done, scratch: [2]int{-1, -1}}
 	if mirror != nil {
-		if pr.mirror, err = mirror.SyscallConn(); err != nil {
-			return nil, err
-		}
-		if err := unix.Pipe2(pr.scratch[:], unix.O_CLOEXEC); err != nil {
-			return nil, fmt.Errorf("mirror: %w", err)
-		}
-		// Room for a whole read; if the pipe budget says no, consume
-		// takes smaller steps.
-		_, _ = unix.FcntlInt(uintptr(pr.scratch[1]), unix.F_SETPIPE_SZ, bigReadBufs*wire.MaxFrameData)
+		pr.mirrorTo(mirror)
 	}
 	for i := range pr.bufs {
 		pr.bufs[i] = r.getBuf()
 	}
 	return pr, nil
+}
+
+// mirrorTo sets up mirroring to m. If it cannot (out of descriptors), the
+// output is read unmirrored, as output tee cannot take always is.
+func (pr *pipeReader) mirrorTo(m *os.File) {
+	rc, err := m.SyscallConn()
+	if err != nil {
+		return
+	}
+	if err := unix.Pipe2(pr.scratch[:], unix.O_CLOEXEC); err != nil {
+		pr.scratch = [2]int{-1, -1}
+		return
+	}
+	// Room for a whole read; if the pipe budget says no, consume takes
+	// smaller steps.
+	_, _ = unix.FcntlInt(uintptr(pr.scratch[1]), unix.F_SETPIPE_SZ, bigReadBufs*wire.MaxFrameData)
+	pr.mirror = rc
 }
 
 // read waits for output and returns it as frame-sized chunks appended to
@@ -85,6 +94,9 @@ func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, e
 				// teed to: from here on the caller writes the frames.
 				pr.mirror = nil
 			case t > 0:
+				// An error comes back with the data before it; the
+				// caller then stops reading, as it must: what is left in
+				// the pipe went to the mirror already.
 				n, rerr = pr.consume(int(fd), t)
 				mirrored = n > 0
 				return true
@@ -122,12 +134,13 @@ func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, e
 	if full && !pr.big {
 		pr.grow()
 	}
-	return chunks, n, mirrored, nil
+	return chunks, n, mirrored, err
 }
 
 // tee copies up to a read's worth of the pipe's content to the mirror
 // without consuming it (the pages are shared, not copied). EAGAIN means the
-// pipe is empty; while it is the mirror that is full, tee waits for room.
+// pipe is empty, and 0 that it is at its end; while it is the mirror that
+// is full, tee waits for room.
 func (pr *pipeReader) tee(fd int) (int, error) {
 	for {
 		var t int64
@@ -137,26 +150,27 @@ func (pr *pipeReader) tee(fd int) (int, error) {
 		}); err != nil {
 			return 0, err // the mirror was closed
 		}
-		switch terr {
-		case nil:
+		switch {
+		case terr == nil && t > 0:
 			return int(t), nil
-		case unix.EINTR:
+		case terr == unix.EINTR:
 			continue
-		case unix.EAGAIN:
-			// The pipe is empty, or the mirror full (even at the pipe's
-			// end of file: tee looks at the mirror before it sees that
-			// nothing is left to copy).
-			if avail, err := unix.IoctlGetInt(fd, unix.TIOCINQ); err != nil || avail == 0 {
-				if ended(fd) {
-					return 0, nil
-				}
-				return 0, unix.EAGAIN
-			}
-			if err := pr.waitMirror(); err != nil {
-				return 0, err
-			}
-		default:
+		case terr != nil && terr != unix.EAGAIN:
 			return 0, terr
+		}
+		// EAGAIN or 0: the pipe is empty, or at its end, or the mirror is
+		// full. tee looks at the mirror before it sees that nothing is
+		// left to copy (EAGAIN at end of file), and at the two pipes before
+		// it locks them, so a mirror another writer fills in between (the
+		// other stream, bound for the same pipe) makes it copy nothing.
+		if avail, err := unix.IoctlGetInt(fd, unix.TIOCINQ); err != nil || avail == 0 {
+			if ended(fd) {
+				return 0, nil
+			}
+			return 0, unix.EAGAIN
+		}
+		if err := pr.waitMirror(); err != nil {
+			return 0, err
 		}
 	}
 }
@@ -199,7 +213,8 @@ func (pr *pipeReader) waitMirror() error {
 // they would be mirrored twice). It splices them into a scratch pipe first
 // and copies them from there: splice only moves page references, so the
 // child's pipe is locked briefly, where a read would hold its lock through
-// the copy while the child waits to write.
+// the copy while the child waits to write. Should splice fail, the rest is
+// read from the child's pipe itself.
 func (pr *pipeReader) consume(fd, t int) (int, error) {
 	got := 0
 	for got < t {
@@ -207,23 +222,24 @@ func (pr *pipeReader) consume(fd, t int) (int, error) {
 		if err == unix.EINTR {
 			continue
 		}
-		if k <= 0 || err != nil {
-			if err == nil {
-				err = io.ErrUnexpectedEOF
+		if err != nil || k <= 0 {
+			err := pr.readInto(fd, got, t-got)
+			if err != nil {
+				return got, fmt.Errorf("read mirrored output: %w", err)
 			}
-			return got, fmt.Errorf("move mirrored output: %w", err)
+			return t, nil
 		}
-		if err := pr.readScratch(got, int(k)); err != nil {
-			return got, err
+		if err := pr.readInto(pr.scratch[0], got, int(k)); err != nil {
+			return got, fmt.Errorf("read mirrored output: %w", err)
 		}
 		got += int(k)
 	}
 	return got, nil
 }
 
-// readScratch reads the k bytes in the scratch pipe into the read buffers
-// from offset at. They are there already, so this does not wait.
-func (pr *pipeReader) readScratch(at, k int) error {
+// readInto reads exactly k bytes from fd into the read buffers from
+// offset at. They are in the pipe already, so this does not wait.
+func (pr *pipeReader) readInto(fd, at, k int) error {
 	for end := at + k; at < end; {
 		pr.iov = pr.iov[:0]
 		for pos := at; pos < end; {
@@ -232,7 +248,7 @@ func (pr *pipeReader) readScratch(at, k int) error {
 			pr.iov = append(pr.iov, pr.bufs[i][off:stop])
 			pos += stop - off
 		}
-		m, err := unix.Readv(pr.scratch[0], pr.iov)
+		m, err := unix.Readv(fd, pr.iov)
 		clear(pr.iov)
 		if err == unix.EINTR {
 			continue
@@ -241,7 +257,7 @@ func (pr *pipeReader) readScratch(at, k int) error {
 			if err == nil {
 				err = io.ErrUnexpectedEOF
 			}
-			return fmt.Errorf("read mirrored output: %w", err)
+			return err
 		}
 		at += m
 	}

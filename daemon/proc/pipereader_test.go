@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"io"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -353,4 +354,44 @@ func TestPipeReaderMirrorFullAtEOF(t *testing.T) {
 	if got, _ := io.ReadAll(mr); !bytes.Equal(got, want) {
 		t.Fatalf("the mirror holds %d bytes, not the %d written", len(got), len(want))
 	}
+}
+
+// Two readers mirroring to one slow pipe (stdout and stderr both bound for
+// it, as with sous exec CMD 2>&1 | less): tee can then copy nothing without
+// the pipe being at its end, because the other writer filled the mirror
+// between tee's look and its copy. That must not be taken for end of file:
+// every read stays mirrored and each stream arrives whole and in order.
+func TestPipeReaderSharedMirror(t *testing.T) {
+	r := NewRegistry(Options{})
+	mr, mw := testPipe(t)
+	go func() { // a slow reader: the mirror is mostly full
+		buf := make([]byte, 4096)
+		for {
+			time.Sleep(50 * time.Microsecond)
+			if _, err := mr.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		rf, wf := testPipe(t)
+		want := make([]byte, 4<<20)
+		rand.Read(want)
+		go writeRagged(wf, want)
+		pr, err := newPipeReader(r, rf, mw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer pr.close()
+			mirrored, plain := readMirrored(t, pr)
+			if len(plain) != 0 || !bytes.Equal(mirrored, want) {
+				t.Errorf("reader %d: %d bytes mirrored, %d not, of %d", i, len(mirrored), len(plain), len(want))
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -499,14 +499,15 @@ func (c *Cursor) Close() {
 		delete(l.cursors, c)
 		l.broadcast()
 	}
-	if c.watch != nil {
+	watch := c.watch
+	if watch != nil {
 		if i := slices.Index(l.watched, c); i >= 0 {
 			l.watched = slices.Delete(slices.Clone(l.watched), i, i+1)
 		}
 	}
 	l.mu.Unlock()
-	if live && c.watch != nil {
-		c.watch() // Poll now says ErrClosed: the watcher finishes with it
+	if live && watch != nil {
+		watch() // Poll now says ErrClosed: the watcher finishes with it
 	}
 }
 

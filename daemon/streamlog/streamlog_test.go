@@ -614,3 +614,18 @@ func waitOrFail(t *testing.T, wg *sync.WaitGroup, why string) {
 		t.Fatal(why)
 	}
 }
+
+// Watch and Close may race (a follow setting up its delivery while an
+// unfollow ends it); under the race detector this finds an unlocked read.
+func TestWatchRacingClose(t *testing.T) {
+	for range 500 {
+		l := New(Options{})
+		c := l.NewCursor(0)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); c.Close() }()
+		go func() { defer wg.Done(); c.Watch(func() {}) }()
+		wg.Wait()
+		l.Close()
+	}
+}

@@ -73,7 +73,8 @@ type Frame struct {
 
 	// Mirrored marks output the daemon also wrote to the mirror its
 	// in-process spawner gave (proc.Spec.Mirror), as it read it: that
-	// spawner must not write it out again. Never on the wire.
+	// spawner must not write it out again (other followers ignore it).
+	// Never on the wire.
 	Mirrored bool
 }
 
