@@ -211,10 +211,10 @@ func isNotRunning(err error) bool {
 }
 
 // follow waits for p's exit while forwarding signals, and turns the exit into
-// sous's own exit code. When broken closes (the reader of sous's stdout went
-// away), the command gets SIGPIPE, as it would have writing to that reader
-// itself, and sous exits 141; otherwise a command on a socket daemon would
-// run on with nobody reading it.
+// sous's own exit code. When broken closes (the reader of sous's stdout or
+// stderr went away), the command gets SIGPIPE, as it would have writing to
+// that reader itself, and sous exits 141; otherwise a command on a socket
+// daemon would run on with nobody reading it.
 func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, broken <-chan struct{}) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -289,8 +289,9 @@ type streamWriter struct {
 	mu     sync.Mutex
 	out    io.Writer
 	errOut io.Writer
-	// broken is closed when a write to out fails with EPIPE: whoever read
-	// sous's stdout is gone (follow stops the command then).
+	// broken is closed when a write to out or errOut fails with EPIPE:
+	// whoever read sous's stdout or stderr is gone (follow stops the
+	// command then).
 	broken     chan struct{}
 	brokenOnce sync.Once
 }
@@ -342,13 +343,16 @@ func (w *streamWriter) frame(f *wire.Frame) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var err error
 	switch f.Stream {
 	case wire.Stdout:
-		if _, err := w.out.Write(f.Data); errors.Is(err, syscall.EPIPE) {
-			w.brokenOnce.Do(func() { close(w.broken) })
-		}
+		_, err = w.out.Write(f.Data)
 	case wire.Stderr:
-		w.errOut.Write(f.Data)
+		_, err = w.errOut.Write(f.Data)
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		// The command would have got SIGPIPE writing there itself.
+		w.brokenOnce.Do(func() { close(w.broken) })
 	}
 }
 

@@ -182,39 +182,49 @@ func TestOneOffBadInput(t *testing.T) {
 	}
 }
 
-// When the reader of sous exec's stdout goes away (| head -1), the command
-// gets SIGPIPE as it would in a plain pipeline and sous exits 141, on a
-// socket daemon too, where the command would otherwise run on unread.
+// When the reader of sous exec's stdout (or stderr) goes away (| head -1),
+// the command gets SIGPIPE as it would in a plain pipeline and sous exits
+// 141, on a socket daemon too, where the command would otherwise run on
+// unread.
 func TestExecReaderGoneStopsTheCommand(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
 	sock, srv := socketDaemon(t, "tok", daemonConfig(t))
-	for _, target := range [][]string{nil, {"--socket", sock}} {
-		cmd := exec.Command(bin, append(append([]string{"exec", "--id", "producer"}, target...), "--", "yes", "y")...)
-		cmd.Env = append(cleanEnv(), "SOUS_TOKEN=tok")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		out.Close() // as head -1 does
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if exitCode(err) != 141 || line != "y\n" {
-				t.Errorf("%v: exit %v after reading %q, want 141", target, err, line)
+	for _, stream := range []string{"stdout", "stderr"} {
+		for _, target := range [][]string{nil, {"--socket", sock}} {
+			id := "producer-" + stream
+			cmd := exec.Command(bin, append(append([]string{"exec", "--id", id}, target...), "--", "sh", "-c", "exec yes y >&"+map[string]string{"stdout": "1", "stderr": "2"}[stream])...)
+			cmd.Env = append(cleanEnv(), "SOUS_TOKEN=tok")
+			pipe := cmd.StdoutPipe
+			if stream == "stderr" {
+				pipe = cmd.StderrPipe
 			}
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			t.Fatalf("%v: sous did not stop after its reader went away", target)
+			out, err := pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, _ := bufio.NewReader(out).ReadString('\n')
+			out.Close() // as head -1 does
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if exitCode(err) != 141 || line != "y\n" {
+					t.Errorf("%s %v: exit %v after reading %q, want 141", stream, target, err, line)
+				}
+			case <-time.After(15 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("%s %v: sous did not stop after its reader went away", stream, target)
+			}
+			if target != nil {
+				if p := srv.Registry().Get(id); p == nil || p.Running() {
+					t.Errorf("the socket daemon's %s is still running (or unknown): %v", id, p)
+				}
+			}
 		}
-	}
-	if p := srv.Registry().Get("producer"); p == nil || p.Running() {
-		t.Errorf("the socket daemon's producer is still running (or unknown): %v", p)
 	}
 }
 
