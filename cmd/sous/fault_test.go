@@ -334,9 +334,16 @@ func TestEmbeddedChildrenDieWithSous(t *testing.T) {
 	if err := os.WriteFile(recipe, []byte(fmt.Sprintf("spawn(\"sh\", [\"-c\", %q, %q], echo=False).wait()\n", child, pidFile)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Sandboxed, the child is exec'd by a helper (sous itself), which must
+	// keep the parent-death signal it was given.
+	sandboxed := filepath.Join(dir, "sandboxed.star")
+	if err := os.WriteFile(sandboxed, []byte(fmt.Sprintf("spawn(\"sh\", [\"-c\", %q, %q], echo=False, sandbox={\"write\": [%q]}).wait()\n", child, pidFile, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
 		{"exec", "--", "sh", "-c", child, pidFile},
 		{"run", recipe},
+		{"run", sandboxed},
 	} {
 		os.Remove(pidFile)
 		cmd := exec.Command(bin, args...)
@@ -352,7 +359,7 @@ func TestEmbeddedChildrenDieWithSous(t *testing.T) {
 			if time.Now().After(deadline) {
 				cmd.Process.Kill()
 				cmd.Wait()
-				t.Fatalf("%s: the child never wrote its pid", args[0])
+				t.Fatalf("%v: the child never wrote its pid", args)
 			}
 		}
 		cmd.Process.Kill() // SIGKILL: no handler runs
@@ -360,7 +367,7 @@ func TestEmbeddedChildrenDieWithSous(t *testing.T) {
 		for deadline := time.Now().Add(10 * time.Second); running(pid); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("%s: child %d outlived sous killed with SIGKILL", args[0], pid)
+				t.Fatalf("%v: child %d outlived sous killed with SIGKILL", args, pid)
 			}
 		}
 	}

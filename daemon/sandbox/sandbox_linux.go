@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,18 @@ func Probe() Info {
 		return Info{ABI: int(o)}
 	}
 	return probed()
+}
+
+// The helper's exec must run on the thread its spawner forked: the parent-
+// death signal (proc.Options.DieWithDaemon) belongs to that thread alone
+// (threads the Go runtime starts later do not have it, and an exec from
+// one of them drops it), and a Go program's main goroutine stays on that
+// thread only while it is locked there. Package initialisation runs on it,
+// locked.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == HelperArg {
+		runtime.LockOSThread()
+	}
 }
 
 // MaybeRunHelper must be the first thing main does (TestMain for test
