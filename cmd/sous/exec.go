@@ -170,7 +170,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		// A command that is already done (true, echo) needs no stdin.
 		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
 	}
-	return follow(ctx, streams, p, o.timeout, out.broken)
+	return follow(ctx, streams, p, o.timeout, out)
 }
 
 // isLocal reports whether paths on the target's host are paths here.
@@ -211,11 +211,15 @@ func isNotRunning(err error) bool {
 }
 
 // follow waits for p's exit while forwarding signals, and turns the exit into
-// sous's own exit code. When broken closes (the reader of sous's stdout or
-// stderr went away), the command gets SIGPIPE, as it would have writing to
-// that reader itself, and sous exits 141; otherwise a command on a socket
-// daemon would run on with nobody reading it.
-func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, broken <-chan struct{}) error {
+// sous's own exit code. When out.broken closes (the reader of sous's stdout
+// went away), the command gets SIGPIPE, as it would have writing to that
+// reader itself, then SIGKILL if it ignores that, and sous exits 141;
+// otherwise a command on a socket daemon would run on with nobody reading
+// it. When out.brokenErr closes (stderr's reader went away), the command
+// gets SIGPIPE only: one that ignores it goes on, as it would in a shell
+// (its stdout may still have a reader), and its exit status stands.
+func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter) error {
+	broken, brokenErr := (<-chan struct{})(out.broken), (<-chan struct{})(out.brokenErr)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -236,6 +240,12 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 				<-p.Done()
 			}
 			return &exitError{code: 128 + int(syscall.SIGPIPE)}
+		case <-brokenErr:
+			brokenErr = nil
+			sent = syscall.SIGPIPE
+			if err := p.Kill(ctx, "PIPE"); err != nil && !isNotRunning(err) {
+				fmt.Fprintln(streams.ErrOut, "sous: signal the command after its stderr's reader went away:", err)
+			}
 		case <-p.Done():
 			code, exited := p.Exited()
 			if !exited {
@@ -289,11 +299,10 @@ type streamWriter struct {
 	mu     sync.Mutex
 	out    io.Writer
 	errOut io.Writer
-	// broken is closed when a write to out or errOut fails with EPIPE:
-	// whoever read sous's stdout or stderr is gone (follow stops the
-	// command then).
-	broken     chan struct{}
-	brokenOnce sync.Once
+	// broken and brokenErr are closed when a write to out or errOut fails
+	// with EPIPE: whoever read sous's stdout or stderr is gone (see follow).
+	broken, brokenErr         chan struct{}
+	brokenOnce, brokenErrOnce sync.Once
 }
 
 // newStreamWriter writes a process's output to streams. It asks for SIGPIPE
@@ -303,7 +312,7 @@ func newStreamWriter(streams *IO) (w *streamWriter, stop func()) {
 	growPipe(streams.Out)
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
-	return &streamWriter{out: streams.Out, errOut: streams.ErrOut, broken: make(chan struct{})},
+	return &streamWriter{out: streams.Out, errOut: streams.ErrOut, broken: make(chan struct{}), brokenErr: make(chan struct{})},
 		func() { signal.Stop(sigpipe) }
 }
 
@@ -343,16 +352,15 @@ func (w *streamWriter) frame(f *wire.Frame) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var err error
 	switch f.Stream {
 	case wire.Stdout:
-		_, err = w.out.Write(f.Data)
+		if _, err := w.out.Write(f.Data); errors.Is(err, syscall.EPIPE) {
+			w.brokenOnce.Do(func() { close(w.broken) })
+		}
 	case wire.Stderr:
-		_, err = w.errOut.Write(f.Data)
-	}
-	if errors.Is(err, syscall.EPIPE) {
-		// The command would have got SIGPIPE writing there itself.
-		w.brokenOnce.Do(func() { close(w.broken) })
+		if _, err := w.errOut.Write(f.Data); errors.Is(err, syscall.EPIPE) {
+			w.brokenErrOnce.Do(func() { close(w.brokenErr) })
+		}
 	}
 }
 
@@ -409,7 +417,7 @@ func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) er
 	if res.FirstSeq > o.fromSeq+1 {
 		fmt.Fprintf(streams.ErrOut, "sous: attach: output before seq %d is no longer retained by the daemon\n", res.FirstSeq)
 	}
-	return follow(ctx, streams, p, 0, out.broken)
+	return follow(ctx, streams, p, 0, out)
 }
 
 // exactArgs is cobra.ExactArgs with a usage error (exit code 2) that shows

@@ -278,3 +278,32 @@ func TestExecStreamsExact(t *testing.T) {
 		}
 	}
 }
+
+// A command that ignores SIGPIPE goes on after its stderr's reader went
+// away, as in a shell: its stdout still has a reader, so sous neither kills
+// it nor cuts its output, and its own exit status stands.
+func TestExecStderrReaderGoneLetsAnIgnorerFinish(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
+	script := `trap "" PIPE; echo diag >&2; sleep 0.3; echo more >&2; for i in 1 2 3 4 5; do echo out $i; sleep 0.1; done; exit 3`
+	for _, target := range [][]string{nil, {"--socket", sock}} {
+		cmd := exec.Command(bin, append(append([]string{"exec"}, target...), "--", "sh", "-c", script)...)
+		cmd.Env = append(cleanEnv(), "SOUS_TOKEN=tok")
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		errPipe, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(errPipe).ReadString('\n')
+		errPipe.Close()
+		err = cmd.Wait()
+		if line != "diag\n" || exitCode(err) != 3 || stdout.String() != "out 1\nout 2\nout 3\nout 4\nout 5\n" {
+			t.Errorf("%v: read %q from stderr; exit %v, stdout %q; want exit 3 and all five lines", target, line, err, stdout.String())
+		}
+	}
+}
