@@ -212,13 +212,13 @@ func isNotRunning(err error) bool {
 
 // follow waits for p's exit while forwarding signals, and turns the exit into
 // sous's own exit code. out may be nil (--tty writes the output itself).
-// When out.broken closes (the reader of sous's stdout
-// went away), the command gets SIGPIPE, as it would have writing to that
-// reader itself, then SIGKILL if it ignores that, and sous exits 141;
-// otherwise a command on a socket daemon would run on with nobody reading
-// it. When out.brokenErr closes (stderr's reader went away), the command
-// gets SIGPIPE only: one that ignores it goes on, as it would in a shell
-// (its stdout may still have a reader), and its exit status stands.
+// When out.broken closes (the reader of sous's stdout went away), the
+// command gets SIGPIPE, as it would have writing to that reader itself, then
+// SIGKILL if it ignores that, and sous exits 141; otherwise a command on a
+// socket daemon would run on with nobody reading it. When out.brokenErr
+// closes (stderr's reader went away), the command gets SIGPIPE only: one
+// that ignores it goes on, as it would in a shell (its stdout may still
+// have a reader), and its exit status stands.
 func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter) error {
 	var broken, brokenErr <-chan struct{} // nil, never ready, without out (a terminal's output)
 	if out != nil {
