@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -321,25 +320,11 @@ func exitCodeOf(frames []wire.Frame) int {
 	return frames[len(frames)-1].ExitCode
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the ")" that ends the command name.
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
-}
-
 // waitGone waits until pid is gone.
 func waitGone(t *testing.T, pid int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for alive(pid) {
+	for testutil.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("pid %d still alive", pid)
 		}

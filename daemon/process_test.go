@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 func TestSpawnArgsCwdEnv(t *testing.T) {
@@ -80,7 +81,7 @@ func TestWantPid(t *testing.T) {
 	var start float64
 	fmt.Sscan(m[1], &pid)
 	fmt.Sscan(m[2], &start)
-	if !alive(pid) || d.srv.Registry().Get("pid").Pid != pid {
+	if !testutil.Alive(pid) || d.srv.Registry().Get("pid").Pid != pid {
 		t.Fatalf("pid %d is not the child", pid)
 	}
 	if now := float64(time.Now().UnixNano()) / 1e9; start < now-60 || start > now {

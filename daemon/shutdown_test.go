@@ -135,7 +135,7 @@ func TestCloseKeepChildren(t *testing.T) {
 	srv.Close()
 	time.Sleep(100 * time.Millisecond)
 	for _, pid := range pids {
-		if !alive(pid) {
+		if !testutil.Alive(pid) {
 			t.Errorf("pid %d did not survive the shutdown", pid)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestDefaultHostConnectsOnFirstUse points the default host at a socket
@@ -84,20 +85,10 @@ sleep(30)
 		t.Fatal("the run did not stop when its context was cancelled")
 	}
 	// The embedded daemon is shut down when Run returns: its process group
-	// got SIGTERM. kill(pid, 0) fails once it is gone (or a zombie of an
-	// init that does not reap, which /proc tells apart).
-	for deadline := time.Now().Add(3 * time.Second); syscall.Kill(pid, 0) == nil && !zombie(pid); time.Sleep(10 * time.Millisecond) {
+	// got SIGTERM (gone, or a zombie of an init that does not reap).
+	for deadline := time.Now().Add(3 * time.Second); testutil.Alive(pid); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d survived the interrupted run", pid)
 		}
 	}
-}
-
-func zombie(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
-	return bytes.HasPrefix(bytes.TrimSpace(rest), []byte("Z"))
 }

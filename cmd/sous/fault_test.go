@@ -310,18 +310,6 @@ func TestReconnectTimeoutEnvIsChecked(t *testing.T) {
 	}
 }
 
-// running reports whether pid is a live process (not gone, not a zombie).
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name's closing parenthesis.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
-
 // sous killed with SIGKILL runs no shutdown, yet the children of its
 // embedded daemon do not outlive it: the kernel kills them (Pdeathsig).
 func TestEmbeddedChildrenDieWithSous(t *testing.T) {
@@ -364,7 +352,7 @@ func TestEmbeddedChildrenDieWithSous(t *testing.T) {
 		}
 		cmd.Process.Kill() // SIGKILL: no handler runs
 		cmd.Wait()
-		for deadline := time.Now().Add(10 * time.Second); running(pid); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); testutil.Alive(pid); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("%v: child %d outlived sous killed with SIGKILL", args, pid)

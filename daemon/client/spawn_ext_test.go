@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // allExtensions are the spawn extensions a daemon can pretend not to have.
@@ -115,7 +115,7 @@ func TestClientTimeout(t *testing.T) {
 			b, _ := os.ReadFile(pidFile)
 			bg, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 			deadline := time.Now().Add(3 * time.Second)
-			for syscall.Kill(bg, 0) == nil && processState(bg) != "Z" {
+			for testutil.Alive(bg) {
 				if time.Now().After(deadline) {
 					t.Fatalf("background child %d survived the timeout", bg)
 				}
@@ -131,20 +131,6 @@ func TestClientTimeout(t *testing.T) {
 			}
 		})
 	}
-}
-
-// processState is the state letter of pid from /proc ("" when gone).
-func processState(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
 }
 
 func TestClientEnvUnset(t *testing.T) {

@@ -55,3 +55,15 @@ func BenchBytes(tb testing.TB, def int64) int64 {
 	}
 	return n
 }
+
+// Alive reports whether pid is a running process: it exists and is not a
+// zombie (one that exited and waits to be reaped).
+func Alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the ")" that ends the command name.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
