@@ -423,14 +423,6 @@ func (l *Log) Close() {
 		l.mu.Unlock()
 		return
 	}
-	l.discard()
-	watched := l.watched
-	l.mu.Unlock()
-	notify(watched)
-}
-
-// discard is Close with mu held.
-func (l *Log) discard() {
 	l.closed = true
 	for _, s := range l.segs {
 		s.remove()
@@ -442,6 +434,9 @@ func (l *Log) discard() {
 	l.memBytes = 0
 	l.addDisk(-l.disk)
 	l.broadcast()
+	watched := l.watched
+	l.mu.Unlock()
+	notify(watched) // their Poll now says ErrClosed
 }
 
 // Cursor reads a Log in seq order from a starting point.
