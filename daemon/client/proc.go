@@ -145,17 +145,15 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			params["sandbox"] = spec.Sandbox
 		}
 		ext.apply(params)
-		var res wire.SpawnResult
-		var err error
+		// A mirror is taken by the spawn; one a call that never reached the
+		// daemon left behind must not mirror a later spawn of the same id.
+		forget := func() {}
 		if spec.Mirror != (proc.Mirror{}) {
-			// Taken by the spawn; what a call that never reached it left
-			// behind must not mirror a later spawn of the same id.
-			forget := c.mirrorSpawn(spec.ID, spec.Mirror)
-			err = c.Call(ctx, "process.spawn", params, &res)
-			forget()
-		} else {
-			err = c.Call(ctx, "process.spawn", params, &res)
+			forget = c.mirrorSpawn(spec.ID, spec.Mirror)
 		}
+		var res wire.SpawnResult
+		err := c.Call(ctx, "process.spawn", params, &res)
+		forget()
 		p.mu.Lock()
 		p.spawning = false
 		found := p.reattached
