@@ -75,8 +75,15 @@ func BenchmarkStreamEmbedded(b *testing.B) {
 		r, w := outPipe(b)
 		done := drain(b, r)
 		spec := client.SpawnSpec{ID: "s", Command: "head", Args: []string{"-c", size, "/dev/zero"}}
+		var total, marked int64 // on the reading goroutine, read after Wait
 		h := func(f *wire.Frame) {
-			if f.Stream == wire.Stdout && !f.Mirrored {
+			if f.Stream != wire.Stdout {
+				return
+			}
+			total += int64(len(f.Data))
+			if f.Mirrored {
+				marked += int64(len(f.Data))
+			} else {
 				w.Write(f.Data)
 			}
 		}
@@ -91,6 +98,11 @@ func BenchmarkStreamEmbedded(b *testing.B) {
 		}
 		if code, err := p.Wait(ctx); err != nil || code != 0 {
 			b.Fatalf("wait: %d %v", code, err)
+		}
+		// Time only a path that did its work: every byte framed, and all
+		// of it mirrored or none of it.
+		if want := map[bool]int64{true: n, false: 0}[mirror]; total != n || marked != want {
+			b.Fatalf("mirror %v: %d bytes in frames, %d marked mirrored; want %d and %d", mirror, total, marked, n, want)
 		}
 		w.Close()
 		if err := <-done; err != nil {

@@ -616,7 +616,8 @@ func waitOrFail(t *testing.T, wg *sync.WaitGroup, why string) {
 }
 
 // Watch and Close may race (a follow setting up its delivery while an
-// unfollow ends it); under the race detector this finds an unlocked read.
+// unfollow ends it): in either order the cursor ends up unwatched, and the
+// race detector finds no unlocked access.
 func TestWatchRacingClose(t *testing.T) {
 	for range 500 {
 		l := New(Options{})
@@ -626,6 +627,13 @@ func TestWatchRacingClose(t *testing.T) {
 		go func() { defer wg.Done(); c.Close() }()
 		go func() { defer wg.Done(); c.Watch(func() {}) }()
 		wg.Wait()
+		// Either order leaves nothing watched: a closed cursor is not.
+		l.mu.Lock()
+		n := len(l.watched)
+		l.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("%d cursors watched after Close", n)
+		}
 		l.Close()
 	}
 }
