@@ -136,10 +136,10 @@ type daemonProc struct {
 	token  string
 }
 
-func (e *env) startDaemon(t *testing.T) *daemonProc {
+func (e *env) startDaemon(t *testing.T, flags ...string) *daemonProc {
 	t.Helper()
 	d := &daemonProc{socket: filepath.Join(e.dir, fmt.Sprintf("d%d.sock", time.Now().UnixNano()%1e6)), token: "bench"}
-	d.cmd = exec.Command(e.bin, "daemon", "serve", "--socket", d.socket, "--token-fd", "0", "--log-format", "json")
+	d.cmd = exec.Command(e.bin, append([]string{"daemon", "serve", "--socket", d.socket, "--token-fd", "0", "--log-format", "json"}, flags...)...)
 	d.cmd.Stdin = strings.NewReader(d.token + "\n")
 	d.cmd.Stderr = nil
 	out, err := d.cmd.StdoutPipe()
@@ -181,19 +181,22 @@ func (e *env) execStream(t *testing.T, socket bool) row {
 	relay := "head -c " + size + " /dev/zero | cat | cat > /dev/null"
 	via := e.bin + " exec -- head -c " + size + " /dev/zero | cat > /dev/null"
 	var extra []string
+	noSpill := "" // socket only: the same through a daemon that spills no replay to disk
 	r := row{figure: "`sous exec` streaming " + human(e.bytes) + ", embedded daemon", baseline: "`head -c` into a pipe", target: ">= 0.6 of the pipe"}
 	want := 0.6
 	if socket {
 		d := e.startDaemon(t)
 		via = e.bin + " exec --socket " + d.socket + " -- head -c " + size + " /dev/zero | cat > /dev/null"
 		extra = []string{"SOUS_TOKEN=" + d.token}
+		nd := e.startDaemon(t, "--replay-disk-limit", "0")
+		noSpill = e.bin + " exec --socket " + nd.socket + " -- head -c " + size + " /dev/zero | cat > /dev/null"
 		r.figure = "the same through a Unix-socket daemon"
 		r.target = ">= 0.4 of the pipe"
 		want = 0.4
 	}
 	// Each repeat times the three back to back and contributes its own
 	// ratios: a burst of noise then skews one repeat, not one side.
-	var viaRatios, relayRatios []float64
+	var viaRatios, relayRatios, noSpillRatios []float64
 	var viaTimes []time.Duration
 	for range e.repeats {
 		tb := timeShell(t, base)
@@ -202,10 +205,16 @@ func (e *env) execStream(t *testing.T, socket bool) row {
 		viaRatios = append(viaRatios, tb.Seconds()/ts.Seconds())
 		relayRatios = append(relayRatios, tb.Seconds()/tr.Seconds())
 		viaTimes = append(viaTimes, ts)
+		if noSpill != "" {
+			noSpillRatios = append(noSpillRatios, tb.Seconds()/timeShell(t, noSpill, extra...).Seconds())
+		}
 	}
 	ratio := medianFloat(viaRatios)
 	r.result = fmt.Sprintf("%.2fx of the pipe (%.0f MB/s); a C relay (`cat`) in its place: %.2fx", ratio,
 		float64(e.bytes)/median(viaTimes).Seconds()/1e6, medianFloat(relayRatios))
+	if noSpill != "" {
+		r.result += fmt.Sprintf("; `--replay-disk-limit 0` (no spill): %.2fx", medianFloat(noSpillRatios))
+	}
 	r.ok = ratio >= want
 	return r
 }

@@ -92,7 +92,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.BoolVar(&o.keepChildren, "keep-children", false, "leave children running across a graceful shutdown")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.IntVar(&o.replayMemLimit, "replay-mem-limit", 4<<20, "bytes of output per process kept in memory for replay")
-	f.Int64Var(&o.replayDiskLimit, "replay-disk-limit", 1<<30, "bytes of output per process spilled to disk for replay; older output is dropped and reported via firstSeq")
+	f.Int64Var(&o.replayDiskLimit, "replay-disk-limit", 1<<30, "bytes of output per process spilled to disk for replay; older output is dropped and reported via firstSeq; 0 spills nothing (replay keeps only the memory window, and streams cost less)")
 	f.Int64Var(&o.replayDiskTotal, "replay-disk-total", 4<<30, "bytes spilled for replay by all processes together; past it, processes that exited longest ago lose their spilled replay first")
 	f.IntVar(&o.retainExited, "retain-exited", 1000, "how many exited processes stay reattachable; older ones are forgotten")
 	f.DurationVar(&o.retainFor, "retain-for", time.Hour, "how long an exited process stays reattachable")
@@ -104,6 +104,20 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.BoolVar(&o.loginPath, "login-path", true, "give children the PATH of the user's login shell ($SHELL -l), as claustrum does; =false keeps the daemon's own")
 	f.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this descriptor once listening (used by daemon start)")
 	f.MarkHidden("ready-fd")
+}
+
+// check validates the flags that serve and start share.
+func (o *serveOptions) check() error {
+	if o.replayMemLimit <= 0 {
+		return usageErrorf("--replay-mem-limit: want a positive number of bytes, got %d", o.replayMemLimit)
+	}
+	if o.replayDiskLimit < 0 {
+		return usageErrorf("--replay-disk-limit: want bytes, or 0 to spill nothing; got %d", o.replayDiskLimit)
+	}
+	if o.replayDiskTotal <= 0 {
+		return usageErrorf("--replay-disk-total: want a positive number of bytes, got %d", o.replayDiskTotal)
+	}
+	return o.checkListen()
 }
 
 // checkListen validates --listen and --socket together.
@@ -222,7 +236,7 @@ shell runs whatever it is told.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Flag mistakes first: they must not consume the token file.
-			if err := o.checkListen(); err != nil {
+			if err := o.check(); err != nil {
 				return err
 			}
 			token, err := o.readToken()
@@ -258,7 +272,10 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		return err
 	}
 	stateDir := o.stateDir
-	if stateDir == "" {
+	switch {
+	case o.replayDiskLimit == 0:
+		stateDir = "" // the daemon then keeps replay in memory only
+	case stateDir == "":
 		d, err := os.MkdirTemp("", "sous-daemon-")
 		if err != nil {
 			return fmt.Errorf("state dir: %w", err)
@@ -374,7 +391,7 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 	if o.socket == "" {
 		return usageErrorf("start needs a --socket: it waits for the socket, and stop talks to it")
 	}
-	if err := o.checkListen(); err != nil {
+	if err := o.check(); err != nil {
 		return err
 	}
 	// Read the token here so a missing or bad token fails in the foreground

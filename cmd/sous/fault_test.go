@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -357,6 +358,57 @@ func TestEmbeddedChildrenDieWithSous(t *testing.T) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("%v: child %d outlived sous killed with SIGKILL", args, pid)
 			}
+		}
+	}
+}
+
+// --replay-disk-limit 0 spills nothing: a replay from the start keeps only
+// the memory window, and says so, while the default spill replays it all.
+// Negative limits are usage errors.
+func TestServeReplayDiskLimitZero(t *testing.T) {
+	script := "head -c 4194304 /dev/zero; echo done"
+	for _, tc := range []struct {
+		name      string
+		flags     []string
+		truncated bool
+	}{
+		{"spill", nil, false},
+		{"no spill", []string{"--replay-disk-limit", "0"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServe(t, "replay-disk-token", append([]string{"--replay-mem-limit", "65536"}, tc.flags...)...)
+			env := s.clientEnv()
+			if out, err := s.sousCmd(t, env, "exec", "--socket", s.socket, "--id", "big", "--", "sh", "-c", script).Output(); err != nil || len(out) != 4<<20+5 {
+				t.Fatalf("exec: %v, %d bytes", err, len(out))
+			}
+			cmd := s.sousCmd(t, env, "attach", "--socket", s.socket, "big")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("attach: %v: %s", err, stderr.String())
+			}
+			if !strings.HasSuffix(string(out), "done\n") {
+				t.Fatalf("attach output does not end with the last line")
+			}
+			warned := strings.Contains(stderr.String(), "no longer retained")
+			if tc.truncated != (len(out) < 4<<20) || tc.truncated != warned {
+				t.Fatalf("attach replayed %d bytes, warned %v: %s", len(out), warned, stderr.String())
+			}
+			spilled, _ := os.ReadDir(filepath.Join(s.dir, "state", "replay"))
+			if tc.truncated && len(spilled) > 0 {
+				t.Fatalf("spilled with --replay-disk-limit 0: %v", spilled)
+			}
+		})
+	}
+	for _, bad := range [][]string{{"--replay-disk-limit", "-1"}, {"--replay-mem-limit", "0"}, {"--replay-disk-total", "0"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a daemon that took the flag would serve on
+		defer cancel()
+		cmd := exec.CommandContext(ctx, sousBinary(t), append([]string{"daemon", "serve", "--token-fd", "0", "--socket", filepath.Join(testutil.ShortTempDir(t), "d.sock")}, bad...)...)
+		cmd.Stdin = strings.NewReader("tok\n")
+		out, err := cmd.CombinedOutput()
+		if code := exitCode(err); code != 2 || !strings.Contains(string(out), bad[0]) {
+			t.Errorf("serve %v: exit %d, %s", bad, code, out)
 		}
 	}
 }

@@ -32,9 +32,11 @@ type Options struct {
 	// seq 1 stays exact. The directory must exist.
 	SpillDir string
 	// DiskLimit caps the bytes spilled to disk (default 1 GiB); the oldest
-	// segments are dropped beyond it.
+	// segments are dropped beyond it. The segment being written is never
+	// dropped, so the disk can hold up to a segment more.
 	DiskLimit int64
-	// SegmentSize is the size at which a new spill segment starts (default 64 MiB).
+	// SegmentSize is the size at which a new spill segment starts (default
+	// 64 MiB, and at most DiskLimit, but not brought below 1 MiB by it).
 	SegmentSize int64
 	// Recycle, when set, receives the Data of each frame the log lets go of
 	// from memory (spilled, dropped, or discarded with the log) once no
@@ -49,6 +51,10 @@ type Options struct {
 	OnDisk func(delta int64)
 }
 
+// minCappedSegment is the smallest segment size a small DiskLimit brings
+// SegmentSize down to.
+const minCappedSegment = 1 << 20
+
 func (o Options) withDefaults() Options {
 	if o.MemLimit <= 0 {
 		o.MemLimit = 4 << 20
@@ -60,7 +66,11 @@ func (o Options) withDefaults() Options {
 		o.SegmentSize = 64 << 20
 	}
 	if o.SegmentSize > o.DiskLimit {
-		o.SegmentSize = o.DiskLimit
+		// A segment file per frame or two (a DiskLimit of a few bytes)
+		// made spilling ten times slower: files are created and dropped
+		// whole, so below minCappedSegment the disk holds one segment
+		// more than the limit instead.
+		o.SegmentSize = max(o.DiskLimit, min(o.SegmentSize, minCappedSegment))
 	}
 	return o
 }

@@ -637,3 +637,32 @@ func TestWatchRacingClose(t *testing.T) {
 		l.Close()
 	}
 }
+
+// A tiny DiskLimit does not make a segment file per frame: that made
+// spilling ten times slower. Segments stay 1 MiB, and the disk holds at most
+// one more than the limit, dropped whole, reported by FirstSeq.
+func TestTinyDiskLimitKeepsSegmentsWhole(t *testing.T) {
+	l := New(Options{MemLimit: 64 << 10, SpillDir: t.TempDir(), DiskLimit: 1})
+	defer l.Close()
+	if got := l.opt.SegmentSize; got != minCappedSegment {
+		t.Fatalf("segment size %d, want %d", got, minCappedSegment)
+	}
+	appendN(t, l, 256, 32<<10) // 8 MiB
+	st := l.Stats()
+	if st.Disk > 2*minCappedSegment+64<<10 {
+		t.Fatalf("disk holds %d bytes", st.Disk)
+	}
+	if st.FirstSeq < 256-64 {
+		t.Fatalf("first seq %d: the dropped output is not reported", st.FirstSeq)
+	}
+	c := l.NewCursor(0)
+	appendExit(t, l, 0)
+	fs := readAll(t, c, 1<<20)
+	if fs[0].Seq != st.FirstSeq || fs[len(fs)-1].Stream != wire.Exit {
+		t.Fatalf("replay runs from %d to %v, want from %d to the exit", fs[0].Seq, fs[len(fs)-1].Stream, st.FirstSeq)
+	}
+	// An explicit small size stays as asked.
+	if got := New(Options{SpillDir: t.TempDir(), SegmentSize: 64 << 10, DiskLimit: 1}).opt.SegmentSize; got != 64<<10 {
+		t.Fatalf("explicit segment size became %d", got)
+	}
+}
