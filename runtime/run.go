@@ -210,7 +210,7 @@ func outcome(ctx context.Context, err error) (status string, code int, report, s
 		return "error", CodeUsage, err.Error(), err.Error()
 	}
 	if ee := innermostEvalError(err); ee != nil {
-		return "failed", CodeFailed, ee.Backtrace(), ee.Msg
+		return "failed", CodeFailed, backtrace(ee), ee.Msg
 	}
 	return "failed", CodeFailed, "sous: " + err.Error(), err.Error()
 }
