@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -31,6 +32,10 @@ type queryCmd struct {
 	// reports (stat's "does not exist"), so only the exit code says it
 	// again.
 	humanSaysFailure bool
+	// before, when set, runs on the connection before the call, with the
+	// call's params: what a human line needs to know of the state the
+	// call changes (worktree create: whether the branch existed).
+	before func(ctx context.Context, c callConn, params map[string]any)
 }
 
 func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any)) *cobra.Command {
@@ -73,6 +78,9 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 			}
 			return withConn(cmd.Context(), &t, func(ctx context.Context, c callConn) error {
 				res := q.result()
+				if q.before != nil && !asJSON {
+					q.before(ctx, c, params)
+				}
 				if err := c.Call(ctx, q.method, params, res); err != nil {
 					return fmt.Errorf("%s: %w", q.method, err)
 				}
@@ -204,31 +212,57 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 		cmd.Flags().StringVar(&repo.value, "repo", "", "the repository (default: the daemon's working directory)")
 		params["baseRepo"] = repo
 	}
+	// What create's line says of the branch: the daemon's result echoes a
+	// source branch even when the branch existed and was only checked out
+	// (claustrum's contract), so create asks beforehand.
+	var branch, source string
+	existed := -1 // unknown; 0 no, 1 yes
 	cmd.AddCommand(
 		queryCmd{
 			use: "create BRANCH PATH", short: "Create a worktree at PATH on BRANCH (created from --source when new)",
 			example: "  sous git worktree create feature-x ../wt/feature-x --source main",
 			nargs:   [2]int{2, 2}, method: "git.worktree_create",
 			params: func(a []string, local bool) map[string]any {
+				branch = a[0]
 				return map[string]any{"branchName": a[0], "worktreePath": pathArg(a, 1, local)}
 			},
 			result: func() any { return &wire.WorktreeResult{} },
+			before: func(ctx context.Context, c callConn, params map[string]any) {
+				repo, ok := params["baseRepo"].(string)
+				if !ok {
+					repo = "." // the daemon's working directory, as for create
+				}
+				var r wire.GitBranchesResult
+				if err := c.Call(ctx, "git.list_branches", map[string]any{"path": repo}, &r); err == nil && r.IsRepo {
+					existed = 0
+					if slices.Contains(r.Branches, branch) {
+						existed = 1
+					}
+				}
+			},
 			human: func(w io.Writer, res any) error {
 				r := res.(*wire.WorktreeResult)
-				if r.Success {
-					from := ""
-					if r.SourceBranch != "" {
-						from = " from " + r.SourceBranch
-					}
-					fmt.Fprintf(w, "created %s%s\n", r.Path, from)
+				if !r.Success {
+					return nil
+				}
+				switch {
+				case existed == 1 && source != "":
+					fmt.Fprintf(w, "created %s on existing branch %s (--source %s not used)\n", r.Path, branch, source)
+				case existed == 1:
+					fmt.Fprintf(w, "created %s on existing branch %s\n", r.Path, branch)
+				case existed == 0 && r.SourceBranch != "":
+					fmt.Fprintf(w, "created %s on new branch %s from %s\n", r.Path, branch, r.SourceBranch)
+				case existed == 0:
+					fmt.Fprintf(w, "created %s on new branch %s\n", r.Path, branch) // an orphan: the repo has no commit
+				default:
+					fmt.Fprintf(w, "created %s on branch %s\n", r.Path, branch)
 				}
 				return nil
 			},
 			check: worktreeFailed,
 		}.build(streams, func(cmd *cobra.Command, params map[string]any) {
 			repoFlag(cmd, params)
-			var source string
-			cmd.Flags().StringVar(&source, "source", "", "branch to start a new branch from (default: the repo's current branch)")
+			cmd.Flags().StringVar(&source, "source", "", "branch to start a new branch from (default: the repo's current branch); not used when BRANCH exists")
 			params["sourceBranch"] = &source
 		}),
 		queryCmd{

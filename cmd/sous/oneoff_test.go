@@ -66,8 +66,11 @@ func TestOneOffCommands(t *testing.T) {
 			want(cmd([]string{"git", "status"}, repo), 0, "clean", "")
 			want(cmd([]string{"git", "branches"}, repo), 0, "feature\nmain\n", "")
 			wt := filepath.Join(t.TempDir(), "wt")
-			want(cmd([]string{"git", "worktree", "create"}, "topic", wt, "--repo", repo, "--source", "feature"), 0, "created "+wt+" from feature", "")
+			want(cmd([]string{"git", "worktree", "create"}, "topic", wt, "--repo", repo, "--source", "feature"), 0, "created "+wt+" on new branch topic from feature\n", "")
 			want(cmd([]string{"git", "worktree", "create"}, "topic2", wt, "--repo", repo), 1, "", "worktree_add_failed")
+			want(cmd([]string{"git", "worktree", "remove"}, wt, "--repo", repo), 0, "removed", "")
+			// topic exists now: it is checked out, and --source does not apply.
+			want(cmd([]string{"git", "worktree", "create"}, "topic", wt, "--repo", repo, "--source", "main"), 0, "created "+wt+" on existing branch topic (--source main not used)\n", "")
 			want(cmd([]string{"git", "worktree", "remove"}, wt, "--repo", repo), 0, "removed", "")
 			want(cmd([]string{"git", "worktree", "create"}, "x", wt, "--repo", t.TempDir()), 1, "", "not a git repository (not_a_repo)")
 
