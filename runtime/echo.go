@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"encoding/base64"
 	"unicode/utf8"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -98,6 +99,12 @@ func (e *echo) Close() {
 func (e *echo) appendLine(b []byte, stream wire.Stream, line []byte) []byte {
 	o := e.o
 	if o.json {
+		if !utf8.Valid(line) {
+			// data, a JSON string, cannot hold these bytes: base64 keeps
+			// them exactly for whoever needs them.
+			return o.appendEvent(b, "output", field{"id", e.id}, field{"stream", stream.String()}, field{"data", string(line)},
+				field{"base64", base64.StdEncoding.EncodeToString(line)})
+		}
 		return o.appendEvent(b, "output", field{"id", e.id}, field{"stream", stream.String()}, field{"data", string(line)})
 	}
 	if o.echoing > 1 && !e.midLine[streamSlot(stream)] {

@@ -71,7 +71,7 @@ func TestJSONEvents(t *testing.T) {
 		`{"event":"start","time":"2026-01-02T03:04:05.006Z","recipe":"r.star","args":{"k":"v"}}`,
 		`{"event":"log","time":"2026-01-02T03:04:05.006Z","text":"hello <world>"}`,
 		`{"event":"spawn","time":"2026-01-02T03:04:05.006Z","id":"p","command":["echo","hi"],"host":"embedded","pid":42}`,
-		`{"event":"output","time":"2026-01-02T03:04:05.006Z","id":"p","stream":"stdout","data":"bad \ufffd byte\t\"q\"\n"}`,
+		`{"event":"output","time":"2026-01-02T03:04:05.006Z","id":"p","stream":"stdout","data":"bad \ufffd byte\t\"q\"\n","base64":"YmFkIP8gYnl0ZQkicSIK"}`,
 		`{"event":"output","time":"2026-01-02T03:04:05.006Z","id":"p","stream":"stdout","data":"part"}`,
 		`{"event":"exit","time":"2026-01-02T03:04:05.006Z","id":"p","exit_code":0}`,
 		`{"event":"end","time":"2026-01-02T03:04:05.006Z","status":"ok","exit_code":0,"error":null}`,
