@@ -1,14 +1,9 @@
 package runtime
 
 import (
-	"bytes"
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/seed5ad92d46/sous/builtins"
-	"github.com/seed5ad92d46/sous/daemon/client"
 )
 
 // Runaway recursion is reported in a few lines, as Python reports it, not
@@ -22,15 +17,11 @@ func TestBacktraceFoldsRecursion(t *testing.T) {
 		"short.star":  "def h():\n    fail(\"boom\")\n\ndef k():\n    h()\nk()\n",
 	})
 	run := func(name string) string {
-		var stdout, stderr bytes.Buffer
-		err := Run(context.Background(), Options{
-			Recipe: filepath.Join(dir, name), Stdout: &stdout, Stderr: &stderr,
-			Host: client.Target{URL: "unix:///nonexistent/sous.sock"}, Table: builtins.DefaultTable(),
-		})
+		err, log := runWithoutDaemon(dir, name)
 		if err == nil {
 			t.Fatalf("%s succeeded", name)
 		}
-		return stderr.String()
+		return log
 	}
 	got := run("self.star")
 	want := "Traceback (most recent call last):\n" +

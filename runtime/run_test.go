@@ -26,18 +26,10 @@ func TestDefaultHostConnectsOnFirstUse(t *testing.T) {
 		"quiet.star": "print(\"no daemon needed\")\n",
 		"busy.star":  "print(\"before\")\nfiles.stat(\"/\")\n",
 	})
-	run := func(name string) (error, string) {
-		var stdout, stderr bytes.Buffer
-		err := Run(context.Background(), Options{
-			Recipe: filepath.Join(dir, name), Stdout: &stdout, Stderr: &stderr,
-			Host: client.Target{URL: "unix:///nonexistent/sous.sock"}, Table: builtins.DefaultTable(),
-		})
-		return err, stderr.String()
-	}
-	if err, log := run("quiet.star"); err != nil || log != "no daemon needed\n" {
+	if err, log := runWithoutDaemon(dir, "quiet.star"); err != nil || log != "no daemon needed\n" {
 		t.Errorf("quiet recipe: %v\n%s", err, log)
 	}
-	err, log := run("busy.star")
+	err, log := runWithoutDaemon(dir, "busy.star")
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != CodeFailed {
 		t.Fatalf("busy recipe: %v, want exit code 1", err)
@@ -45,6 +37,17 @@ func TestDefaultHostConnectsOnFirstUse(t *testing.T) {
 	if !strings.Contains(log, "busy.star:2:11") || !strings.Contains(log, "files.stat: unix:///nonexistent/sous.sock: connect to daemon") {
 		t.Errorf("log:\n%s", log)
 	}
+}
+
+// runWithoutDaemon runs the recipe dir/name with its default host a socket
+// nobody serves, and returns its error and its log (stderr).
+func runWithoutDaemon(dir, name string) (error, string) {
+	var stdout, stderr bytes.Buffer
+	err := Run(context.Background(), Options{
+		Recipe: filepath.Join(dir, name), Stdout: &stdout, Stderr: &stderr,
+		Host: client.Target{URL: "unix:///nonexistent/sous.sock"}, Table: builtins.DefaultTable(),
+	})
+	return err, stderr.String()
 }
 
 // TestInterruptStopsTheThreadAndTheProcesses cancels a run's context as
