@@ -99,13 +99,13 @@ func (e *echo) Close() {
 func (e *echo) appendLine(b []byte, stream wire.Stream, line []byte) []byte {
 	o := e.o
 	if o.json {
+		fields := []field{{"id", e.id}, {"stream", stream.String()}, {"data", string(line)}}
 		if !utf8.Valid(line) {
 			// data, a JSON string, cannot hold these bytes: base64 keeps
 			// them exactly for whoever needs them.
-			return o.appendEvent(b, "output", field{"id", e.id}, field{"stream", stream.String()}, field{"data", string(line)},
-				field{"base64", base64.StdEncoding.EncodeToString(line)})
+			fields = append(fields, field{"base64", base64.StdEncoding.EncodeToString(line)})
 		}
-		return o.appendEvent(b, "output", field{"id", e.id}, field{"stream", stream.String()}, field{"data", string(line)})
+		return o.appendEvent(b, "output", fields...)
 	}
 	if o.echoing > 1 && !e.midLine[streamSlot(stream)] {
 		b = append(b, '[')

@@ -11,7 +11,6 @@ import (
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon/client"
-
 	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
