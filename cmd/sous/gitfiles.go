@@ -215,19 +215,19 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 	// What create's line says of the branch: the daemon's result echoes a
 	// source branch even when the branch existed and was only checked out
 	// (claustrum's contract), so create asks beforehand.
-	var branch, source string
-	existed := -1 // unknown; 0 no, 1 yes
+	var branch, source string // the call's branchName and --source
+	existed := -1             // unknown; 0 no, 1 yes
 	cmd.AddCommand(
 		queryCmd{
 			use: "create BRANCH PATH", short: "Create a worktree at PATH on BRANCH (created from --source when new)",
 			example: "  sous git worktree create feature-x ../wt/feature-x --source main",
 			nargs:   [2]int{2, 2}, method: "git.worktree_create",
 			params: func(a []string, local bool) map[string]any {
-				branch = a[0]
 				return map[string]any{"branchName": a[0], "worktreePath": pathArg(a, 1, local)}
 			},
 			result: func() any { return &wire.WorktreeResult{} },
 			before: func(ctx context.Context, c callConn, params map[string]any) {
+				branch, _ = params["branchName"].(string)
 				repo, ok := params["baseRepo"].(string)
 				if !ok {
 					repo = "." // the daemon's working directory, as for create
