@@ -395,9 +395,12 @@ func TestServeReplayDiskLimitZero(t *testing.T) {
 			if tc.truncated != (len(out) < 4<<20) || tc.truncated != warned {
 				t.Fatalf("attach replayed %d bytes, warned %v: %s", len(out), warned, stderr.String())
 			}
-			spilled, _ := os.ReadDir(filepath.Join(s.dir, "state", "replay"))
-			if tc.truncated && len(spilled) > 0 {
-				t.Fatalf("spilled with --replay-disk-limit 0: %v", spilled)
+			// A spilling daemon makes its replay dir at start (the
+			// segments in it are unlinked once open, so they cannot be
+			// counted); one that spills nothing has none.
+			_, err = os.Stat(filepath.Join(s.dir, "state", "replay"))
+			if spills := err == nil; spills == tc.truncated {
+				t.Fatalf("replay dir: %v, with the daemon expected to spill: %v", err, !tc.truncated)
 			}
 		})
 	}
