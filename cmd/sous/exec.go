@@ -170,7 +170,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		// A command that is already done (true, echo) needs no stdin.
 		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
 	}
-	return follow(ctx, streams, p, o.timeout, out)
+	return follow(ctx, streams, p, o.timeout, out, true)
 }
 
 // isLocal reports whether paths on the target's host are paths here.
@@ -212,14 +212,19 @@ func isNotRunning(err error) bool {
 
 // follow waits for p's exit while forwarding signals, and turns the exit into
 // sous's own exit code. out may be nil (--tty writes the output itself).
-// When out.broken closes (the reader of sous's stdout went away), the
-// command gets SIGPIPE, as it would have writing to that reader itself, then
-// SIGKILL if it ignores that, and sous exits 141; otherwise a command on a
-// socket daemon would run on with nobody reading it. When out.brokenErr
-// closes (stderr's reader went away), the command gets SIGPIPE only: one
-// that ignores it goes on, as it would in a shell (its stdout may still
-// have a reader), and its exit status stands.
-func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter) error {
+//
+// own says the command is this sous's (exec), as opposed to one it only
+// watches (attach). When out.broken closes (the reader of sous's stdout
+// went away), sous exits 141; an own command first gets SIGPIPE, as it
+// would have writing to that reader itself, then SIGKILL if it ignores
+// that (otherwise a command on a socket daemon would run on with nobody
+// reading it), while a watched one is left running, as it was before the
+// viewer came. When out.brokenErr closes (stderr's reader went away), an
+// own command gets SIGPIPE only and its exit status stands: one that
+// ignores it goes on (its stdout may still have a reader). Unlike in a
+// shell, its later writes to stderr do not fail, since they go to the
+// daemon's pipe; they are dropped.
+func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter, own bool) error {
 	var broken, brokenErr <-chan struct{} // nil, never ready, without out (a terminal's output)
 	if out != nil {
 		broken, brokenErr = out.broken, out.brokenErr
@@ -232,20 +237,18 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 	for {
 		select {
 		case <-broken:
-			broken = nil
-			sent = syscall.SIGPIPE
-			if err := p.Kill(ctx, "PIPE"); err != nil && !isNotRunning(err) {
-				fmt.Fprintln(streams.ErrOut, "sous: stop the command after its reader went away:", err)
-			}
-			select {
-			case <-p.Done():
-			case <-time.After(3 * time.Second):
-				_ = p.Kill(ctx, "KILL") // it ignores SIGPIPE; nobody reads it
-				<-p.Done()
+			if own { // killAndWait returns once the group is gone, SIGKILLed after the grace
+				if _, err := p.KillAndWait(ctx, "PIPE", client.TimeoutGrace, true); err != nil && !isNotRunning(err) {
+					fmt.Fprintln(streams.ErrOut, "sous: stop the command after its reader went away:", err)
+				}
+				<-p.Done() // its last frames are written (or dropped) before SIGPIPE is ours again
 			}
 			return &exitError{code: 128 + int(syscall.SIGPIPE)}
 		case <-brokenErr:
 			brokenErr = nil
+			if !own {
+				continue
+			}
 			sent = syscall.SIGPIPE
 			if err := p.Kill(ctx, "PIPE"); err != nil && !isNotRunning(err) {
 				fmt.Fprintln(streams.ErrOut, "sous: signal the command after its stderr's reader went away:", err)
@@ -307,17 +310,25 @@ type streamWriter struct {
 	// with EPIPE: whoever read sous's stdout or stderr is gone (see follow).
 	broken, brokenErr         chan struct{}
 	brokenOnce, brokenErrOnce sync.Once
+	stopped                   bool // set by stop: frames still arriving are dropped
 }
 
 // newStreamWriter writes a process's output to streams. It asks for SIGPIPE
 // (until stop is called) so that a write to a closed stdout returns EPIPE
-// instead of killing sous before it can stop the command.
+// instead of killing sous before it can stop the command. After stop, frames
+// that still arrive (attach leaves a running process) are dropped, so that
+// none is written once SIGPIPE would kill sous again.
 func newStreamWriter(streams *IO) (w *streamWriter, stop func()) {
 	growPipe(streams.Out)
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
-	return &streamWriter{out: streams.Out, errOut: streams.ErrOut, broken: make(chan struct{}), brokenErr: make(chan struct{})},
-		func() { signal.Stop(sigpipe) }
+	w = &streamWriter{out: streams.Out, errOut: streams.ErrOut, broken: make(chan struct{}), brokenErr: make(chan struct{})}
+	return w, func() {
+		w.mu.Lock()
+		w.stopped = true
+		w.mu.Unlock()
+		signal.Stop(sigpipe)
+	}
 }
 
 // outPipeSize is what sous exec grows its stdout to when that is a pipe: the
@@ -356,6 +367,9 @@ func (w *streamWriter) frame(f *wire.Frame) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
 	switch f.Stream {
 	case wire.Stdout:
 		if _, err := w.out.Write(f.Data); errors.Is(err, syscall.EPIPE) {
@@ -380,7 +394,9 @@ func newAttachCmd(streams *IO) *cobra.Command {
 		Short: "Replay and follow a process until it exits, with its exit code",
 		Long: `Reattach to a process on a daemon: replay its output after --from-seq (0 =
 everything the daemon retained), then follow it live until it exits, and exit
-with its exit code (as 'sous exec' does). Ctrl-C is forwarded to the process.`,
+with its exit code (as 'sous exec' does). Ctrl-C is forwarded to the process.
+When the reader of attach's output goes away (| head), attach exits 141 and
+leaves the process running: it only watches.`,
 		Example: `  sous attach --socket /tmp/sous.sock nightly
   sous attach --remote ssh://build nightly --from-seq 120`,
 		Args: exactArgs(1, "attach ID"),
@@ -421,7 +437,7 @@ func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) er
 	if res.FirstSeq > o.fromSeq+1 {
 		fmt.Fprintf(streams.ErrOut, "sous: attach: output before seq %d is no longer retained by the daemon\n", res.FirstSeq)
 	}
-	return follow(ctx, streams, p, 0, out)
+	return follow(ctx, streams, p, 0, out, false) // attach watches: a viewer going away leaves the process be
 }
 
 // exactArgs is cobra.ExactArgs with a usage error (exit code 2) that shows

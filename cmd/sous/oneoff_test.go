@@ -10,8 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/client"
 )
 
 // TestOneOffCommands runs every one-off command against the embedded daemon
@@ -228,6 +231,86 @@ func TestExecReaderGoneStopsTheCommand(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A command that ignores SIGPIPE is SIGKILLed once the grace has passed
+// after sous exec's reader went away: nothing will ever read it.
+func TestExecReaderGoneKillsAnIgnorer(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	sock, srv := socketDaemon(t, "tok", daemonConfig(t))
+	cmd := exec.Command(bin, "exec", "--id", "ignorer", "--socket", sock, "--", "sh", "-c", `trap "" PIPE; exec yes y`)
+	cmd.Env = append(cleanEnv(), "SOUS_TOKEN=tok")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	bufio.NewReader(out).ReadString('\n')
+	out.Close()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if exitCode(err) != 141 {
+			t.Errorf("exit %v, want 141", err)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("sous did not stop a command that ignores SIGPIPE")
+	}
+	if took := time.Since(start); took < client.TimeoutGrace-time.Second {
+		t.Errorf("stopped after %s: the command was not given the grace", took)
+	}
+	if p := srv.Registry().Get("ignorer"); p == nil || p.Running() {
+		t.Errorf("the command still runs (or is unknown): %v", p)
+	}
+}
+
+// sous attach only watches: when its reader goes away it exits 141 and
+// leaves the process running, as it found it.
+func TestAttachReaderGoneLeavesTheProcess(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	sock, srv := socketDaemon(t, "tok", daemonConfig(t))
+	env := append(cleanEnv(), "SOUS_TOKEN=tok")
+	detach := exec.Command(bin, "exec", "--detach", "--id", "watched", "--socket", sock, "--", "sh", "-c", "while :; do echo tick; sleep 0.05; done")
+	detach.Env = env
+	if out, err := detach.CombinedOutput(); err != nil {
+		t.Fatalf("exec --detach: %v %s", err, out)
+	}
+	t.Cleanup(func() { srv.Registry().Get("watched").Signal(syscall.SIGKILL) })
+	attach := exec.Command(bin, "attach", "--socket", sock, "watched")
+	attach.Env = env
+	out, err := attach.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := attach.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "tick\n" {
+		t.Fatalf("attach read %q", line)
+	}
+	out.Close()
+	done := make(chan error, 1)
+	go func() { done <- attach.Wait() }()
+	select {
+	case err := <-done:
+		if exitCode(err) != 141 {
+			t.Errorf("attach: exit %v, want 141", err)
+		}
+	case <-time.After(15 * time.Second):
+		attach.Process.Kill()
+		t.Fatal("attach did not stop after its reader went away")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if p := srv.Registry().Get("watched"); p == nil || !p.Running() {
+		t.Errorf("attach stopped the process it watched: %v", p)
 	}
 }
 
