@@ -184,12 +184,16 @@ func ended(fd int) bool {
 }
 
 // waitMirror waits until the mirror has room: its reader is slower than the
-// child, and the child is held back as a pipe would hold it back.
+// child, and the child is held back as a pipe would hold it back. It gives
+// up when the process is discarded or the registry shuts down; the rest is
+// then read unmirrored.
 func (pr *pipeReader) waitMirror() error {
 	for {
 		select {
 		case <-pr.done:
 			return errors.New("process discarded")
+		case <-pr.r.stopping:
+			return errors.New("shutting down")
 		default:
 		}
 		var n int

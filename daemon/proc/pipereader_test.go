@@ -395,3 +395,32 @@ func TestPipeReaderSharedMirror(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Shutdown does not wait for a consumer that stopped reading the mirror: the
+// child is stopped, a reader waiting for the mirror's room gives up on it,
+// and the process ends with its exit frame.
+func TestShutdownWithAFullMirror(t *testing.T) {
+	r := NewRegistry(Options{})
+	_, mw := testPipe(t) // nobody reads it, but it stays open
+	p, err := r.Spawn(Spec{ID: "full", Command: "head", Args: []string{"-c", "4000000", "/dev/zero"}, Mirror: Mirror{Stdout: mw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select { // head fills the mirror and its own pipe, then waits for room
+	case <-p.Done():
+		t.Fatal("the process ended although its mirror is full: the test proves nothing")
+	case <-time.After(200 * time.Millisecond):
+	}
+	shut := make(chan struct{})
+	go func() { r.Shutdown(false, 200*time.Millisecond); close(shut) }()
+	select {
+	case <-shut:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown still waits for the full mirror")
+	}
+	select {
+	case <-p.Done():
+	default:
+		t.Fatal("no exit after Shutdown")
+	}
+}

@@ -87,6 +87,12 @@ type Registry struct {
 	// Both guarded by mu.
 	expiry   *time.Timer
 	noExpiry bool
+
+	// stopping is closed when Shutdown starts: readers waiting for a full
+	// mirror (a consumer that stopped reading) give up on it then, or
+	// Shutdown would wait for them forever.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 }
 
 // NewRegistry returns an empty registry.
@@ -109,7 +115,7 @@ func NewRegistry(opt Options) *Registry {
 	if opt.ReplayDiskTotal <= 0 {
 		opt.ReplayDiskTotal = defaultReplayDiskTotal
 	}
-	r := &Registry{opt: opt, procs: make(map[string]*Process)}
+	r := &Registry{opt: opt, procs: make(map[string]*Process), stopping: make(chan struct{})}
 	r.opt.Log.Recycle = r.putBuf
 	r.opt.Log.OnDisk = r.spilledChanged
 	return r
@@ -596,6 +602,7 @@ func (r *Registry) List() []*Process {
 // only the daemon's side is released. It returns the number of children that
 // were running, and waits for the registry's goroutines.
 func (r *Registry) Shutdown(keep bool, grace time.Duration) int {
+	r.stoppingOnce.Do(func() { close(r.stopping) })
 	r.mu.Lock()
 	r.noExpiry = true
 	if r.expiry != nil {
