@@ -228,6 +228,8 @@ r = run("true", cwd=args["dir"] + "/missing", check=False)
 print(r.status, r.exit_code, repr(r.stderr))
 r = pipeline([["/no/such/program"], ["cat"]], check=False)
 print(r.status, r.exit_code, [s.exit_code for s in r.stages])
+r = pipeline([["true"], ["cat"]], cwd=args["dir"] + "/missing", check=False)
+print(r.status, r.exit_code, repr(r.stderr))
 `)
 	o.expect(t, 0)
 	want := `"fed to stdin"
@@ -239,6 +241,7 @@ sh ok
 failed 127 False "cannot start ` + "`/no/such/program`" + `: stat /no/such/program: no such file or directory\n" [127]
 failed 127 "cannot start ` + "`true`" + `: cwd: stat DIR/missing: no such file or directory\n"
 failed 127 [127, 127]
+failed 127 "cannot start ` + "`true | cat`" + `: pipeline stage 1: spawn true: cwd: stat DIR/missing: no such file or directory\n"
 `
 	if got := strings.ReplaceAll(o.stderr, dir, "DIR"); got != want {
 		t.Errorf("log:\n%s\nwant:\n%s", got, want)

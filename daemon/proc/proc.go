@@ -270,13 +270,6 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	}
 	if err := r.start(cmd, spec.Sandbox); err != nil {
 		closeAll(stdinR, stdinW, outR, outW, errR, errW)
-		if dir != "" {
-			if _, serr := os.Stat(dir); serr != nil {
-				// The child's chdir failed, which exec reports as the
-				// program's "fork/exec PATH: no such file or directory".
-				err = fmt.Errorf("cwd: %w", serr)
-			}
-		}
 		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
 	closeAll(stdinR, outW, errW) // the child's ends
@@ -297,7 +290,15 @@ func (r *Registry) start(cmd *exec.Cmd, sb *sandbox.Policy) error {
 		// nothing in sous does.
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
-	return sandbox.Start(cmd, sb) // cmd.Start() when sb is nil
+	err := sandbox.Start(cmd, sb) // cmd.Start() when sb is nil
+	if err != nil && cmd.Dir != "" {
+		if _, serr := os.Stat(cmd.Dir); serr != nil {
+			// The child's chdir failed, which exec reports as the
+			// program's "fork/exec PATH: no such file or directory".
+			err = fmt.Errorf("cwd: %w", serr)
+		}
+	}
+	return err
 }
 
 // launch registers a started process and starts its goroutines: stdin,
