@@ -29,6 +29,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 type row struct {
@@ -92,12 +93,9 @@ func newEnv(t *testing.T) *env {
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/sous").CombinedOutput(); err != nil {
 		t.Fatalf("build sous: %v\n%s", err, out)
 	}
-	e := &env{bin: bin, dir: dir, repeats: 5, bytes: 1 << 30}
+	e := &env{bin: bin, dir: dir, repeats: 5, bytes: testutil.BenchBytes(t, 1<<30)}
 	if n, err := strconv.Atoi(os.Getenv("SOUS_BENCH_REPEATS")); err == nil && n > 0 {
 		e.repeats = n
-	}
-	if n, err := strconv.ParseInt(os.Getenv("SOUS_BENCH_BYTES"), 10, 64); err == nil && n > 0 {
-		e.bytes = n
 	}
 	return e
 }

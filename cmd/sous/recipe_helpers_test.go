@@ -123,21 +123,12 @@ func dialDaemon(t *testing.T, sock, token string) *client.Client {
 
 // processGone reports whether pid no longer runs: it does not exist, or is
 // a zombie nobody reaped yet (PID 1 of a container may never reap).
-func processGone(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the command name in parentheses: "pid (comm) S ...".
-	rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
-	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
-}
 
 // waitGone waits up to d for pid to stop running.
 func waitGone(t *testing.T, pid int, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
-	for !processGone(pid) {
+	for testutil.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d still runs after %s", pid, d)
 		}

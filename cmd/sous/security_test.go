@@ -63,7 +63,7 @@ func TestDaemonStartKeepsTheTokenSecret(t *testing.T) {
 	}
 	pid, _ := strconv.Atoi(string(m[1]))
 	t.Cleanup(func() {
-		if !processGone(pid) {
+		if testutil.Alive(pid) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
@@ -147,7 +147,7 @@ func TestDaemonStartKeepsTheTokenSecret(t *testing.T) {
 		t.Fatalf("daemon stop: %d %s", code, e)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !processGone(pid) {
+	for testutil.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatal("the daemon did not stop")
 		}

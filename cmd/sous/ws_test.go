@@ -291,7 +291,7 @@ func TestKeepChildrenThroughServe(t *testing.T) {
 			if !strings.Contains(d.stderr.String(), line) {
 				t.Errorf("log lacks %q:\n%s", line, d.stderr)
 			}
-			if processGone(pid) {
+			if !testutil.Alive(pid) {
 				t.Errorf("--keep-children: child %d was killed", pid)
 			}
 			syscall.Kill(pid, syscall.SIGKILL)

@@ -19,6 +19,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/internal/soak"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestLoadMixedClients holds 32 concurrent clients, each on its own
@@ -55,7 +56,7 @@ func TestLoadMixedClients(t *testing.T) {
 	runtime.ReadMemStats(&mem)
 	baseHeap := mem.HeapAlloc
 	baseGoroutines := runtime.NumGoroutine()
-	baseFDs := openFDs(t)
+	baseFDs := testutil.OpenFDs(t)
 	baseChildren := children(os.Getpid())
 
 	ctx, cancel := context.WithTimeout(context.Background(), dur+2*time.Minute)
@@ -178,7 +179,7 @@ func TestLoadMixedClients(t *testing.T) {
 	if g, err := settle(baseGoroutines, 10*time.Second, runtime.NumGoroutine); err != nil {
 		t.Errorf("goroutines: %d after the load, %d before\n%s", g, baseGoroutines, goroutineDump())
 	}
-	if n, err := settle(baseFDs, 10*time.Second, func() int { return openFDs(t) }); err != nil {
+	if n, err := settle(baseFDs, 10*time.Second, func() int { return testutil.OpenFDs(t) }); err != nil {
 		t.Errorf("open files: %d after the load, %d before", n, baseFDs)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -198,7 +199,7 @@ func TestLoadMixedClients(t *testing.T) {
 	// The heap does not go back: the daemon keeps every exited process (its
 	// exit frame, for replay) until it stops. Reported, not judged.
 	t.Logf("after the load: %d goroutines (baseline %d), %d open files (baseline %d), no child left; heap %+.1f MiB (exited processes kept for replay)",
-		runtime.NumGoroutine(), baseGoroutines, openFDs(t), baseFDs, (float64(mem.HeapAlloc)-float64(baseHeap))/(1<<20))
+		runtime.NumGoroutine(), baseGoroutines, testutil.OpenFDs(t), baseFDs, (float64(mem.HeapAlloc)-float64(baseHeap))/(1<<20))
 }
 
 // percentiles formats p50, p90, p99 and max of ds.
@@ -241,14 +242,6 @@ func goroutineDump() string {
 }
 
 // openFDs counts this process's open file descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	return len(ents) - 1 // the directory being read
-}
 
 // children lists the pids whose parent is ppid, zombies included (a child
 // nobody reaped is left behind too).

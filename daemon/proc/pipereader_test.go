@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // fdInt runs op on f's descriptor without f.Fd, which would switch the pipe
@@ -199,15 +200,6 @@ func writeRagged(w *os.File, want []byte) {
 	w.Close()
 }
 
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // With a mirror, every byte reaches both the frames (marked mirrored) and
 // the mirror pipe, once and in order, even when the mirror's reader is the
 // slow one and the pipe holds ragged pages; closing frees the scratch pipe.
@@ -239,9 +231,9 @@ func TestPipeReaderMirrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	mirrored, plain := readMirrored(t, pr)
-	fds := openFDs(t) // the writer has closed its end: EOF came
+	fds := testutil.OpenFDs(t) // the writer has closed its end: EOF came
 	pr.close()
-	if n := openFDs(t); n != fds-2 {
+	if n := testutil.OpenFDs(t); n != fds-2 {
 		t.Fatalf("%d descriptors open after close, %d before: the scratch pipe is still open", n, fds)
 	}
 	mw.Close()

@@ -67,3 +67,14 @@ func Alive(pid int) bool {
 	i := bytes.LastIndexByte(b, ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
+
+// OpenFDs counts this process's open descriptors (for leak checks), not
+// counting the one that reads them; the test is skipped without /proc.
+func OpenFDs(tb testing.TB) int {
+	tb.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		tb.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(ents) - 1 // the directory being read
+}
