@@ -163,24 +163,23 @@ func (pr *pipeReader) tee(fd int) (int, error) {
 		// left to copy (EAGAIN at end of file), and at the two pipes before
 		// it locks them, so a mirror another writer fills in between (the
 		// other stream, bound for the same pipe) makes it copy nothing.
-		if avail, err := unix.IoctlGetInt(fd, unix.TIOCINQ); err != nil || avail == 0 {
-			if ended(fd) {
-				return 0, nil
-			}
-			return 0, unix.EAGAIN
+		// One poll of the pipe tells them apart: readable means data is
+		// waiting for the mirror; hung up and not readable, end of file.
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		switch n, err := unix.Poll(pfd, 0); {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, unix.EAGAIN // empty, with a writer left
+		case pfd[0].Revents&unix.POLLIN == 0:
+			return 0, nil // hung up, nothing left
 		}
 		if err := pr.waitMirror(); err != nil {
 			return 0, err
 		}
 	}
-}
-
-// ended reports whether an empty pipe has no writer left: what a read
-// would call end of file.
-func ended(fd int) bool {
-	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(pfd, 0)
-	return err == nil && n > 0 && pfd[0].Revents&unix.POLLHUP != 0
 }
 
 // waitMirror waits until the mirror has room: its reader is slower than the
