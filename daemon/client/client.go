@@ -90,17 +90,13 @@ func (c *Client) mirrorSpawn(id string, m proc.Mirror) (forget func()) {
 
 // Dial connects to a daemon through dial, sending token with every request.
 func Dial(ctx context.Context, dial DialFunc, token string, opt Options) (*Client, error) {
-	c, err := dialLinks(ctx, func(ctx context.Context, recv receiver) (link, error) {
+	return dialLinks(ctx, token, func(ctx context.Context, recv receiver) (link, error) {
 		rwc, err := dial(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return newStreamLink(rwc, token, recv), nil
 	}, opt)
-	if token == "" && errors.Is(err, ErrTokenRefused) {
-		return nil, fmt.Errorf("%w: set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN", ErrNoToken)
-	}
-	return c, err
 }
 
 // ErrNoToken and ErrTokenRefused say why a daemon turned a client away: it
@@ -115,7 +111,18 @@ var (
 // dialLinks makes a client whose connections come from dial: the first one
 // now, the next ones when a connection drops. Only the link differs between
 // transports; reconnecting, reattaching and stdin offsets are the client's.
-func dialLinks(ctx context.Context, dial func(ctx context.Context, recv receiver) (link, error), opt Options) (*Client, error) {
+// A refusal when no token was given (token is the links') is ErrNoToken.
+func dialLinks(ctx context.Context, token string, dial func(ctx context.Context, recv receiver) (link, error), opt Options) (*Client, error) {
+	c, err := firstLink(ctx, dial, opt)
+	if token == "" && errors.Is(err, ErrTokenRefused) {
+		return nil, fmt.Errorf("%w: set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN", ErrNoToken)
+	}
+	return c, err
+}
+
+// firstLink is dialLinks before the token check: the first connection,
+// proven by a ping.
+func firstLink(ctx context.Context, dial func(ctx context.Context, recv receiver) (link, error), opt Options) (*Client, error) {
 	c := newClient(opt)
 	c.dial = dial
 	l, err := c.dial(ctx, c)

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,9 @@ func TestWebSocketDialErrors(t *testing.T) {
 	}
 	if err := open("ws://"+addr, "wrong"); err == nil || !strings.Contains(err.Error(), "daemon refused the token (HTTP 401: Unauthorized: invalid bearer token)") {
 		t.Errorf("wrong token: %v", err)
+	}
+	if err := open("ws://"+addr, ""); !errors.Is(err, client.ErrNoToken) {
+		t.Errorf("no token: %v, want ErrNoToken", err)
 	}
 	if err := open("ws://"+addr+"/nope", testToken); err == nil || !strings.Contains(err.Error(), "no WebSocket endpoint there (HTTP 404") {
 		t.Errorf("wrong path: %v", err)

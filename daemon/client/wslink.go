@@ -21,15 +21,7 @@ import (
 // "Authorization: Bearer" on every dial and in every request's "auth"; the
 // client reconnects, reattaches and resumes stdin exactly as over a socket.
 func DialWebSocket(ctx context.Context, url, token string, opt Options) (*Client, error) {
-	c, err := dialWebSocket(ctx, url, token, opt)
-	if token == "" && errors.Is(err, ErrTokenRefused) {
-		return nil, fmt.Errorf("connect to %s: %w: set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN", url, ErrNoToken)
-	}
-	return c, err
-}
-
-func dialWebSocket(ctx context.Context, url, token string, opt Options) (*Client, error) {
-	return dialLinks(ctx, func(ctx context.Context, recv receiver) (link, error) {
+	return dialLinks(ctx, token, func(ctx context.Context, recv receiver) (link, error) {
 		ws, err := dialWS(ctx, url, token)
 		if err != nil {
 			return nil, err
