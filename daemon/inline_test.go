@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"os"
 	"sync"
 	"testing"
@@ -121,5 +122,48 @@ func TestMirrorSpawnForget(t *testing.T) {
 	forget()
 	if got := se.takeMirror("a"); got != newer {
 		t.Fatalf("forget withdrew the next call's mirror: %+v", got)
+	}
+}
+
+// slowSink is an inlineSink whose every batch takes a millisecond: a
+// consumer slower than the child.
+type slowSink struct{ inlineSink }
+
+func (s *slowSink) SendFrames(id string, q []byte, fs []wire.Frame) error {
+	time.Sleep(time.Millisecond)
+	return s.inlineSink.SendFrames(id, q, fs)
+}
+
+// A reattach answers once it has replayed what was there: the live frames
+// after that are not delivered on the caller's goroutine, where a child
+// writing faster than the sink takes them held the answer (and the
+// caller's *Proc) until the child stopped.
+func TestInlineReattachAnswersWhileTheChildWrites(t *testing.T) {
+	srv, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	se := srv.Local(&slowSink{})
+	defer se.Close()
+	p, err := srv.reg.Spawn(proc.Spec{ID: "fast", Command: "yes", Args: []string{"a line of output"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Signal(9)
+	time.Sleep(50 * time.Millisecond) // some output to replay
+	answered := make(chan error, 1)
+	go func() {
+		_, err := se.Call(context.Background(), "process.reattach", []byte(`{"id":"fast","fromSeq":0}`))
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		p.Signal(9)
+		t.Fatal("reattach did not answer while the child kept writing")
 	}
 }

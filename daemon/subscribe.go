@@ -36,8 +36,9 @@ type subscription struct {
 // changes a process's log (the one reading the child's output), instead of
 // on a goroutine of the subscription's own. It suits a sink that writes
 // where it is (the in-process client): without a hand-over between two
-// goroutines per batch, a GiB of output costs about a fifth less CPU
-// (perf stat of head | sous exec | cat). A sink that blocks then holds up
+// goroutines per batch, a GiB of output cost about a fifth less CPU when
+// measured (perf stat of head | sous exec | cat: 2.1 s of task-clock
+// against 1.65 s). A sink that blocks then holds up
 // the reading of the child's pipe at once, rather than after the log's
 // memory window: the push-back of a plain pipe.
 type InlineSink interface {
@@ -48,7 +49,8 @@ type InlineSink interface {
 // follow subscribes the session to p from fromSeq (exclusive), replacing any
 // earlier subscription of this session to the same id. With replay, the
 // frames retained up to now are delivered before follow returns (reattach
-// replays, then answers); the rest flows from a background pump.
+// replays, then answers); the rest flows from a background pump or, for an
+// InlineSink, from the goroutines that append them.
 func (se *Session) follow(p *proc.Process, fromSeq int64, replayUpTo int64, notifyGone bool) error {
 	// The subscription being replaced may be in the middle of a write: wait
 	// for it, or its frames would interleave with (and repeat) the replay.
@@ -84,7 +86,12 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 	}
 	if is, ok := se.sink.(InlineSink); ok && is.DeliverInline() {
 		sub.cur.Watch(func() { se.kick(sub) })
-		se.kick(sub) // what came in between the replay and Watch
+		// What came in between the replay and Watch, delivered on a
+		// goroutine of its own: here, on the caller's, a child writing
+		// faster than the sink takes it would hold the spawn's or the
+		// reattach's answer until it stopped writing (the appenders'
+		// kicks find this one delivering and leave it to catch up).
+		go se.kick(sub)
 		return nil
 	}
 	go se.pump(sub)
