@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"sync"
-	"sync/atomic"
 
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
@@ -23,13 +21,11 @@ type subscription struct {
 	done       chan struct{} // closed once nothing more is delivered for it
 
 	// Used by whoever delivers (sendNext): the replay, then the pump or,
-	// for an InlineSink, the deliverer that holds deliverMu (see kick).
+	// for an InlineSink, the one goroutine at a time that the cursor runs
+	// its Watch function on (see deliver).
 	quoted []byte       // the id as a JSON string
 	frames []wire.Frame // the batch buffer, reused
 	ended  bool         // endSubscription ran
-
-	deliverMu sync.Mutex
-	pending   atomic.Bool // a change not yet looked at by a deliverer
 }
 
 // InlineSink is a FrameSink that may be delivered to on whichever goroutine
@@ -85,13 +81,13 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 		}
 	}
 	if is, ok := se.sink.(InlineSink); ok && is.DeliverInline() {
-		sub.cur.Watch(func() { se.kick(sub) })
+		sub.cur.Watch(func() { se.deliver(sub) })
 		// What came in between the replay and Watch, delivered on a
 		// goroutine of its own: here, on the caller's, a child writing
 		// faster than the sink takes it would hold the spawn's or the
-		// reattach's answer until it stopped writing (the appenders'
-		// kicks find this one delivering and leave it to catch up).
-		go se.kick(sub)
+		// reattach's answer until it stopped writing (the appenders find
+		// this one delivering and leave it to catch up).
+		go sub.cur.Kick()
 		return nil
 	}
 	go se.pump(sub)
@@ -128,20 +124,15 @@ func (se *Session) sendNext(sub *subscription, wait bool) (ended bool, err error
 	return true, sendErr
 }
 
-// kick delivers what the log has for sub, unless another goroutine is
-// doing that already; that one then looks again before it leaves, so no
-// change goes unseen. Frames stay in seq order: there is one deliverer at a
-// time, and it takes them from the cursor.
-func (se *Session) kick(sub *subscription) {
-	sub.pending.Store(true)
-	for sub.pending.Load() && sub.deliverMu.TryLock() {
-		sub.pending.Store(false)
-		for !sub.ended {
-			if _, err := se.sendNext(sub, false); err != nil {
-				break
-			}
+// deliver sends what the log has for sub until it has nothing new. It is
+// sub's cursor's Watch function, which the cursor runs on one goroutine at
+// a time and runs again for a change that came meanwhile, so frames keep
+// their seq order and none is left behind.
+func (se *Session) deliver(sub *subscription) {
+	for !sub.ended {
+		if _, err := se.sendNext(sub, false); err != nil {
+			return
 		}
-		sub.deliverMu.Unlock()
 	}
 }
 

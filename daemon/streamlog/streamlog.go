@@ -20,6 +20,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -198,7 +199,7 @@ func (l *Log) AppendAll(ctx context.Context, frames []wire.Frame) (int, error) {
 // log's lock.
 func notify(watched []*Cursor) {
 	for _, c := range watched {
-		c.watch()
+		c.runWatch(c.watch)
 	}
 }
 
@@ -459,8 +460,23 @@ type Cursor struct {
 	// while the reader may still be writing the batch out.
 	held int64
 	// watch, when set (Watch), is called after every change that may give
-	// Poll something new.
-	watch func()
+	// Poll something new, by one goroutine at a time (runWatch).
+	watch        func()
+	watchMu      sync.Mutex  // held by the goroutine running watch
+	watchPending atomic.Bool // a change that goroutine has not looked at yet
+}
+
+// runWatch runs fn (the cursor's Watch function) unless another goroutine
+// is running it already; that one then runs it again before it leaves, so
+// no change goes unseen and the changing goroutine never waits for
+// another's delivery.
+func (c *Cursor) runWatch(fn func()) {
+	c.watchPending.Store(true)
+	for c.watchPending.Load() && c.watchMu.TryLock() {
+		c.watchPending.Store(false)
+		fn()
+		c.watchMu.Unlock()
+	}
 }
 
 // NewCursor returns a live cursor that delivers the frames after fromSeq
@@ -512,7 +528,7 @@ func (c *Cursor) Close() {
 	}
 	l.mu.Unlock()
 	if live && watch != nil {
-		watch() // Poll now says ErrClosed: the watcher finishes with it
+		c.runWatch(watch) // Poll now says ErrClosed: the watcher finishes with it
 	}
 }
 
@@ -521,9 +537,11 @@ func (c *Cursor) Close() {
 // the log closed, the cursor closed. fn runs on the goroutine that made the
 // change, without the log's lock, so a reader can deliver right there
 // instead of waking a goroutine of its own; an appender is held up while fn
-// runs, which is how such a reader pushes back. fn may be called
-// concurrently and after Close. Call Watch once, before the first change
-// fn should see, then Poll once: changes before Watch are not reported.
+// runs, which is how such a reader pushes back. fn never runs on two
+// goroutines at once: a change while it runs makes the goroutine running it
+// call it again before leaving, so fn should Poll until ErrNothingNew. It
+// may run after Close. Call Watch once, before the first change fn should
+// see, then Kick: changes before Watch are not reported.
 func (c *Cursor) Watch(fn func()) {
 	l := c.log
 	l.mu.Lock()
@@ -531,6 +549,17 @@ func (c *Cursor) Watch(fn func()) {
 	c.watch = fn
 	if _, live := l.cursors[c]; live {
 		l.watched = append(slices.Clone(l.watched), c)
+	}
+}
+
+// Kick runs the Watch function as a change does, under the same
+// one-at-a-time rule: for what came before Watch.
+func (c *Cursor) Kick() {
+	c.log.mu.Lock()
+	fn := c.watch
+	c.log.mu.Unlock()
+	if fn != nil {
+		c.runWatch(fn)
 	}
 }
 

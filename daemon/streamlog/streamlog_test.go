@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -491,23 +492,26 @@ func nextInBackground(c *Cursor) <-chan []wire.Frame {
 }
 
 // A watched cursor is read by whichever goroutine changed the log, one at a
-// time: with several appenders and a memory limit that makes them wait for
-// the reader, every frame still arrives once, in order, and nothing stalls
-// (a wake-up lost between a deliverer's last Poll and its leaving would
-// leave the appenders waiting for room forever).
-func TestWatchDeliversOnTheChangingGoroutine(t *testing.T) {
+// time (Watch's own rule, checked here): with several appenders and a memory
+// limit that makes them wait for the reader, every frame still arrives
+// once, in order, and nothing stalls (a wake-up lost between a deliverer's
+// last Poll and its leaving would leave the appenders waiting for room
+// forever).
+func TestWatchOneDelivererNoChangeUnseen(t *testing.T) {
 	l := New(Options{MemLimit: 8 * (100 + 64)})
 	defer l.Close()
 	c := l.NewCursor(0)
 	var (
-		mu       sync.Mutex // the deliverer's lock: TryLock picks one
-		pending  sync.Mutex // guards again
-		again    bool
+		running  atomic.Int32 // goroutines in deliver: never more than one
 		got      []int64
 		ended    = make(chan error, 1)
 		finished bool
 	)
 	deliver := func() {
+		if running.Add(1) != 1 {
+			t.Error("the Watch function ran on two goroutines at once")
+		}
+		defer running.Add(-1)
 		for {
 			fs, err := c.Poll(nil, 1000)
 			for _, f := range fs {
@@ -525,24 +529,8 @@ func TestWatchDeliversOnTheChangingGoroutine(t *testing.T) {
 			}
 		}
 	}
-	kick := func() {
-		pending.Lock()
-		again = true
-		pending.Unlock()
-		for {
-			pending.Lock()
-			if !again || !mu.TryLock() {
-				pending.Unlock()
-				return
-			}
-			again = false
-			pending.Unlock()
-			deliver()
-			mu.Unlock()
-		}
-	}
-	c.Watch(kick)
-	kick()
+	c.Watch(deliver)
+	c.Kick()
 
 	const writers, each = 4, 500
 	var wg sync.WaitGroup
@@ -664,5 +652,80 @@ func TestTinyDiskLimitKeepsSegmentsWhole(t *testing.T) {
 	// An explicit small size stays as asked.
 	if got := New(Options{SpillDir: t.TempDir(), SegmentSize: 64 << 10, DiskLimit: 1}).opt.SegmentSize; got != 64<<10 {
 		t.Fatalf("explicit segment size became %d", got)
+	}
+}
+
+// AppendAll of more frames than the memory holds, with the only reader a
+// Watch function: the appender must call it before it waits for room, or
+// it waits for a reader that only it would run.
+func TestAppendAllCallsWatchBeforeWaiting(t *testing.T) {
+	l := New(Options{MemLimit: 8 * (100 + 64)})
+	defer l.Close()
+	c := l.NewCursor(0)
+	var got int
+	c.Watch(func() {
+		for {
+			fs, err := c.Poll(nil, 1000)
+			got += len(fs)
+			if err != nil {
+				return
+			}
+		}
+	})
+	frames := make([]wire.Frame, 20)
+	for i := range frames {
+		frames[i] = wire.Frame{Stream: wire.Stdout, Data: make([]byte, 100)}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.AppendAll(context.Background(), frames)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		l.Close()
+		t.Fatal("AppendAll waited for room that only its own Watch call would make")
+	}
+	if got != len(frames) {
+		t.Fatalf("delivered %d frames of %d", got, len(frames))
+	}
+}
+
+// A change while the Watch function runs on another goroutine (past its
+// last Poll) is not lost: that goroutine runs it again before it leaves,
+// and the changing one does not wait.
+func TestWatchRunsAgainForAChangeWhileRunning(t *testing.T) {
+	l := New(Options{})
+	defer l.Close()
+	c := l.NewCursor(0)
+	var got int
+	first := true
+	inFn, release := make(chan struct{}), make(chan struct{})
+	c.Watch(func() {
+		for {
+			fs, err := c.Poll(nil, 1000)
+			got += len(fs)
+			if err != nil {
+				break
+			}
+		}
+		if first { // hold the first run past its last Poll
+			first = false
+			close(inFn)
+			<-release
+		}
+	})
+	kicked := make(chan struct{})
+	go func() { c.Kick(); close(kicked) }()
+	<-inFn
+	appendN(t, l, 1, 10) // its own call finds the first run going and leaves
+	close(release)
+	<-kicked
+	if got != 1 {
+		t.Fatalf("delivered %d frames, want the one appended while the function ran", got)
 	}
 }
