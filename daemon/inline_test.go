@@ -49,8 +49,7 @@ func TestInlineFollowReplacingASubscription(t *testing.T) {
 	}
 	defer srv.Close()
 	sink := &inlineSink{}
-	se := srv.Local(sink)
-	defer se.Close()
+	se := srv.Local(sink) // not closed on failure: a deadlocked follow holds its lock
 	p, cur, err := srv.reg.SpawnFollowed(proc.Spec{ID: "twice", Command: "sh", Args: []string{"-c", "echo hi; sleep 10"}})
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +88,7 @@ func TestInlineFollowReplacingASubscription(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	se.Close()
 }
 
 // A mirror no spawn took (the call never reached the daemon) is withdrawn,

@@ -121,7 +121,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		return err
 	}
 	if o.timeout < 0 {
-		return usageErrorf("exec: --timeout must be positive, got %s", o.timeout)
+		return usageErrorf("exec: --timeout must not be negative (0: none), got %s", o.timeout)
 	}
 	if o.detach && url == "embedded" {
 		return usageErrorf("exec: --detach needs a daemon that outlives sous: pass --socket or --remote (or set SOUS_SOCKET)")

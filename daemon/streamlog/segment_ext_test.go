@@ -8,7 +8,7 @@ import (
 )
 
 // Spilled frames keep the extension members: a pipeline stage's stderr,
-// and the stage codes and timeout of an exit frame.
+// the stage codes and timeout of an exit frame, and the Mirrored mark.
 func TestSegmentKeepsExtensionMembers(t *testing.T) {
 	s, err := newSegment(t.TempDir(), 1)
 	if err != nil {
@@ -18,7 +18,7 @@ func TestSegmentKeepsExtensionMembers(t *testing.T) {
 	in := []wire.Frame{
 		{Seq: 1, Stream: wire.Stdout, Data: []byte("out")},
 		{Seq: 2, Stream: wire.Stderr, Stage: 3, Data: []byte("err of stage 2")},
-		{Seq: 3, Stream: wire.Stderr, Data: []byte("plain")},
+		{Seq: 3, Stream: wire.Stderr, Data: []byte("plain"), Mirrored: true},
 		{Seq: 4, Stream: wire.Exit, ExitCode: -1, StageCodes: []int{141, 0, -1, 143}, TimedOut: true},
 		{Seq: 5, Stream: wire.Exit, ExitCode: 3},
 	}
