@@ -112,10 +112,12 @@ func mainIO(args []string, streams *IO) int {
 		return 0
 	}
 	var fe *flagError
-	if errors.As(err, &fe) && cmd.Name() == "run" && cmd.Parent() == root && wantsJSON(args) {
+	if errors.As(err, &fe) && cmd.Name() == "run" && cmd.Parent() == root {
 		// A flag cobra could not parse stops `sous run --json` before its
 		// events start; the stream still gets its start and end.
-		err = refuseRunJSON(streams, args, err)
+		if json, recipe := scanRunArgs(cmd.Flags(), args); json {
+			err = refuseRunJSON(streams, recipe, err)
+		}
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -6,10 +6,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/runtime"
@@ -113,30 +115,48 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 	return err
 }
 
-// wantsJSON reports whether a `sous run` command line asks for --json
-// before any "--".
-func wantsJSON(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "--json", "--json=true":
-			return true
-		}
-	}
-	return false
-}
-
-// refuseRunJSON reports a `sous run --json` flag error that cobra found,
-// naming the first argument that looks like a recipe.
-func refuseRunJSON(streams *IO, args []string, err error) error {
-	recipe := ""
-	for _, a := range args[1:] {
-		if strings.HasSuffix(a, ".star") {
-			recipe = a
+// scanRunArgs reads a `sous run` command line (args[0] is "run") by the run
+// command's own flags, for when cobra stopped at a bad flag before it
+// could: whether --json is on (--json, --json=1, =t, =true...) and the
+// recipe, the first argument that is not a flag or a flag's value.
+func scanRunArgs(flags *pflag.FlagSet, args []string) (json bool, recipe string) {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if recipe == "" && i+1 < len(args) {
+				recipe = args[i+1]
+			}
 			break
 		}
+		if len(a) < 2 || a[0] != '-' {
+			if recipe == "" {
+				recipe = a
+			}
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var f *pflag.Flag
+		if strings.HasPrefix(a, "--") {
+			f = flags.Lookup(name)
+		} else if len(name) == 1 {
+			f = flags.ShorthandLookup(name)
+		}
+		switch {
+		case f == nil: // unknown: whether a value follows cannot be known
+		case f.Name == "json":
+			json = true
+			if hasValue {
+				json, _ = strconv.ParseBool(value)
+			}
+		case f.Value.Type() != "bool" && !hasValue:
+			i++ // its value
+		}
 	}
+	return json, recipe
+}
+
+// refuseRunJSON reports a `sous run --json` flag error that cobra found.
+func refuseRunJSON(streams *IO, recipe string, err error) error {
 	return refuseJSON(runtime.Options{Recipe: recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: true}, err)
 }
 

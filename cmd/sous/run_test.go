@@ -247,3 +247,31 @@ func parseEvents(t *testing.T, stdout string) []map[string]any {
 	}
 	return events
 }
+
+// After a flag error, `sous run` reads --json and the recipe from the
+// command line by its own flags: a flag's value is no recipe, and --json
+// takes the values a boolean flag takes.
+func TestScanRunArgs(t *testing.T) {
+	t.Parallel()
+	run, _, err := newRootCmd(&IO{}).Find([]string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   string
+		json   bool
+		recipe string
+	}{
+		{"run x.star --nope --json", true, "x.star"},
+		{"run -a f=a.star x.star --nope --json", true, "x.star"},
+		{"run --socket s.star x.star --json=1 --nope", true, "x.star"},
+		{"run x.star --json=false --nope", false, "x.star"},
+		{"run --nope --json=t -- y.star", true, "y.star"},
+		{"run x.star --nope", false, "x.star"},
+	} {
+		json, recipe := scanRunArgs(run.Flags(), strings.Fields(tc.args))
+		if json != tc.json || recipe != tc.recipe {
+			t.Errorf("%s: json %v, recipe %q; want %v, %q", tc.args, json, recipe, tc.json, tc.recipe)
+		}
+	}
+}
