@@ -217,10 +217,11 @@ func truncate(s string, n int) string {
 }
 
 // cell keeps one value in its table cell: one with a tab, a newline or
-// another control character (an id may hold anything) is shown quoted.
+// another control character, C1 ones included, or bytes that are not UTF-8
+// (an id may hold anything) is shown quoted.
 func cell(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
-		return strconv.Quote(s)
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
 	}
 	return s
 }

@@ -393,3 +393,21 @@ func TestExecStderrReaderGoneLetsAnIgnorerFinish(t *testing.T) {
 		}
 	}
 }
+
+// A table cell shows a value as it is unless the value could break the
+// table or the terminal: C0 and C1 controls and bytes that are not UTF-8
+// are shown quoted.
+func TestCellQuotesWhatCouldBreakATable(t *testing.T) {
+	for in, want := range map[string]string{
+		"build-1":  "build-1",
+		"naïve":    "naïve",
+		"a\tb":     `"a\tb"`,
+		"a\u0085b": `"a\u0085b"`,
+		"a\xffb":   `"a\xffb"`,
+		"esc\x1b[": `"esc\x1b["`,
+	} {
+		if got := cell(in); got != want {
+			t.Errorf("cell(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
