@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 
@@ -64,6 +65,7 @@ var errShutdown = errors.New("daemon shutting down")
 type streamTransport struct {
 	nc net.Conn
 	lr *lineReader
+	fd *fdReader // on a Unix socket: the descriptors passed with requests
 }
 
 // socketSendBuffer is what a Unix socket connection's send buffer is raised
@@ -74,13 +76,31 @@ type streamTransport struct {
 const socketSendBuffer = 4 << 20
 
 func newStreamTransport(nc net.Conn) *streamTransport {
-	if uc, ok := nc.(*net.UnixConn); ok {
-		_ = uc.SetWriteBuffer(socketSendBuffer) // best effort: a smaller buffer only costs speed
+	uc, ok := nc.(*net.UnixConn)
+	if !ok {
+		return &streamTransport{nc: nc, lr: newLineReader(nc)}
 	}
-	return &streamTransport{nc: nc, lr: newLineReader(nc)}
+	_ = uc.SetWriteBuffer(socketSendBuffer) // best effort: a smaller buffer only costs speed
+	fd := newFDReader(uc)
+	return &streamTransport{nc: nc, lr: newLineReader(fd), fd: fd}
 }
 
-func (t *streamTransport) next() ([]byte, error) { return t.lr.next(wire.MaxLine) }
+func (t *streamTransport) next() ([]byte, error) {
+	line, err := t.lr.next(wire.MaxLine)
+	if err != nil && t.fd != nil {
+		t.fd.closeAll()
+	}
+	return line, err
+}
+
+// passed implements filePasser: the descriptors that came with the line
+// next returned last.
+func (t *streamTransport) passed() []*os.File {
+	if t.fd == nil || len(t.fd.pending) == 0 {
+		return nil
+	}
+	return t.fd.take(t.lr.lineStart, t.lr.pos)
+}
 
 func (t *streamTransport) write(b []byte) error {
 	_, err := t.nc.Write(b)
@@ -109,8 +129,13 @@ func (c *conn) serve() {
 	var why error
 	defer func() { c.close(why) }()
 	sem := make(chan struct{}, maxInFlight)
+	fp, _ := c.t.(filePasser)
 	for {
 		line, err := c.t.next()
+		var files []*os.File
+		if fp != nil && err == nil {
+			files = fp.passed()
+		}
 		if err != nil {
 			why = err
 			if errors.Is(err, errLineTooLong) {
@@ -119,6 +144,7 @@ func (c *conn) serve() {
 			break
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
+			closeFiles(files)
 			continue
 		}
 		// Only a short line can be a cheap method; a long one (stdin data)
@@ -131,7 +157,8 @@ func (c *conn) serve() {
 		if decoded {
 			req, perr = decodeRequest(line)
 			if perr == nil && inlineMethods[req.Method] && c.sess.idle() {
-				c.handle(req, nil)
+				closeFiles(files)
+				c.handle(req, nil, nil)
 				continue
 			}
 		}
@@ -142,7 +169,7 @@ func (c *conn) serve() {
 			if !decoded {
 				req, perr = decodeRequest(line)
 			}
-			c.handle(req, perr)
+			c.handle(req, perr, files)
 		}()
 	}
 	c.sess.Close() // stops subscriptions so handlers blocked on them return
@@ -161,6 +188,10 @@ type lineReader struct {
 	start, end int   // buf[start:end] is read and not yet returned
 	scanned    int   // buf[start:start+scanned] holds no newline
 	err        error // the read error, returned once the buffer is drained
+
+	// The stream offsets of buf[start] and of the line next returned last,
+	// which passed descriptors are matched against (fdReader).
+	pos, lineStart int64
 }
 
 // lineReaderSize is the buffer a connection starts with and returns to.
@@ -199,6 +230,8 @@ func (lr *lineReader) take(n, skip, limit int) ([]byte, error) {
 	if n > limit {
 		return nil, errLineTooLong
 	}
+	lr.lineStart = lr.pos
+	lr.pos += int64(n + skip)
 	var line []byte
 	if n < lineReaderSize {
 		line = append([]byte(nil), lr.buf[lr.start:lr.start+n]...)
@@ -252,7 +285,15 @@ const maxInlineLine = 4 << 10
 
 // handle validates and runs one request, in the contract's order: parse
 // (done by the reader, whose error perr is), auth, version, method, params.
-func (c *conn) handle(req wire.Request, perr error) {
+// files came with the request (filePasser); what its handler does not claim
+// is closed.
+func (c *conn) handle(req wire.Request, perr error, files []*os.File) {
+	ctx := c.sess.ctx
+	if len(files) > 0 {
+		pf := &passedFiles{files: files}
+		defer pf.closeUnclaimed()
+		ctx = withPassedFiles(ctx, pf)
+	}
 	if perr != nil {
 		c.writeResponse(nil, nil, &wire.Error{Code: wire.CodeParseError, Message: wire.MsgParseError})
 		return
@@ -274,7 +315,7 @@ func (c *conn) handle(req wire.Request, perr error) {
 		c.s.requestShutdown()
 		return
 	}
-	result, after, err := c.sess.dispatch(c.sess.ctx, req.Method, req.Params)
+	result, after, err := c.sess.dispatch(ctx, req.Method, req.Params)
 	if after != nil {
 		defer after() // after the response is written
 	}

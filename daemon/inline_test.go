@@ -57,12 +57,12 @@ func TestInlineFollowReplacingASubscription(t *testing.T) {
 	defer p.Signal(9)
 	done := make(chan error, 1)
 	go func() {
-		if err := se.followCursor(p, cur, -1, false); err != nil {
+		if err := se.followCursor(p, cur, -1, false, false); err != nil {
 			done <- err
 			return
 		}
 		// The second, as a racing follow would: the first is still there.
-		done <- se.followCursor(p, p.Log.NewCursor(0), -1, false)
+		done <- se.followCursor(p, p.Log.NewCursor(0), -1, false, false)
 	}()
 	select {
 	case err := <-done:

@@ -25,7 +25,7 @@ var extensionMethods = []string{"process.list", "process.resize"}
 
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureProcessList, wire.FeatureProcessGone,
-	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY}
+	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror}
 
 // namespaces maps each namespace to its methods. server.* takes no params;
 // the others require a params object.
@@ -153,7 +153,7 @@ func filesExtractTar(_ context.Context, _ *Session, p wire.PathParams) (any, err
 
 // ---- process.* ----
 
-func processSpawn(_ context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
+func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
 	p, err := decodeParams[wire.ProcessParams](raw)
 	if err != nil {
 		return nil, nil, err
@@ -163,10 +163,25 @@ func processSpawn(_ context.Context, se *Session, raw json.RawMessage) (any, fun
 	if err != nil {
 		return nil, nil, err
 	}
+	// process.spawn.mirror: pipes passed with the request (fdpass.go). With
+	// the extension disabled, "mirror" is ignored as claustrum ignores it:
+	// the descriptors are closed and the frames carry their data.
+	passed := len(p.Mirror) > 0 && se.s.enabled(wire.FeatureSpawnMirror)
+	if passed {
+		if mirror, err = passedMirror(ctx, p.Mirror); err != nil {
+			return nil, nil, err
+		}
+	}
 	spec.Mirror = mirror
 	pr, cur, err := se.s.reg.SpawnFollowed(spec)
 	if err != nil {
+		if passed {
+			closeMirror(mirror)
+		}
 		return nil, nil, wire.Internal(err)
+	}
+	if passed {
+		go closeMirrorWhenDone(se, pr, mirror)
 	}
 	se.s.stats.Spawns.Add(1)
 	// When the id was reused, this session may still be delivering the
@@ -178,7 +193,8 @@ func processSpawn(_ context.Context, se *Session, raw json.RawMessage) (any, fun
 		res.Pid, res.StartTime = pr.Pid, pr.StartTime
 	}
 	// The frames follow the reply; the cursor taken at spawn keeps them all.
-	return res, func() { se.followCursor(pr, cur, -1, p.NotifyGone) }, nil
+	owns := mirror != (proc.Mirror{})
+	return res, func() { se.followCursor(pr, cur, -1, p.NotifyGone, owns) }, nil
 }
 
 func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {

@@ -18,6 +18,7 @@ type subscription struct {
 	proc       *proc.Process
 	cur        *streamlog.Cursor
 	notifyGone bool          // the client asked for a Gone notification (process.gone)
+	ownsMirror bool          // the session spawned it with a mirror: it alone sees Frame.Mirrored
 	done       chan struct{} // closed once nothing more is delivered for it
 
 	// Used by whoever delivers (sendNext): the replay, then the pump or,
@@ -51,12 +52,12 @@ func (se *Session) follow(p *proc.Process, fromSeq int64, replayUpTo int64, noti
 	// The subscription being replaced may be in the middle of a write: wait
 	// for it, or its frames would interleave with (and repeat) the replay.
 	se.unfollow(p.ID)
-	return se.followCursor(p, p.Log.NewCursor(fromSeq), replayUpTo, notifyGone)
+	return se.followCursor(p, p.Log.NewCursor(fromSeq), replayUpTo, notifyGone, false)
 }
 
 // followCursor subscribes the session to p through cur, which it owns from
-// now on: see follow.
-func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUpTo int64, notifyGone bool) error {
+// now on: see follow. ownsMirror says the session spawned p with a mirror.
+func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUpTo int64, notifyGone, ownsMirror bool) error {
 	se.mu.Lock()
 	if se.closed {
 		se.mu.Unlock()
@@ -64,7 +65,7 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 		return nil
 	}
 	old := se.subs[p.ID] // a concurrent follow of the same id won
-	sub := &subscription{proc: p, cur: cur, notifyGone: notifyGone, done: make(chan struct{})}
+	sub := &subscription{proc: p, cur: cur, notifyGone: notifyGone, ownsMirror: ownsMirror, done: make(chan struct{})}
 	se.subs[p.ID] = sub
 	se.pumps.Add(1)
 	se.mu.Unlock()
@@ -108,6 +109,13 @@ func (se *Session) sendNext(sub *subscription, wait bool) (ended bool, err error
 	}
 	var sendErr error
 	if len(frames) > 0 {
+		if !sub.ownsMirror {
+			// The mark is the spawner's: to anyone else these are plain
+			// frames, data and all. The batch holds copies of the log's.
+			for i := range frames {
+				frames[i].Mirrored = false
+			}
+		}
 		sendErr = se.sink.SendFrames(sub.proc.ID, sub.quoted, frames)
 	}
 	clear(frames) // let the frames' data go before waiting for more

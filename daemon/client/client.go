@@ -17,8 +17,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon"
@@ -44,6 +47,9 @@ type Client struct {
 	dial  func(ctx context.Context, recv receiver) (link, error)
 	opt   Options
 	local bool
+	// noPassing is set once a spawn's passed mirror did not reach the
+	// daemon (a relay in between): later spawns do not try again.
+	noPassing atomic.Bool
 
 	mu       sync.Mutex
 	cur      link          // nil while reconnecting
@@ -75,17 +81,49 @@ func Embedded(srv *daemon.Server) *Client {
 	return c
 }
 
-// mirrorSpawn hands an embedded daemon the mirror of the next spawn of id;
-// other links have no way to take one, and the spawn is then unmirrored.
-// forget withdraws it if no spawn took it.
-func (c *Client) mirrorSpawn(id string, m proc.Mirror) (forget func()) {
-	c.mu.Lock()
-	l, _ := c.cur.(*localLink)
-	c.mu.Unlock()
-	if l == nil {
-		return func() {}
+// mirror arranges spec.Mirror for the spawn whose params are given: an
+// embedded daemon takes the pipes themselves (Session.MirrorSpawn), a daemon
+// on a Unix socket with process.spawn.mirror takes them passed with the
+// request (files, named in params' "mirror"). Over other links the spawn is
+// unmirrored. forget withdraws an embedded daemon's mirror if no spawn took
+// it: one a call that never reached the daemon left behind must not mirror
+// a later spawn of the same id.
+func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]any) (forget func(), files []*os.File) {
+	forget = func() {}
+	if spec.Mirror == (proc.Mirror{}) {
+		return forget, nil
 	}
-	return l.sess.MirrorSpawn(id, m)
+	c.mu.Lock()
+	l := c.cur
+	c.mu.Unlock()
+	if ll, ok := l.(*localLink); ok {
+		return ll.sess.MirrorSpawn(spec.ID, spec.Mirror), nil
+	}
+	if l == nil || !passesFiles(l) || c.noPassing.Load() {
+		return forget, nil
+	}
+	if ok, err := c.HasFeature(ctx, wire.FeatureSpawnMirror); err != nil || !ok {
+		return forget, nil // the spawn reports a lost connection itself
+	}
+	var names []string
+	for _, m := range []struct {
+		name string
+		f    *os.File
+	}{{"stdout", spec.Mirror.Stdout}, {"stderr", spec.Mirror.Stderr}} {
+		if m.f != nil {
+			names = append(names, m.name)
+			files = append(files, m.f)
+		}
+	}
+	params["mirror"] = names
+	return forget, files
+}
+
+// mirrorRefused reports whether a spawn failed on its passed mirror: the
+// descriptors did not arrive, so nothing was started.
+func mirrorRefused(err error) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && we.Code == wire.CodeInvalidParams && strings.HasPrefix(we.Message, "mirror: ")
 }
 
 // Dial connects to a daemon through dial, sending token with every request.
@@ -197,8 +235,9 @@ func (c *Client) Close() error {
 type call struct {
 	method string
 	params json.RawMessage
-	retry  bool // safe to send again after a reconnect
-	via    link // the link it was sent on
+	retry  bool       // safe to send again after a reconnect
+	files  []*os.File // passed with the request (filePasser); never resent
+	via    link       // the link it was sent on
 	done   chan struct{}
 	result json.RawMessage
 	err    error
@@ -223,6 +262,12 @@ var ErrConnectionLost = errors.New("connection to the daemon lost")
 // decodes the result into result (nil to discard). A JSON-RPC error comes
 // back as a *wire.Error.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	return c.callFiles(ctx, method, params, result, nil)
+}
+
+// callFiles is Call passing files with the request, which needs a link that
+// can (passesFiles).
+func (c *Client) callFiles(ctx context.Context, method string, params, result any, files []*os.File) error {
 	var raw json.RawMessage
 	if params != nil {
 		b, err := json.Marshal(params)
@@ -231,7 +276,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		}
 		raw = b
 	}
-	res, err := c.callRaw(ctx, method, raw)
+	res, err := c.callRaw(ctx, method, raw, files)
 	if err != nil {
 		return err
 	}
@@ -243,8 +288,8 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	return nil
 }
 
-func (c *Client) callRaw(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	cl := &call{method: method, params: params, retry: retryable[method], done: make(chan struct{})}
+func (c *Client) callRaw(ctx context.Context, method string, params json.RawMessage, files []*os.File) (json.RawMessage, error) {
+	cl := &call{method: method, params: params, retry: retryable[method] && files == nil, files: files, done: make(chan struct{})}
 	c.mu.Lock()
 	c.nextID++
 	id := c.nextID
@@ -290,7 +335,17 @@ func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
 				return fmt.Errorf("%s: %w", cl.method, ctx.Err())
 			}
 		}
-		if err := l.send(id, cl.method, cl.params); err != nil {
+		send := l.send
+		if cl.files != nil {
+			fp, ok := l.(filePasser)
+			if !ok || !passesFiles(l) {
+				return fmt.Errorf("%s: this connection cannot pass descriptors (a Unix socket can)", cl.method)
+			}
+			send = func(id uint64, method string, params json.RawMessage) error {
+				return fp.sendFiles(id, method, params, cl.files)
+			}
+		}
+		if err := send(id, cl.method, cl.params); err != nil {
 			if !isConnErr(err) {
 				return err
 			}

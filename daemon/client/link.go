@@ -9,8 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"runtime"
 	"strconv"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -58,6 +62,53 @@ func (l *streamLink) send(id uint64, method string, params json.RawMessage) erro
 			return err
 		}
 		return nil
+	})
+}
+
+// filePasser is a link that can pass descriptors with a request: a stream
+// link over a Unix socket (SCM_RIGHTS).
+type filePasser interface {
+	sendFiles(id uint64, method string, params json.RawMessage, files []*os.File) error
+}
+
+// passesFiles reports whether l can carry descriptors.
+func passesFiles(l link) bool {
+	sl, ok := l.(*streamLink)
+	if !ok {
+		return false
+	}
+	_, ok = sl.rwc.(*net.UnixConn)
+	return ok
+}
+
+// sendFiles sends a request with files attached to its first byte, in one
+// sendmsg (the daemon binds descriptors to the line that byte belongs to;
+// should the kernel take only part of the line, the rest follows plainly).
+func (l *streamLink) sendFiles(id uint64, method string, params json.RawMessage, files []*os.File) error {
+	uc, ok := l.rwc.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("%s: passing descriptors needs a Unix socket", method)
+	}
+	// Through Control, not Fd, which would switch a non-blocking file
+	// (and whoever shares its description) to blocking.
+	fds := make([]int, len(files))
+	for i, f := range files {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return fmt.Errorf("%s: pass %s: %w", method, f.Name(), err)
+		}
+		_ = rc.Control(func(fd uintptr) { fds[i] = int(fd) })
+	}
+	return l.enc.send(id, method, params, func(b []byte) error {
+		n, _, err := uc.WriteMsgUnix(b, unix.UnixRights(fds...), nil)
+		if err == nil && n < len(b) {
+			_, err = uc.Write(b[n:])
+		}
+		runtime.KeepAlive(files)
+		if err != nil {
+			l.rwc.Close()
+		}
+		return err
 	})
 }
 

@@ -15,12 +15,13 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/faultproxy"
 )
 
 // mirrorRun spawns `cat FILE; cat FILE >&2` through c with both streams
 // mirrored to pipes of this process, and returns what each pipe received
 // and what arrived in frames, split by the Mirrored mark.
-func mirrorRun(t *testing.T, c *client.Client, file string) (pipes [2][]byte, marked, unmarked [2][]byte) {
+func mirrorRun(t *testing.T, c *client.Client, file string) (pipes [2][]byte, marked, unmarked [2][]byte, nMarked [2]int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -52,6 +53,7 @@ func mirrorRun(t *testing.T, c *client.Client, file string) (pipes [2][]byte, ma
 		mu.Lock()
 		defer mu.Unlock()
 		if f.Mirrored {
+			nMarked[i]++
 			marked[i] = append(marked[i], f.Data...)
 		} else {
 			unmarked[i] = append(unmarked[i], f.Data...)
@@ -70,7 +72,7 @@ func mirrorRun(t *testing.T, c *client.Client, file string) (pipes [2][]byte, ma
 	ws[0].Close()
 	ws[1].Close()
 	wg.Wait()
-	return pipes, marked, unmarked
+	return pipes, marked, unmarked, nMarked
 }
 
 func randomFile(t *testing.T, n int) (string, []byte) {
@@ -89,7 +91,7 @@ func randomFile(t *testing.T, n int) (string, []byte) {
 func TestEmbeddedSpawnMirrors(t *testing.T) {
 	_, c := embeddedDaemon(t)
 	file, want := randomFile(t, 8<<20+17)
-	pipes, marked, unmarked := mirrorRun(t, c, file)
+	pipes, marked, unmarked, _ := mirrorRun(t, c, file)
 	for i, name := range []string{"stdout", "stderr"} {
 		if !bytes.Equal(pipes[i], want) {
 			t.Errorf("%s pipe got %d bytes, not the %d written", name, len(pipes[i]), len(want))
@@ -100,15 +102,63 @@ func TestEmbeddedSpawnMirrors(t *testing.T) {
 	}
 }
 
-// A daemon over a socket cannot write to this process's pipes: the mirror
-// is ignored, and no frame is marked, so the handler writes everything.
-func TestSocketSpawnIgnoresMirror(t *testing.T) {
-	c := dialProxy(t, startDaemon(t, daemon.Config{}))
+// A daemon on a Unix socket takes the pipes passed with the spawn
+// (process.spawn.mirror): both streams reach them exactly, and every output
+// frame arrives marked, without its data. A client that follows the process
+// without having spawned it gets the frames whole.
+func TestSocketSpawnMirrors(t *testing.T) {
+	sock := startDaemon(t, daemon.Config{})
+	c := dialProxy(t, sock)
+	file, want := randomFile(t, 4<<20+17)
+	pipes, marked, unmarked, nMarked := mirrorRun(t, c, file)
+	for i, name := range []string{"stdout", "stderr"} {
+		if !bytes.Equal(pipes[i], want) {
+			t.Errorf("%s pipe got %d bytes, not the %d written", name, len(pipes[i]), len(want))
+		}
+		if nMarked[i] == 0 || len(marked[i]) != 0 || len(unmarked[i]) != 0 {
+			t.Errorf("%s frames: %d marked carrying %d bytes, %d bytes unmarked; want only data-less marked ones",
+				name, nMarked[i], len(marked[i]), len(unmarked[i]))
+		}
+	}
+	other := dialProxy(t, sock)
+	var got [2][]byte
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, _, err := other.Reattach(ctx, "m", 0, func(f *wire.Frame) {
+		if f.Mirrored {
+			t.Errorf("frame %d marked mirrored for a client that passed no mirror", f.Seq)
+		}
+		if f.Stream == wire.Stdout || f.Stream == wire.Stderr {
+			got[f.Stream-wire.Stdout] = append(got[f.Stream-wire.Stdout], f.Data...)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want) {
+			t.Errorf("reattached stream %d: %d bytes, want %d", i, len(got[i]), len(want))
+		}
+	}
+}
+
+// A relay between client and daemon (here a proxy that copies bytes, as
+// socat would) drops the passed descriptors. The daemon refuses the mirror
+// before starting anything, and the client spawns unmirrored: the frames
+// carry everything and the pipes get nothing.
+func TestSocketSpawnMirrorThroughARelay(t *testing.T) {
+	proxy := faultproxy.Start(t, startDaemon(t, daemon.Config{}), faultproxy.Options{MinBytes: 1 << 40, MaxBytes: 1 << 40})
+	c := dialProxy(t, proxy.Path())
 	file, want := randomFile(t, 1<<20)
-	pipes, marked, unmarked := mirrorRun(t, c, file)
-	for i := range pipes {
-		if len(pipes[i]) != 0 || len(marked[i]) != 0 || !bytes.Equal(unmarked[i], want) {
-			t.Errorf("stream %d: pipe %d bytes, marked %d, unmarked %d (want all %d unmarked)", i, len(pipes[i]), len(marked[i]), len(unmarked[i]), len(want))
+	for range 2 { // and again, once the client knows
+		pipes, marked, unmarked, _ := mirrorRun(t, c, file)
+		for i := range pipes {
+			if len(pipes[i]) != 0 || len(marked[i]) != 0 || !bytes.Equal(unmarked[i], want) {
+				t.Errorf("stream %d: pipe %d bytes, marked %d, unmarked %d (want all %d unmarked)", i, len(pipes[i]), len(marked[i]), len(unmarked[i]), len(want))
+			}
 		}
 	}
 }

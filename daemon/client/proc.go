@@ -145,14 +145,17 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			params["sandbox"] = spec.Sandbox
 		}
 		ext.apply(params)
-		// A mirror is taken by the spawn; one a call that never reached the
-		// daemon left behind must not mirror a later spawn of the same id.
-		forget := func() {}
-		if spec.Mirror != (proc.Mirror{}) {
-			forget = c.mirrorSpawn(spec.ID, spec.Mirror)
-		}
+		forget, files := c.mirror(ctx, spec, params)
 		var res wire.SpawnResult
-		err := c.Call(ctx, "process.spawn", params, &res)
+		err := c.callFiles(ctx, "process.spawn", params, &res, files)
+		if files != nil && mirrorRefused(err) {
+			// Something between here and the daemon (a relay such as
+			// socat) carries bytes but not descriptors. The daemon checks
+			// the mirror before it starts anything: spawn unmirrored.
+			c.noPassing.Store(true)
+			delete(params, "mirror")
+			err = c.Call(ctx, "process.spawn", params, &res)
+		}
 		forget()
 		p.mu.Lock()
 		p.spawning = false

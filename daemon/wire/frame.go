@@ -72,9 +72,10 @@ type Frame struct {
 	TimedOut bool
 
 	// Mirrored marks output the daemon also wrote to the mirror its
-	// in-process spawner gave (proc.Spec.Mirror), as it read it: that
-	// spawner must not write it out again (other followers ignore it).
-	// Never on the wire.
+	// spawner gave (proc.Spec.Mirror), as it read it: that spawner must not
+	// write it out again. Only the spawner's subscription sees the mark
+	// (the daemon clears it for every other); on the wire, such a frame
+	// carries "mirrored":true instead of its data (process.spawn.mirror).
 	Mirrored bool
 }
 
@@ -120,9 +121,14 @@ func AppendFrame(dst, quotedID []byte, f *Frame) []byte {
 			dst = append(dst, `,"timedOut":true`...)
 		}
 	} else {
-		dst = append(dst, `,"data":"`...)
-		dst = AppendBase64(dst, f.Data)
-		dst = append(dst, '"')
+		if f.Mirrored {
+			// The spawner has the bytes already: only their seq travels.
+			dst = append(dst, `,"mirrored":true`...)
+		} else {
+			dst = append(dst, `,"data":"`...)
+			dst = AppendBase64(dst, f.Data)
+			dst = append(dst, '"')
+		}
 		if f.Stage > 0 {
 			dst = append(dst, `,"stage":`...)
 			dst = strconv.AppendInt(dst, int64(f.Stage-1), 10)
@@ -157,8 +163,8 @@ var ErrNotFrame = errors.New("not a stream frame")
 // process id. The id is returned as a slice of line (or of scratch storage
 // when it had escapes): callers that keep it must copy it. Members may come
 // in any order; unknown members are skipped. The extension members "stage",
-// "stageExitCodes" and "timedOut" are read into Stage, StageCodes and
-// TimedOut.
+// "stageExitCodes", "timedOut" and "mirrored" are read into Stage,
+// StageCodes, TimedOut and Mirrored.
 func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 	p := parser{b: line}
 	p.ws()
@@ -169,7 +175,7 @@ func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 	var rawData []byte
 	var dataEscaped bool
 	f.Seq, f.ExitCode, f.Stream = 0, 0, 0
-	f.Stage, f.StageCodes, f.TimedOut = 0, f.StageCodes[:0], false
+	f.Stage, f.StageCodes, f.TimedOut, f.Mirrored = 0, f.StageCodes[:0], false, false
 	for first := true; ; first = false {
 		p.ws()
 		if p.eat('}') {
@@ -257,6 +263,12 @@ func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 				return nil, err
 			}
 			f.TimedOut = b
+		case "mirrored":
+			b, err := p.bool()
+			if err != nil {
+				return nil, err
+			}
+			f.Mirrored = b
 		case "data":
 			if p.peek() == 'n' { // null
 				if err := p.skip(); err != nil {

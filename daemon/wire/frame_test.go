@@ -21,6 +21,8 @@ func TestAppendFrameExact(t *testing.T) {
 		{Frame{Seq: 1, Stream: Stdout, Data: []byte("hi")}, `{"type":"stream","processId":"p\"1","stream":"stdout","seq":1,"data":"aGk="}`},
 		{Frame{Seq: 2, Stream: Stderr, Data: nil}, `{"type":"stream","processId":"p\"1","stream":"stderr","seq":2,"data":""}`},
 		{Frame{Seq: 3, Stream: Exit, ExitCode: -1, Data: []byte("ignored")}, `{"type":"stream","processId":"p\"1","stream":"exit","seq":3,"exitCode":-1}`},
+		// process.spawn.mirror: the spawner has the bytes; only the seq travels.
+		{Frame{Seq: 4, Stream: Stderr, Data: []byte("teed"), Stage: 2, Mirrored: true}, `{"type":"stream","processId":"p\"1","stream":"stderr","seq":4,"mirrored":true,"stage":1}`},
 	} {
 		if got := string(AppendFrame(nil, id, &tc.f)); got != tc.want+"\n" {
 			t.Errorf("got  %s\nwant %s", got, tc.want)
@@ -114,6 +116,8 @@ func FuzzParseFrame(f *testing.F) {
 		`{"type":"stream","processId":"\ud800","stream":"stderr","seq":-9223372036854775808,"data":null}`,
 		`{"type":"stream","processId":"p","stream":"stderr","seq":2,"data":"ZQ==","stage":2}`,
 		`{"type":"stream","processId":"p","stream":"exit","seq":4,"exitCode":-1,"stageExitCodes":[143,0],"timedOut":true}`,
+		`{"type":"stream","processId":"p","stream":"stdout","seq":5,"mirrored":true}`,
+		`{"type":"stream","processId":"p","stream":"stdout","seq":5,"data":"aGk=","mirrored":true}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -142,11 +146,15 @@ func FuzzParseFrame(f *testing.F) {
 		if string(id2) != wantID || back.Seq != fr.Seq || back.Stream != fr.Stream || back.ExitCode != fr.ExitCode {
 			t.Fatalf("round trip %q -> %q: %+v vs %+v", line, out, back, fr)
 		}
-		if fr.Stream != Exit && !bytes.Equal(back.Data, fr.Data) {
-			t.Fatalf("data %q vs %q", back.Data, fr.Data)
+		wantData := fr.Data
+		if fr.Mirrored {
+			wantData = nil // a mirrored frame is encoded without its data
+		}
+		if fr.Stream != Exit && !bytes.Equal(back.Data, wantData) {
+			t.Fatalf("data %q vs %q", back.Data, wantData)
 		}
 		// The extension members round trip on the frames that carry them.
-		if fr.Stream != Exit && back.Stage != fr.Stage ||
+		if fr.Stream != Exit && (back.Stage != fr.Stage || back.Mirrored != fr.Mirrored) ||
 			fr.Stream == Exit && (back.TimedOut != fr.TimedOut || !slices.Equal(back.StageCodes, fr.StageCodes)) {
 			t.Fatalf("extensions %q -> %q: %+v vs %+v", line, out, back, fr)
 		}

@@ -117,6 +117,13 @@ const (
 	// network namespace confine the child. Advertised only where the kernel
 	// enforces it.
 	FeatureSpawnSandbox = "process.spawn.sandbox"
+	// process.spawn {"mirror": ["stdout", "stderr"]} on a Unix socket, with
+	// that many pipe descriptors passed in the request line's SCM_RIGHTS:
+	// the daemon tees the child's output into those pipes as it reads it,
+	// and sends this connection the frames it mirrored without their data,
+	// marked "mirrored":true (other connections get them whole). The
+	// daemon's copies close when the connection does.
+	FeatureSpawnMirror = "process.spawn.mirror"
 )
 
 // ---- server.* ----
@@ -275,6 +282,7 @@ type ProcessParams struct {
 	Tty      bool       `json:"tty,omitempty"`      // process.spawn.tty
 	Size     *TermSize  `json:"size,omitempty"`     // process.spawn.tty: the terminal's size (default 24x80)
 	Sandbox  *Sandbox   `json:"sandbox,omitempty"`  // process.spawn.sandbox; absent or null: unsandboxed
+	Mirror   []string   `json:"mirror,omitempty"`   // process.spawn.mirror: the streams of the passed descriptors, in order
 	// process.resize's new size.
 	Rows int `json:"rows,omitempty"`
 	Cols int `json:"cols,omitempty"`
