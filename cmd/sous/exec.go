@@ -42,10 +42,11 @@ func newExecCmd(streams *IO) *cobra.Command {
 		Short: "Run one command on a daemon and exit with its exit code",
 		Long: `Run a command on the daemon (embedded by default) with its stdout and stderr
 streamed to yours, and exit with its exit code. When stdin is a pipe or a file
-it is forwarded to the command, then closed. On the embedded daemon, output
-bound for a pipe (sous exec -- CMD | grep x) is written into it by the daemon
-as it reads it, without copying the bytes on the way; the replay log still
-gets every byte.
+it is forwarded to the command, then closed. On the embedded daemon, and on
+a daemon reached through its Unix socket (--socket), output bound for a pipe
+(sous exec -- CMD | grep x) is written into it by the daemon as it reads it,
+without copying the bytes on the way (the pipe is passed to a socket daemon
+with the spawn); the replay log still gets every byte.
 
 Ctrl-C (and SIGTERM) are forwarded to the command's process group; a second
 Ctrl-C within 2 s sends SIGKILL. A command killed by a signal makes sous exit
