@@ -37,25 +37,14 @@ func (c *rawClient) requestPassing(method, params string, files ...*os.File) []b
 	return c.respFor(strconv.Itoa(id))
 }
 
-// pipe returns a pipe closed when the test ends.
-func testPipe(t *testing.T) (r, w *os.File) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return r, w
-}
-
 // The spawner's pipes receive the output; its connection gets each output
 // frame's seq marked "mirrored", without the data; another connection
 // following the same process gets the frames whole.
 func TestSpawnMirrorOverUnixSocket(t *testing.T) {
 	d := startDaemon(t, Config{})
 	c := d.dial()
-	outR, outW := testPipe(t)
-	errR, errW := testPipe(t)
+	outR, outW := testutil.Pipe(t)
+	errR, errW := testutil.Pipe(t)
 	const n = 300000 // several frames per stream
 	script := `head -c ` + strconv.Itoa(n) + ` /dev/zero | tr '\0' o; head -c ` + strconv.Itoa(n) + ` /dev/zero | tr '\0' e >&2`
 	params := fmt.Sprintf(`{"id":"m","command":"sh","args":["-c",%q],"mirror":["stdout","stderr"]}`, script)
@@ -118,7 +107,7 @@ func TestSpawnMirrorOverUnixSocket(t *testing.T) {
 func TestSpawnMirrorDetachedWhenTheConnectionCloses(t *testing.T) {
 	d := startDaemon(t, Config{})
 	c := d.dial()
-	outR, outW := testPipe(t)
+	outR, outW := testutil.Pipe(t)
 	params := `{"id":"long","command":"sh","args":["-c","echo first; sleep 0.5; echo second; exec sleep 30"],"mirror":["stdout"]}`
 	if resp := c.requestPassing("process.spawn", params, outW); !bytes.Contains(resp, []byte(`"success":true`)) {
 		t.Fatalf("spawn: %s", resp)
@@ -159,7 +148,7 @@ func TestSpawnMirrorDetachedWhenTheConnectionCloses(t *testing.T) {
 func TestSpawnMirrorRefusals(t *testing.T) {
 	d := startDaemon(t, Config{})
 	c := d.dial()
-	_, w := testPipe(t)
+	_, w := testutil.Pipe(t)
 	file, err := os.Create(filepath.Join(t.TempDir(), "f"))
 	if err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func readAllChunks(t *testing.T, pr *pipeReader) []byte {
 // bytes arrive exact, and closing returns the registry's slot.
 func TestPipeReaderGrowsForFastWriter(t *testing.T) {
 	r := NewRegistry(Options{})
-	rf, wf := testPipe(t)
+	rf, wf := testutil.Pipe(t)
 	want := make([]byte, 8<<20+123)
 	rand.Read(want)
 	// Fill the pipe before the first read, as a child that starts fast does.
@@ -100,7 +100,7 @@ func TestPipeReaderGrowsForFastWriter(t *testing.T) {
 func TestPipeReaderGrowthBounded(t *testing.T) {
 	r := NewRegistry(Options{})
 	r.bigPipes.Store(maxBigPipes)
-	rf, wf := testPipe(t)
+	rf, wf := testutil.Pipe(t)
 	before := pipeSize(t, rf)
 	go func() { wf.Write(make([]byte, 1<<20)); wf.Close() }()
 	pr, err := newPipeReader(r, rf, nil, nil)
@@ -120,7 +120,7 @@ func TestPipeReaderGrowthBounded(t *testing.T) {
 // hand the buffer over, and the log gives it back for reuse.
 func TestPipeReaderSmallReadsCopied(t *testing.T) {
 	r := NewRegistry(Options{})
-	rf, wf := testPipe(t)
+	rf, wf := testutil.Pipe(t)
 	pr, err := newPipeReader(r, rf, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -140,18 +140,6 @@ func TestPipeReaderSmallReadsCopied(t *testing.T) {
 		t.Fatalf("a full read: %d chunks, cap %d, %v", len(chunks), cap(chunks[0]), err)
 	}
 	wf.Close()
-}
-
-// testPipe returns a pipe whose ends are closed when the test ends (the
-// writer may have closed its end already).
-func testPipe(t *testing.T) (r, w *os.File) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return r, w
 }
 
 // readMirrored drains pr, returning what it read marked mirrored and what
@@ -205,8 +193,8 @@ func writeRagged(w *os.File, want []byte) {
 // slow one and the pipe holds ragged pages; closing frees the scratch pipe.
 func TestPipeReaderMirrors(t *testing.T) {
 	r := NewRegistry(Options{})
-	rf, wf := testPipe(t)
-	mr, mw := testPipe(t)
+	rf, wf := testutil.Pipe(t)
+	mr, mw := testutil.Pipe(t)
 	want := make([]byte, 6<<20+5)
 	rand.Read(want)
 	go writeRagged(wf, want)
@@ -249,8 +237,8 @@ func TestPipeReaderMirrors(t *testing.T) {
 // for the spawner to write itself: nothing is lost or marked twice.
 func TestPipeReaderMirrorReaderGone(t *testing.T) {
 	r := NewRegistry(Options{})
-	rf, wf := testPipe(t)
-	mr, mw := testPipe(t)
+	rf, wf := testutil.Pipe(t)
+	mr, mw := testutil.Pipe(t)
 	want := make([]byte, 4<<20)
 	rand.Read(want)
 	go writeRagged(wf, want)
@@ -282,8 +270,8 @@ func TestPipeReaderMirrorReaderGone(t *testing.T) {
 // A process discarded while its mirror is full stops waiting for the room.
 func TestPipeReaderMirrorWaitEnds(t *testing.T) {
 	r := NewRegistry(Options{})
-	rf, wf := testPipe(t)
-	_, mw := testPipe(t) // nobody reads it, but it stays open
+	rf, wf := testutil.Pipe(t)
+	_, mw := testutil.Pipe(t) // nobody reads it, but it stays open
 	go wf.Write(make([]byte, 4<<20))
 	done := make(chan struct{})
 	pr, err := newPipeReader(r, rf, mw, done)
@@ -318,8 +306,8 @@ func TestPipeReaderMirrorWaitEnds(t *testing.T) {
 // must not be taken for an empty pipe (whose readiness would never come).
 func TestPipeReaderMirrorFullAtEOF(t *testing.T) {
 	r := NewRegistry(Options{})
-	rf, wf := testPipe(t)
-	mr, mw := testPipe(t)
+	rf, wf := testutil.Pipe(t)
+	mr, mw := testutil.Pipe(t)
 	size := pipeSize(t, mw)
 	want := make([]byte, size) // exactly fills the mirror
 	rand.Read(want)
@@ -355,7 +343,7 @@ func TestPipeReaderMirrorFullAtEOF(t *testing.T) {
 // every read stays mirrored and each stream arrives whole and in order.
 func TestPipeReaderSharedMirror(t *testing.T) {
 	r := NewRegistry(Options{})
-	mr, mw := testPipe(t)
+	mr, mw := testutil.Pipe(t)
 	go func() { // a slow reader: the mirror is mostly full
 		buf := make([]byte, 4096)
 		for {
@@ -367,7 +355,7 @@ func TestPipeReaderSharedMirror(t *testing.T) {
 	}()
 	var wg sync.WaitGroup
 	for i := range 2 {
-		rf, wf := testPipe(t)
+		rf, wf := testutil.Pipe(t)
 		want := make([]byte, 4<<20)
 		rand.Read(want)
 		go writeRagged(wf, want)
@@ -393,7 +381,7 @@ func TestPipeReaderSharedMirror(t *testing.T) {
 // and the process ends with its exit frame.
 func TestShutdownWithAFullMirror(t *testing.T) {
 	r := NewRegistry(Options{})
-	_, mw := testPipe(t) // nobody reads it, but it stays open
+	_, mw := testutil.Pipe(t) // nobody reads it, but it stays open
 	p, err := r.Spawn(Spec{ID: "full", Command: "head", Args: []string{"-c", "4000000", "/dev/zero"}, Mirror: Mirror{Stdout: mw}})
 	if err != nil {
 		t.Fatal(err)

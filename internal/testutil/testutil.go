@@ -78,3 +78,15 @@ func OpenFDs(tb testing.TB) int {
 	}
 	return len(ents) - 1 // the directory being read
 }
+
+// Pipe returns a pipe whose ends are closed when the test ends (a test may
+// close either end itself before then).
+func Pipe(tb testing.TB) (r, w *os.File) {
+	tb.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
