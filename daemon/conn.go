@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -157,8 +156,7 @@ func (c *conn) serve() {
 		if decoded {
 			req, perr = decodeRequest(line)
 			if perr == nil && inlineMethods[req.Method] && c.sess.idle() {
-				closeFiles(files)
-				c.handle(req, nil, nil)
+				c.handle(req, nil, files)
 				continue
 			}
 		}
@@ -288,12 +286,8 @@ const maxInlineLine = 4 << 10
 // files came with the request (filePasser); what its handler does not claim
 // is closed.
 func (c *conn) handle(req wire.Request, perr error, files []*os.File) {
-	ctx := c.sess.ctx
-	if len(files) > 0 {
-		pf := &passedFiles{files: files}
-		defer pf.closeUnclaimed()
-		ctx = withPassedFiles(ctx, pf)
-	}
+	ctx, closeUnclaimed := withPassedFiles(c.sess.ctx, files)
+	defer closeUnclaimed()
 	if perr != nil {
 		c.writeResponse(nil, nil, &wire.Error{Code: wire.CodeParseError, Message: wire.MsgParseError})
 		return
@@ -423,11 +417,10 @@ type Session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	subs    map[string]*subscription
-	mirrors map[string]proc.Mirror // MirrorSpawn's, until the spawn of their id
-	closed  bool
-	pumps   sync.WaitGroup
+	mu     sync.Mutex
+	subs   map[string]*subscription
+	closed bool
+	pumps  sync.WaitGroup
 }
 
 // FrameSink receives the frames of the processes a session follows, one
@@ -448,7 +441,14 @@ func newSession(s *Server, sink FrameSink) *Session {
 // Call runs one method for an in-process client; the caller is trusted, so
 // there is no auth and no version check. The result is JSON, exactly what a
 // socket client would receive.
+//
+// Descriptors for the request (process.spawn's mirror) go in ctx
+// (WithFiles), as a socket client passes them with its request line; the
+// session owns them from then on.
 func (se *Session) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if pf, ok := ctx.Value(passedFilesKey{}).(*passedFiles); ok {
+		defer pf.closeUnclaimed()
+	}
 	if method == "server.shutdown" {
 		se.s.requestShutdown()
 		return json.RawMessage(`{}`), nil
@@ -485,36 +485,4 @@ func (se *Session) Close() {
 		sub.cur.Close()
 	}
 	se.pumps.Wait()
-}
-
-// MirrorSpawn makes the session's next process.spawn of id write the
-// child's output to m's pipes as the daemon reads it (see proc.Mirror): the
-// in-process caller's way to stream a child to its own stdout without the
-// frames' copies. Frames still arrive, marked Mirrored. Call forget once
-// the spawn has been answered: it withdraws the mirror if no spawn took it
-// (the call never reached the daemon), so that it cannot pass to a later
-// spawn of the same id.
-func (se *Session) MirrorSpawn(id string, m proc.Mirror) (forget func()) {
-	se.mu.Lock()
-	defer se.mu.Unlock()
-	if se.mirrors == nil {
-		se.mirrors = make(map[string]proc.Mirror)
-	}
-	se.mirrors[id] = m
-	return func() {
-		se.mu.Lock()
-		defer se.mu.Unlock()
-		if cur, ok := se.mirrors[id]; ok && cur == m {
-			delete(se.mirrors, id)
-		}
-	}
-}
-
-// takeMirror returns and forgets the mirror MirrorSpawn set for id.
-func (se *Session) takeMirror(id string) proc.Mirror {
-	se.mu.Lock()
-	defer se.mu.Unlock()
-	m := se.mirrors[id]
-	delete(se.mirrors, id)
-	return m
 }

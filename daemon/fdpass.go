@@ -120,18 +120,35 @@ type filePasser interface {
 }
 
 // passedFiles are the descriptors that came with one request, for its
-// handler to claim; the conn closes the rest once the request is handled.
+// handler to claim; what it does not claim is closed once the request is
+// handled.
 type passedFiles struct {
 	files []*os.File
 }
 
 type passedFilesKey struct{}
 
-func withPassedFiles(ctx context.Context, pf *passedFiles) context.Context {
-	return context.WithValue(ctx, passedFilesKey{}, pf)
+// withPassedFiles attaches the request's files to its context, and returns
+// the function that closes what the handler did not claim.
+func withPassedFiles(ctx context.Context, files []*os.File) (context.Context, func()) {
+	if len(files) == 0 {
+		return ctx, func() {}
+	}
+	pf := &passedFiles{files: files}
+	return context.WithValue(ctx, passedFilesKey{}, pf), pf.closeUnclaimed
 }
 
-// claim hands the request's descriptors to the caller.
+// WithFiles is how an in-process caller passes descriptors with a request
+// made through Session.Call: as a socket client passes them with its line,
+// and with the same meaning (process.spawn's "mirror" names them). The
+// session owns them from the call on, and closes them when done: pass
+// duplicates of files the caller keeps.
+func WithFiles(ctx context.Context, files ...*os.File) context.Context {
+	ctx, _ = withPassedFiles(ctx, files)
+	return ctx
+}
+
+// claimPassedFiles hands the request's descriptors to the caller.
 func claimPassedFiles(ctx context.Context) []*os.File {
 	pf, _ := ctx.Value(passedFilesKey{}).(*passedFiles)
 	if pf == nil {
@@ -209,24 +226,12 @@ func closeFiles(files []*os.File) {
 }
 
 func closeMirror(m proc.Mirror) {
-	for _, f := range []*os.File{m.Stdout, m.Stderr} {
-		if f != nil {
-			f.Close()
-		}
-	}
+	closeFiles([]*os.File{m.Stdout, m.Stderr}) // Close on a nil *os.File is a no-op error
 }
 
-// isPipe reports whether f is a pipe; through Control, as Fd would switch a
-// non-blocking file to blocking, and the description is the client's too.
+// isPipe reports whether f is a pipe. (Stat, unlike Fd, leaves a
+// non-blocking file as it is: the description is the client's too.)
 func isPipe(f *os.File) bool {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var st unix.Stat_t
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil || serr != nil {
-		return false
-	}
-	return st.Mode&unix.S_IFMT == unix.S_IFIFO
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }

@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"sync"
 	"testing"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // inlineSink is an in-process sink that takes its frames on the goroutine
@@ -91,37 +95,37 @@ func TestInlineFollowReplacingASubscription(t *testing.T) {
 	se.Close()
 }
 
-// A mirror no spawn took (the call never reached the daemon) is withdrawn,
-// so a later spawn of the same id does not write to it; one a spawn took
-// is that spawn's alone.
-func TestMirrorSpawnForget(t *testing.T) {
+// An in-process caller passes a spawn's pipes in the call's context
+// (WithFiles), with the meaning they have over a socket: the spawn claims
+// them and the daemon closes them once the output is read; a request that
+// takes none (a ping) closes what came with it.
+func TestCallWithFiles(t *testing.T) {
 	srv, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	se := srv.Local(&inlineSink{})
+	sink := &inlineSink{}
+	se := srv.Local(sink)
 	defer se.Close()
-	_, w, err := os.Pipe()
-	if err != nil {
+	ctx := context.Background()
+
+	_, w := testutil.Pipe(t)
+	if _, err := se.Call(WithFiles(ctx, w), "server.ping", nil); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	m := proc.Mirror{Stdout: w}
-	forget := se.MirrorSpawn("a", m)
-	forget()
-	if got := se.takeMirror("a"); got != (proc.Mirror{}) {
-		t.Fatalf("a withdrawn mirror was still there: %+v", got)
+	if err := w.Close(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("a descriptor passed with a ping was left open (Close: %v)", err)
 	}
-	forget = se.MirrorSpawn("a", m)
-	if got := se.takeMirror("a"); got != m { // what processSpawn does
-		t.Fatalf("the spawn got %+v", got)
+
+	r, w := testutil.Pipe(t)
+	if _, err := se.Call(WithFiles(ctx, w), "process.spawn", json.RawMessage(`{"id":"m","command":"echo","args":["hi"],"mirror":["stdout"]}`)); err != nil {
+		t.Fatal(err)
 	}
-	newer := proc.Mirror{Stderr: w}
-	se.MirrorSpawn("a", newer) // the next call's, set before the first's forget runs
-	forget()
-	if got := se.takeMirror("a"); got != newer {
-		t.Fatalf("forget withdrew the next call's mirror: %+v", got)
+	// The daemon's is the only copy, and it closes it after the output.
+	got, err := io.ReadAll(r)
+	if err != nil || string(got) != "hi\n" {
+		t.Fatalf("mirror got %q (%v)", got, err)
 	}
 }
 

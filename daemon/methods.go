@@ -158,7 +158,6 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 	if err != nil {
 		return nil, nil, err
 	}
-	mirror := se.takeMirror(p.ID)
 	spec, err := se.s.spawnSpec(p) // spawn_ext.go: the contract's checks, the extensions', allowed commands
 	if err != nil {
 		return nil, nil, err
@@ -166,22 +165,19 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 	// process.spawn.mirror: pipes passed with the request (fdpass.go). With
 	// the extension disabled, "mirror" is ignored as claustrum ignores it:
 	// the descriptors are closed and the frames carry their data.
-	passed := len(p.Mirror) > 0 && se.s.enabled(wire.FeatureSpawnMirror)
-	if passed {
-		if mirror, err = passedMirror(ctx, p.Mirror); err != nil {
+	mirrored := len(p.Mirror) > 0 && se.s.enabled(wire.FeatureSpawnMirror)
+	if mirrored {
+		if spec.Mirror, err = passedMirror(ctx, p.Mirror); err != nil {
 			return nil, nil, err
 		}
 	}
-	spec.Mirror = mirror
 	pr, cur, err := se.s.reg.SpawnFollowed(spec)
 	if err != nil {
-		if passed {
-			closeMirror(mirror)
-		}
+		closeMirror(spec.Mirror)
 		return nil, nil, wire.Internal(err)
 	}
-	if passed {
-		go closeMirrorWhenDone(se, pr, mirror)
+	if mirrored {
+		go closeMirrorWhenDone(se, pr, spec.Mirror)
 	}
 	se.s.stats.Spawns.Add(1)
 	// When the id was reused, this session may still be delivering the
@@ -193,8 +189,7 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 		res.Pid, res.StartTime = pr.Pid, pr.StartTime
 	}
 	// The frames follow the reply; the cursor taken at spawn keeps them all.
-	owns := mirror != (proc.Mirror{})
-	return res, func() { se.followCursor(pr, cur, -1, p.NotifyGone, owns) }, nil
+	return res, func() { se.followCursor(pr, cur, -1, p.NotifyGone, mirrored) }, nil
 }
 
 func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {

@@ -349,7 +349,7 @@ func growPipe(w io.Writer) {
 	}
 }
 
-// pipeFile returns w if it is a pipe (what an embedded daemon can mirror a
+// pipeFile returns w if it is a pipe (what a daemon can mirror a
 // child's output to), else nil.
 func pipeFile(w io.Writer) *os.File {
 	f, ok := w.(*os.File)
@@ -364,7 +364,7 @@ func pipeFile(w io.Writer) *os.File {
 
 func (w *streamWriter) frame(f *wire.Frame) {
 	if f.Mirrored {
-		return // the embedded daemon wrote it already (SpawnSpec.Mirror)
+		return // the daemon wrote it already (SpawnSpec.Mirror)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

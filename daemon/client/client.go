@@ -81,29 +81,23 @@ func Embedded(srv *daemon.Server) *Client {
 	return c
 }
 
-// mirror arranges spec.Mirror for the spawn whose params are given: an
-// embedded daemon takes the pipes themselves (Session.MirrorSpawn), a daemon
-// on a Unix socket with process.spawn.mirror takes them passed with the
-// request (files, named in params' "mirror"). Over other links the spawn is
-// unmirrored. forget withdraws an embedded daemon's mirror if no spawn took
-// it: one a call that never reached the daemon left behind must not mirror
-// a later spawn of the same id.
-func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]any) (forget func(), files []*os.File) {
-	forget = func() {}
-	if spec.Mirror == (proc.Mirror{}) {
-		return forget, nil
+// mirror arranges spec.Mirror for the spawn whose params are given: the
+// pipes to pass with the request (files), named in params' "mirror"
+// (process.spawn.mirror). An embedded daemon and a daemon on a Unix socket
+// can take them; over other links, or once a relay dropped them
+// (noPassing), the spawn is unmirrored.
+func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]any) (files []*os.File) {
+	if spec.Mirror == (proc.Mirror{}) || c.noPassing.Load() {
+		return nil
 	}
 	c.mu.Lock()
 	l := c.cur
 	c.mu.Unlock()
-	if ll, ok := l.(*localLink); ok {
-		return ll.sess.MirrorSpawn(spec.ID, spec.Mirror), nil
-	}
-	if l == nil || !passesFiles(l) || c.noPassing.Load() {
-		return forget, nil
+	if fp, ok := l.(filePasser); !ok || !fp.passesFiles() {
+		return nil
 	}
 	if ok, err := c.HasFeature(ctx, wire.FeatureSpawnMirror); err != nil || !ok {
-		return forget, nil // the spawn reports a lost connection itself
+		return nil // the spawn reports a lost connection itself
 	}
 	var names []string
 	for _, m := range []struct {
@@ -116,7 +110,7 @@ func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]a
 		}
 	}
 	params["mirror"] = names
-	return forget, files
+	return files
 }
 
 // mirrorRefused reports whether a spawn failed on its passed mirror: the
@@ -338,7 +332,7 @@ func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
 		send := l.send
 		if cl.files != nil {
 			fp, ok := l.(filePasser)
-			if !ok || !passesFiles(l) {
+			if !ok || !fp.passesFiles() {
 				return fmt.Errorf("%s: this connection cannot pass descriptors (a Unix socket can)", cl.method)
 			}
 			send = func(id uint64, method string, params json.RawMessage) error {

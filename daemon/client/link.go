@@ -65,19 +65,17 @@ func (l *streamLink) send(id uint64, method string, params json.RawMessage) erro
 	})
 }
 
-// filePasser is a link that can pass descriptors with a request: a stream
-// link over a Unix socket (SCM_RIGHTS).
+// filePasser is a link that can pass descriptors with a request: the
+// embedded daemon's, and a stream link over a Unix socket (SCM_RIGHTS).
+// The caller keeps its files; the daemon gets copies.
 type filePasser interface {
+	passesFiles() bool
 	sendFiles(id uint64, method string, params json.RawMessage, files []*os.File) error
 }
 
-// passesFiles reports whether l can carry descriptors.
-func passesFiles(l link) bool {
-	sl, ok := l.(*streamLink)
-	if !ok {
-		return false
-	}
-	_, ok = sl.rwc.(*net.UnixConn)
+// passesFiles reports whether the stream is a Unix socket.
+func (l *streamLink) passesFiles() bool {
+	_, ok := l.rwc.(*net.UnixConn)
 	return ok
 }
 
@@ -85,10 +83,7 @@ func passesFiles(l link) bool {
 // sendmsg (the daemon binds descriptors to the line that byte belongs to;
 // should the kernel take only part of the line, the rest follows plainly).
 func (l *streamLink) sendFiles(id uint64, method string, params json.RawMessage, files []*os.File) error {
-	uc, ok := l.rwc.(*net.UnixConn)
-	if !ok {
-		return fmt.Errorf("%s: passing descriptors needs a Unix socket", method)
-	}
+	uc := l.rwc.(*net.UnixConn) // passesFiles said so
 	// Through Control, not Fd, which would switch a non-blocking file
 	// (and whoever shares its description) to blocking.
 	fds := make([]int, len(files))
@@ -331,6 +326,56 @@ func newLocalLink(srv *daemon.Server, recv receiver) *localLink {
 }
 
 func (l *localLink) send(id uint64, method string, params json.RawMessage) error {
+	return l.call(l.ctx, id, method, params)
+}
+
+func (l *localLink) passesFiles() bool { return true }
+
+// sendFiles passes duplicates of files in the call's context
+// (daemon.WithFiles): the daemon closes what it gets, as it closes the
+// copies a socket delivers.
+func (l *localLink) sendFiles(id uint64, method string, params json.RawMessage, files []*os.File) error {
+	dups := make([]*os.File, 0, len(files))
+	for _, f := range files {
+		d, err := dupFile(f)
+		if err != nil {
+			closeAll(dups)
+			return fmt.Errorf("%s: pass %s: %w", method, f.Name(), err)
+		}
+		dups = append(dups, d)
+	}
+	if err := l.call(daemon.WithFiles(l.ctx, dups...), id, method, params); err != nil {
+		closeAll(dups) // the call never reached the daemon
+		return err
+	}
+	return nil
+}
+
+// dupFile returns a close-on-exec duplicate of f (through Control: Fd
+// would make a non-blocking file blocking).
+func dupFile(f *os.File) (*os.File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	nfd, derr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) { nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, derr
+	}
+	return os.NewFile(uintptr(nfd), f.Name()), nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// call runs one request on the session, on a goroutine of its own.
+func (l *localLink) call(ctx context.Context, id uint64, method string, params json.RawMessage) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -340,7 +385,7 @@ func (l *localLink) send(id uint64, method string, params json.RawMessage) error
 	l.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
-		res, err := l.sess.Call(l.ctx, method, params)
+		res, err := l.sess.Call(ctx, method, params)
 		l.recv.response(l, id, res, err)
 	}()
 	return nil

@@ -40,12 +40,14 @@ type SpawnSpec struct {
 	Size     wire.TermSize // its size (zero: 24x80)
 	Timeout  time.Duration // kill the group (TERM, KILL 3 s later) once this passes; 0: never
 
-	// Mirror asks an embedded daemon to write the child's output to these
-	// pipes of this process as it reads it (see proc.Mirror); the frames
-	// it mirrored arrive marked Frame.Mirrored, for this handler to skip.
-	// Any other daemon ignores it: its frames are never marked. The mark
-	// is the log's, so another in-process follower of the same process
-	// (a Reattach) sees it too, and must not skip on it.
+	// Mirror asks the daemon to write the child's output to these pipes
+	// of this process as it reads it (process.spawn.mirror, see
+	// proc.Mirror): the embedded daemon and one on a Unix socket can. The
+	// frames it mirrored arrive marked Frame.Mirrored (over a socket,
+	// without their data), for this handler to skip; other followers of
+	// the process never see the mark. Over other links, or a relay that
+	// drops descriptors, the spawn is unmirrored and nothing is marked.
+	// The client keeps the files: the daemon gets copies.
 	Mirror proc.Mirror
 }
 
@@ -145,7 +147,7 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			params["sandbox"] = spec.Sandbox
 		}
 		ext.apply(params)
-		forget, files := c.mirror(ctx, spec, params)
+		files := c.mirror(ctx, spec, params)
 		var res wire.SpawnResult
 		err := c.callFiles(ctx, "process.spawn", params, &res, files)
 		if files != nil && mirrorRefused(err) {
@@ -156,7 +158,6 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			delete(params, "mirror")
 			err = c.Call(ctx, "process.spawn", params, &res)
 		}
-		forget()
 		p.mu.Lock()
 		p.spawning = false
 		found := p.reattached

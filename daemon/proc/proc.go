@@ -159,15 +159,15 @@ type Spec struct {
 	// child too); nil: unsandboxed. See package sandbox.
 	Sandbox *sandbox.Policy
 
-	// Mirror is for a caller in the daemon's own process only: where it
-	// wants the child's output written as it is read (see Mirror).
+	// Mirror is where the spawner wants the child's output written as it
+	// is read (see Mirror): pipes it passed with process.spawn.
 	Mirror Mirror
 }
 
 // Mirror names pipes that a child's output is written to as the daemon
 // reads it, ahead of its frames, which are logged and delivered as always
-// but marked Frame.Mirrored. It is how the in-process client of `sous exec`
-// streams a child to its own stdout: tee(2) shares the pipe's pages with
+// but marked Frame.Mirrored. It is how `sous exec` streams a child to its
+// own stdout (process.spawn.mirror): tee(2) shares the pipe's pages with
 // the mirror, so the bytes are not copied on the way, and there is no
 // hand-over between goroutines. Only pipes can be mirrored to: output
 // that tee cannot take (a terminal's, or after the mirror's reader went
