@@ -111,6 +111,9 @@ func TestSocketSpawnMirrors(t *testing.T) {
 	c := dialProxy(t, sock)
 	file, want := randomFile(t, 4<<20+17)
 	pipes, marked, unmarked, nMarked := mirrorRun(t, c, file)
+	if !client.PassesMirrors(c) {
+		t.Error("a direct socket's client gave up passing mirrors")
+	}
 	for i, name := range []string{"stdout", "stderr"} {
 		if !bytes.Equal(pipes[i], want) {
 			t.Errorf("%s pipe got %d bytes, not the %d written", name, len(pipes[i]), len(want))
@@ -153,12 +156,15 @@ func TestSocketSpawnMirrorThroughARelay(t *testing.T) {
 	proxy := faultproxy.Start(t, startDaemon(t, daemon.Config{}), faultproxy.Options{MinBytes: 1 << 40, MaxBytes: 1 << 40})
 	c := dialProxy(t, proxy.Path())
 	file, want := randomFile(t, 1<<20)
-	for range 2 { // and again, once the client knows
+	for run := range 2 { // the second without trying, once the client knows
 		pipes, marked, unmarked, _ := mirrorRun(t, c, file)
 		for i := range pipes {
 			if len(pipes[i]) != 0 || len(marked[i]) != 0 || !bytes.Equal(unmarked[i], want) {
 				t.Errorf("stream %d: pipe %d bytes, marked %d, unmarked %d (want all %d unmarked)", i, len(pipes[i]), len(marked[i]), len(unmarked[i]), len(want))
 			}
+		}
+		if client.PassesMirrors(c) {
+			t.Fatalf("run %d: the client still passes mirrors through a relay that drops them", run)
 		}
 	}
 }
