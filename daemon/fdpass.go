@@ -165,11 +165,12 @@ func (pf *passedFiles) closeUnclaimed() {
 }
 
 // passedMirror builds a spawn's mirror from the descriptors passed with its
-// request, one pipe per name in streams ("stdout", "stderr"). The caller
-// owns the result's files (closeMirror).
-func passedMirror(ctx context.Context, streams []string) (proc.Mirror, error) {
+// request, one per name in streams: a pipe for "stdout" and "stderr", a pipe
+// or regular file for "stdin" when withStdin (process.spawn.mirror.stdin).
+// The caller owns the result's files (closeMirror).
+func passedMirror(ctx context.Context, streams []string, withStdin bool) (proc.Mirror, error) {
 	files := claimPassedFiles(ctx)
-	m, err := mirrorOf(files, streams)
+	m, err := mirrorOf(files, streams, withStdin)
 	if err != nil {
 		closeFiles(files)
 		return proc.Mirror{}, err
@@ -177,29 +178,44 @@ func passedMirror(ctx context.Context, streams []string) (proc.Mirror, error) {
 	return m, nil
 }
 
-func mirrorOf(files []*os.File, streams []string) (proc.Mirror, error) {
+func mirrorOf(files []*os.File, streams []string, withStdin bool) (proc.Mirror, error) {
 	var m proc.Mirror
-	if len(streams) > 2 {
-		return m, wire.InvalidParams("mirror: at most stdout and stderr")
+	if len(streams) > 3 {
+		return m, wire.InvalidParams("mirror: at most stdout, stderr and stdin")
 	}
 	if len(files) != len(streams) {
 		return m, wire.InvalidParams(fmt.Sprintf("mirror: %d streams named but %d descriptors passed with the request "+
 			"(they travel as SCM_RIGHTS over a Unix socket)", len(streams), len(files)))
 	}
 	for i, name := range streams {
-		if !isPipe(files[i]) {
-			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe", name))
-		}
-		slot := &m.Stdout
+		var slot **os.File
 		switch name {
 		case "stdout":
+			slot = &m.Stdout
 		case "stderr":
 			slot = &m.Stderr
+		case "stdin":
+			if withStdin {
+				slot = &m.Stdin
+				break
+			}
+			fallthrough
 		default:
-			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: unknown stream %q (want stdout or stderr)", name))
+			want := "stdout or stderr"
+			if withStdin {
+				want = "stdout, stderr or stdin"
+			}
+			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: unknown stream %q (want %s)", name, want))
 		}
 		if *slot != nil {
 			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: %s named twice", name))
+		}
+		if name == "stdin" {
+			if !readableInput(files[i]) {
+				return proc.Mirror{}, wire.InvalidParams("mirror: the descriptor for stdin is not a pipe or regular file open for reading")
+			}
+		} else if !isPipe(files[i]) {
+			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe", name))
 		}
 		*slot = files[i]
 	}
@@ -226,7 +242,7 @@ func closeFiles(files []*os.File) {
 }
 
 func closeMirror(m proc.Mirror) {
-	closeFiles([]*os.File{m.Stdout, m.Stderr}) // Close on a nil *os.File is a no-op error
+	closeFiles([]*os.File{m.Stdout, m.Stderr, m.Stdin}) // Close on a nil *os.File is a no-op error
 }
 
 // isPipe reports whether f is a pipe. (Stat, unlike Fd, leaves a
@@ -234,4 +250,22 @@ func closeMirror(m proc.Mirror) {
 func isPipe(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
+}
+
+// readableInput reports whether f can be a child's stdin as it is: a pipe
+// or a regular file, open for reading. A terminal cannot: the child runs
+// in a process group of its own, which the terminal would stop (SIGTTIN)
+// as it reads.
+func readableInput(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || (fi.Mode()&os.ModeNamedPipe == 0 && !fi.Mode().IsRegular()) {
+		return false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	flags := -1
+	_ = rc.Control(func(fd uintptr) { flags, _ = unix.FcntlInt(fd, unix.F_GETFL, 0) })
+	return flags >= 0 && flags&unix.O_ACCMODE != unix.O_WRONLY
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
@@ -154,6 +155,8 @@ func TestSpawnMirrorRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer file.Close()
+	sock, sockPeer := socketPair(t)
+	defer sockPeer.Close()
 	spawn := func(id, mirror string) string {
 		return fmt.Sprintf(`{"id":%q,"command":"true","mirror":%s}`, id, mirror)
 	}
@@ -168,9 +171,11 @@ func TestSpawnMirrorRefusals(t *testing.T) {
 		{"no descriptors", `["stdout"]`, nil, "mirror: 1 streams named but 0 descriptors passed with the request (they travel as SCM_RIGHTS over a Unix socket)"},
 		{"fewer than named", `["stdout","stderr"]`, []*os.File{w}, "mirror: 2 streams named but 1 descriptors passed with the request (they travel as SCM_RIGHTS over a Unix socket)"},
 		{"not a pipe", `["stdout"]`, []*os.File{file}, "mirror: the descriptor for stdout is not a pipe"},
-		{"unknown stream", `["exit"]`, []*os.File{w}, `mirror: unknown stream "exit" (want stdout or stderr)`},
+		{"unknown stream", `["exit"]`, []*os.File{w}, `mirror: unknown stream "exit" (want stdout, stderr or stdin)`},
 		{"twice", `["stdout","stdout"]`, []*os.File{w, w}, "mirror: stdout named twice"},
-		{"three", `["stdout","stderr","stdout"]`, []*os.File{w, w, w}, "mirror: at most stdout and stderr"},
+		{"four", `["stdout","stderr","stdin","stdout"]`, []*os.File{w, w, w, w}, "mirror: at most stdout, stderr and stdin"},
+		{"stdin write-only", `["stdin"]`, []*os.File{w}, "mirror: the descriptor for stdin is not a pipe or regular file open for reading"},
+		{"stdin a socket", `["stdin"]`, []*os.File{sock}, "mirror: the descriptor for stdin is not a pipe or regular file open for reading"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := testutil.OpenFDs(t)
@@ -181,6 +186,16 @@ func TestSpawnMirrorRefusals(t *testing.T) {
 			waitOpenFDs(t, before)
 		})
 	}
+	t.Run("stdin to a terminal", func(t *testing.T) {
+		r, _ := testutil.Pipe(t)
+		before := testutil.OpenFDs(t)
+		resp := c.requestPassing("process.spawn", `{"id":"r","command":"cat","tty":true,"mirror":["stdin"]}`, r)
+		want := "mirror: a terminal's child reads its terminal: stdin cannot be passed to it"
+		if !bytes.Contains(resp, []byte(`"code":-32602`)) || !bytes.Contains(resp, wire.QuoteID(want)) {
+			t.Errorf("got %s, want -32602 %q", resp, want)
+		}
+		waitOpenFDs(t, before)
+	})
 	t.Run("passed with a ping", func(t *testing.T) {
 		before := testutil.OpenFDs(t)
 		many := []*os.File{w, w, w, w, w, w, w, w, w, w}
@@ -206,5 +221,92 @@ func waitOpenFDs(t *testing.T, want int) {
 			t.Fatalf("%d descriptors open, want %d: the daemon kept passed ones", n, want)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func socketPair(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.NewFile(uintptr(fds[0]), "sock0"), os.NewFile(uintptr(fds[1]), "sock1")
+}
+
+// With process.spawn.mirror.stdin the passed descriptor is the child's
+// stdin itself, a pipeline's first stage's too: the child reads what the
+// spawner's pipe or file holds, to its end; process.stdin refuses data and
+// closing it changes nothing; the daemon keeps no copy once the child has
+// started.
+func TestSpawnMirrorStdin(t *testing.T) {
+	d := startDaemon(t, Config{})
+	c := d.dial()
+	c.requestPassing("process.spawn", `{"id":"warm","command":"true","mirror":["stdout"]}`) // refused; see TestSpawnMirrorRefusals
+
+	t.Run("pipe", func(t *testing.T) {
+		r, w := testutil.Pipe(t)
+		before := testutil.OpenFDs(t)
+		params := `{"id":"in","command":"sh","args":["-c","ls -l /proc/self/fd/0 >&2; cat"],"mirror":["stdin"]}`
+		if resp := c.requestPassing("process.spawn", params, r); !bytes.Contains(resp, []byte(`"success":true`)) {
+			t.Fatalf("spawn: %s", resp)
+		}
+		r.Close()
+		before-- // the test's copy of r
+		resp := c.request("process.stdin", `{"id":"in","data":"aGkK","offset":0}`)
+		if !bytes.Contains(resp, []byte(`"code":-32602`)) || !bytes.Contains(resp, wire.QuoteID(proc.MsgStdinPassed)) {
+			t.Errorf("process.stdin with data: %s", resp)
+		}
+		if got := c.result("process.stdin", `{"id":"in","data":"","close":true}`); !strings.Contains(got, `"success":true`) {
+			t.Errorf("process.stdin close: %s", got)
+		}
+		io.WriteString(w, "through the pipe\n")
+		w.Close()
+		before--
+		frames := c.waitExit("in")
+		if got := string(output(frames, wire.Stdout)); got != "through the pipe\n" {
+			t.Errorf("stdout %q", got)
+		}
+		if code := exitCodeOf(frames); code != 0 {
+			t.Errorf("exit code %d; stderr %s", code, output(frames, wire.Stderr))
+		}
+		if !bytes.Contains(output(frames, wire.Stderr), []byte("pipe:[")) {
+			t.Errorf("the child's stdin is not the pipe: %s", output(frames, wire.Stderr))
+		}
+		waitOpenFDs(t, before)
+	})
+	t.Run("file into a pipeline", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "in")
+		if err := os.WriteFile(path, []byte("from a file\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		params := `{"id":"pl","pipeline":[["cat"],["tr","a-z","A-Z"]],"mirror":["stdin"]}`
+		if resp := c.requestPassing("process.spawn", params, f); !bytes.Contains(resp, []byte(`"success":true`)) {
+			t.Fatalf("spawn: %s", resp)
+		}
+		f.Close()
+		frames := c.waitExit("pl")
+		if got := string(output(frames, wire.Stdout)); got != "FROM A FILE\n" {
+			t.Errorf("stdout %q", got)
+		}
+	})
+}
+
+// With process.spawn.mirror.stdin disabled, "stdin" is a stream the mirror
+// does not know, and nothing starts.
+func TestSpawnMirrorStdinDisabled(t *testing.T) {
+	d := startDaemon(t, Config{DisableFeatures: []string{wire.FeatureSpawnMirrorStdin}})
+	c := d.dial()
+	r, _ := testutil.Pipe(t)
+	resp := c.requestPassing("process.spawn", `{"id":"in","command":"cat","mirror":["stdin"]}`, r)
+	want := `mirror: unknown stream "stdin" (want stdout or stderr)`
+	if !bytes.Contains(resp, []byte(`"code":-32602`)) || !bytes.Contains(resp, wire.QuoteID(want)) {
+		t.Errorf("got %s, want -32602 %q", resp, want)
+	}
+	if got := c.result("process.list", `{}`); strings.Contains(got, `"in"`) {
+		t.Errorf("the refused spawn started: %s", got)
 	}
 }

@@ -42,11 +42,13 @@ func newExecCmd(streams *IO) *cobra.Command {
 		Short: "Run one command on a daemon and exit with its exit code",
 		Long: `Run a command on the daemon (embedded by default) with its stdout and stderr
 streamed to yours, and exit with its exit code. When stdin is a pipe or a file
-it is forwarded to the command, then closed. On the embedded daemon, and on
-a daemon reached through its Unix socket (--socket), output bound for a pipe
-(sous exec -- CMD | grep x) is written into it by the daemon as it reads it,
-without copying the bytes on the way (the pipe is passed to a socket daemon
-with the spawn); the replay log still gets every byte.
+the command reads it: on the embedded daemon and on one reached through its
+Unix socket (--socket) it gets that very pipe or file as its stdin, as after
+a shell's redirection; on other daemons sous forwards it, then closes it. On
+those same daemons, output bound for a pipe (sous exec -- CMD | grep x) is
+written into it by the daemon as it reads it, without copying the bytes on
+the way (the pipes are passed to a socket daemon with the spawn); the replay
+log still gets every byte.
 
 Ctrl-C (and SIGTERM) are forwarded to the command's process group; a second
 Ctrl-C within 2 s sends SIGKILL. A command killed by a signal makes sous exit
@@ -151,7 +153,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if !o.detach {
 		handler = out.frame
 		if !o.tty {
-			spec.Mirror = proc.Mirror{Stdout: pipeFile(streams.Out), Stderr: pipeFile(streams.ErrOut)}
+			spec.Mirror = proc.Mirror{Stdout: pipeFile(streams.Out), Stderr: pipeFile(streams.ErrOut), Stdin: inputFile(streams.In)}
 		}
 	}
 	p, err := conn.Spawn(ctx, spec, handler)
@@ -165,7 +167,10 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if o.tty {
 		return followTTY(ctx, streams, p, o.timeout) // exec_tty.go
 	}
-	if !isTerminal(streams.In) {
+	if p.StdinPassed() {
+		// The child reads sous's stdin itself, as with a shell's
+		// redirection: nothing to forward.
+	} else if !isTerminal(streams.In) {
 		go forwardStdin(ctx, p, streams.In, streams.ErrOut)
 	} else if err := p.CloseStdin(ctx); err != nil && !isNotRunning(err) {
 		// A command that is already done (true, echo) needs no stdin.
@@ -357,6 +362,21 @@ func pipeFile(w io.Writer) *os.File {
 		return nil
 	}
 	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return nil
+	}
+	return f
+}
+
+// inputFile returns r if it can be a child's stdin as it is (a pipe or a
+// regular file: what a daemon takes as process.spawn.mirror's stdin), else
+// nil. A terminal cannot: the child would read it from a process group
+// the terminal does not have in its foreground.
+func inputFile(r io.Reader) *os.File {
+	f, ok := r.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || (fi.Mode()&os.ModeNamedPipe == 0 && !fi.Mode().IsRegular()) {
 		return nil
 	}
 	return f

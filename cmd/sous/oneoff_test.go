@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed5ad92d46/sous/daemon/client"
 )
 
@@ -360,6 +362,69 @@ func TestExecStreamsExact(t *testing.T) {
 			if exitCode(err) != 5 || !bytes.Equal(stdout.Bytes(), data) || !bytes.Equal(stderr.Bytes(), data) {
 				t.Errorf("target %v, files %v: exit %v, stdout %d bytes (exact %v), stderr %d bytes (exact %v), want %d each",
 					target, toFiles, err, stdout.Len(), bytes.Equal(stdout.Bytes(), data), stderr.Len(), bytes.Equal(stderr.Bytes(), data), len(data))
+			}
+		}
+	}
+}
+
+// sous exec hands its stdin to the command when it is a pipe or a regular
+// file (process.spawn.mirror.stdin), as a shell's redirection would, and
+// forwards anything else (here a socket) through process.stdin; either way
+// the command reads it exactly, on either kind of daemon.
+func TestExecStdinExact(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
+	dir := t.TempDir()
+	data := make([]byte, 3<<20+5)
+	rand.Read(data)
+	src := filepath.Join(dir, "data")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range [][]string{nil, {"--socket", sock}} {
+		for _, kind := range []string{"pipe", "file", "socket"} {
+			args := append(append([]string{"exec"}, target...), "--", "sh", "-c", `readlink /proc/self/fd/0 >&2; exec cat`)
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(cleanEnv(), "SOUS_TOKEN=tok")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			wantFd0 := "pipe:"
+			switch kind {
+			case "pipe":
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				fi, err := r.Stat()
+				if err != nil {
+					t.Fatal(err)
+				}
+				go func() { w.Write(data); w.Close() }()
+				cmd.Stdin, wantFd0 = r, fmt.Sprintf("pipe:[%d]", fi.Sys().(*syscall.Stat_t).Ino)
+			case "file":
+				f, err := os.Open(src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				cmd.Stdin, wantFd0 = f, src
+			case "socket":
+				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
+				defer theirs.Close()
+				go func() { ours.Write(data); ours.Close() }()
+				cmd.Stdin = theirs // the daemon's pipe, fed with process.stdin
+			}
+			err := cmd.Run()
+			fd0, _, _ := strings.Cut(stderr.String(), "\n")
+			if err != nil || !bytes.Equal(stdout.Bytes(), data) || !strings.HasPrefix(fd0, wantFd0) {
+				t.Errorf("target %v, stdin a %s: %v, stdout %d bytes (exact %v) of %d; the command's stdin %q, want %s...",
+					target, kind, err, stdout.Len(), bytes.Equal(stdout.Bytes(), data), len(data), fd0, wantFd0)
 			}
 		}
 	}

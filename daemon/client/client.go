@@ -82,35 +82,45 @@ func Embedded(srv *daemon.Server) *Client {
 }
 
 // mirror arranges spec.Mirror for the spawn whose params are given: the
-// pipes to pass with the request (files), named in params' "mirror"
-// (process.spawn.mirror). An embedded daemon and a daemon on a Unix socket
-// can take them; over other links, or once a relay dropped them
-// (noPassing), the spawn is unmirrored.
-func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]any) (files []*os.File) {
+// descriptors to pass with the request (files), named in params' "mirror"
+// (process.spawn.mirror, and .stdin for a stdin), and whether a stdin is
+// among them. An embedded daemon and a daemon on a Unix socket can take
+// them; over other links, or once a relay dropped them (noPassing), the
+// spawn is unmirrored and its stdin the daemon's pipe.
+func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]any) (files []*os.File, stdin bool) {
 	if spec.Mirror == (proc.Mirror{}) || c.noPassing.Load() {
-		return nil
+		return nil, false
 	}
 	c.mu.Lock()
 	l := c.cur
 	c.mu.Unlock()
 	if fp, ok := l.(filePasser); !ok || !fp.passesFiles() {
-		return nil
+		return nil, false
 	}
 	if ok, err := c.HasFeature(ctx, wire.FeatureSpawnMirror); err != nil || !ok {
-		return nil // the spawn reports a lost connection itself
+		return nil, false // the spawn reports a lost connection itself
 	}
 	var names []string
 	for _, m := range []struct {
 		name string
 		f    *os.File
-	}{{"stdout", spec.Mirror.Stdout}, {"stderr", spec.Mirror.Stderr}} {
-		if m.f != nil {
-			names = append(names, m.name)
-			files = append(files, m.f)
+	}{{"stdout", spec.Mirror.Stdout}, {"stderr", spec.Mirror.Stderr}, {"stdin", spec.Mirror.Stdin}} {
+		if m.f == nil {
+			continue
 		}
+		if m.name == "stdin" {
+			if ok, err := c.HasFeature(ctx, wire.FeatureSpawnMirrorStdin); err != nil || !ok || spec.TTY {
+				continue // written through process.stdin as usual
+			}
+			stdin = true
+		}
+		names = append(names, m.name)
+		files = append(files, m.f)
 	}
-	params["mirror"] = names
-	return files
+	if names != nil {
+		params["mirror"] = names
+	}
+	return files, stdin
 }
 
 // mirrorRefused reports whether a spawn failed on its passed mirror: the

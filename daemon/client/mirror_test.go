@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -166,5 +167,76 @@ func TestSocketSpawnMirrorThroughARelay(t *testing.T) {
 		if client.PassesMirrors(c) {
 			t.Fatalf("run %d: the client still passes mirrors through a relay that drops them", run)
 		}
+	}
+}
+
+// A pipe passed as SpawnSpec.Mirror.Stdin is the child's stdin itself on the
+// embedded daemon and on a Unix socket (process.spawn.mirror.stdin), and
+// writing to the process is refused there. Through a relay that drops
+// descriptors the spawn falls back to the daemon's pipe, fed by Write.
+func TestSpawnPassedStdin(t *testing.T) {
+	sock := startDaemon(t, daemon.Config{})
+	_, embedded := embeddedDaemon(t)
+	relay := faultproxy.Start(t, startDaemon(t, daemon.Config{}), faultproxy.Options{MinBytes: 1 << 40, MaxBytes: 1 << 40})
+	_, want := randomFile(t, 2<<20+3)
+	for _, tc := range []struct {
+		name   string
+		c      *client.Client
+		passed bool
+	}{
+		{"embedded", embedded, true},
+		{"unix socket", dialProxy(t, sock), true},
+		{"relay", dialProxy(t, relay.Path()), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			var mu sync.Mutex
+			var got []byte
+			p, err := tc.c.Spawn(ctx, client.SpawnSpec{ID: "in", Command: "cat", Mirror: proc.Mirror{Stdin: r}}, func(f *wire.Frame) {
+				mu.Lock()
+				defer mu.Unlock()
+				if f.Stream == wire.Stdout {
+					got = append(got, f.Data...)
+				}
+				if f.Stream == wire.Stderr {
+					t.Logf("stderr: %s", f.Data)
+				}
+			})
+			r.Close() // the daemon has its own copy, or none
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.StdinPassed() != tc.passed {
+				t.Fatalf("StdinPassed() = %v, want %v", p.StdinPassed(), tc.passed)
+			}
+			if tc.passed {
+				var we *wire.Error
+				if _, err := p.Write(ctx, []byte("x")); !errors.As(err, &we) || we.Message != proc.MsgStdinPassed {
+					t.Errorf("Write to a passed stdin: %v, want %q", err, proc.MsgStdinPassed)
+				}
+				go func() { w.Write(want); w.Close() }()
+			} else {
+				if _, err := p.Write(ctx, want); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.CloseStdin(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code, err := p.Wait(ctx); err != nil || code != 0 {
+				t.Fatalf("wait: %d %v", code, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !bytes.Equal(got, want) {
+				t.Errorf("stdout: %d bytes, want the %d written", len(got), len(want))
+			}
+		})
 	}
 }

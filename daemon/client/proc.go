@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -48,6 +50,10 @@ type SpawnSpec struct {
 	// the process never see the mark. Over other links, or a relay that
 	// drops descriptors, the spawn is unmirrored and nothing is marked.
 	// The client keeps the files: the daemon gets copies.
+	//
+	// Mirror.Stdin, a pipe or regular file, is passed the same way to be
+	// the child's stdin itself (process.spawn.mirror.stdin); whether it
+	// was is Proc.StdinPassed. It is never passed to a terminal's child.
 	Mirror proc.Mirror
 }
 
@@ -74,8 +80,12 @@ type Proc struct {
 	identified bool        // Pid and StartTime are known
 	earlyGone  []wire.Gone // Gone notifications read before the spawn or reattach answer was
 
+	stdinPassed bool // the child's stdin is the file passed as SpawnSpec.Mirror.Stdin
+
 	stdinMu  sync.Mutex
-	stdinOff int64 // the offset of our next stdin byte
+	stdinOff int64  // the offset of our next stdin byte
+	stdinBuf []byte // process.stdin's request params, reused
+	stdinID  []byte // ID as a JSON string
 }
 
 func newProc(c *Client, id string, h FrameHandler) *Proc {
@@ -147,7 +157,7 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			params["sandbox"] = spec.Sandbox
 		}
 		ext.apply(params)
-		files := c.mirror(ctx, spec, params)
+		files, stdinPassed := c.mirror(ctx, spec, params)
 		var res wire.SpawnResult
 		err := c.callFiles(ctx, "process.spawn", params, &res, files)
 		if files != nil && mirrorRefused(err) {
@@ -156,8 +166,10 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			// the mirror before it starts anything: spawn unmirrored.
 			c.noPassing.Store(true)
 			delete(params, "mirror")
+			stdinPassed = false
 			err = c.Call(ctx, "process.spawn", params, &res)
 		}
+		p.stdinPassed = stdinPassed
 		p.mu.Lock()
 		p.spawning = false
 		found := p.reattached
@@ -418,6 +430,11 @@ func (p *Proc) WriteAt(ctx context.Context, data []byte, offset int64) (applied 
 	return applied, duplicate, nil
 }
 
+// StdinPassed reports whether the child's stdin is the file this client
+// passed as SpawnSpec.Mirror.Stdin, which it then reads itself: the
+// daemon refuses Write, and CloseStdin changes nothing.
+func (p *Proc) StdinPassed() bool { return p.stdinPassed }
+
 // CloseStdin closes the process's stdin after everything written so far.
 func (p *Proc) CloseStdin(ctx context.Context) error {
 	if err := p.c.RequireFeature(ctx, wire.FeatureStdinClose, "closing a process's stdin"); err != nil {
@@ -430,15 +447,48 @@ func (p *Proc) CloseStdin(ctx context.Context) error {
 }
 
 func (p *Proc) writeAt(ctx context.Context, data []byte, offset int64, closeAfter bool) (int64, bool, error) {
-	params := map[string]any{"id": p.ID, "data": wire.EncodeBase64(data), "offset": offset}
-	if closeAfter {
-		params["close"] = true
+	raw := appendStdinParams(p.stdinBuf[:0], p.quotedID(), data, offset, closeAfter)
+	res, err := p.c.callRaw(ctx, "process.stdin", raw, nil)
+	// The request buffer is reused only once the call is answered: a call
+	// given up on (its context ended) may still be read, or resent after
+	// a reconnect.
+	var we *wire.Error
+	if err == nil || errors.As(err, &we) {
+		p.stdinBuf = raw
+	} else {
+		p.stdinBuf = nil
 	}
-	var res wire.StdinResult
-	if err := p.c.Call(ctx, "process.stdin", params, &res); err != nil {
+	if err != nil {
 		return 0, false, err
 	}
-	return res.Applied, res.Duplicate, nil
+	var r wire.StdinResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return 0, false, fmt.Errorf("process.stdin: decode result: %w", err)
+	}
+	return r.Applied, r.Duplicate, nil
+}
+
+// appendStdinParams appends process.stdin's params for data at offset. It is
+// the stdin hot path's encoder: base64 goes straight into the reused buffer,
+// where json.Marshal would scan every character of it for escaping.
+func appendStdinParams(b, quotedID, data []byte, offset int64, closeAfter bool) json.RawMessage {
+	b = append(b, `{"id":`...)
+	b = append(b, quotedID...)
+	b = append(b, `,"data":"`...)
+	b = wire.AppendBase64(b, data)
+	b = append(b, `","offset":`...)
+	b = strconv.AppendInt(b, offset, 10)
+	if closeAfter {
+		b = append(b, `,"close":true`...)
+	}
+	return append(b, '}')
+}
+
+func (p *Proc) quotedID() []byte {
+	if p.stdinID == nil {
+		p.stdinID = wire.QuoteID(p.ID)
+	}
+	return p.stdinID
 }
 
 // Kill signals the process group (default SIGTERM) without waiting.

@@ -3,6 +3,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -69,12 +70,19 @@ func (r *Registry) spawnExt(spec Spec, env []string, dir string, follow bool) (*
 		return nil, nil, errors.New("spawn: a pipeline cannot have a terminal")
 	}
 	if spec.Pipeline != nil {
-		cmds, outputs, stdinW, err := r.startPipeline(spec.Pipeline, env, dir, spec.Sandbox)
+		cmds, outputs, stdinW, err := r.startPipeline(spec.Pipeline, spec.Mirror.Stdin, env, dir, spec.Sandbox)
 		if err != nil {
 			return nil, nil, err
 		}
 		spec.Command, spec.Args = spec.Pipeline[0][0], spec.Pipeline[0][1:]
-		return r.launch(spec, cmds, outputs, stdinW, follow)
+		var w io.WriteCloser // nil, not a nil *os.File, when stdin was passed
+		if stdinW != nil {
+			w = stdinW
+		}
+		return r.launch(spec, cmds, outputs, w, follow)
+	}
+	if spec.Mirror.Stdin != nil {
+		return nil, nil, errors.New("spawn: a terminal's child reads its terminal: stdin cannot be passed to it")
 	}
 	cmd, master, stdinW, err := r.startTTY(spec, env, dir)
 	if err != nil {

@@ -16,11 +16,12 @@ import (
 // process's stdin, the last writes its stdout, and every stage has a
 // stderr pipe of its own (its frames carry the stage). All stages run in
 // one process group led by the first, so a signal to the process reaches
-// every stage and their descendants.
+// every stage and their descendants. A stdin given (Mirror.Stdin) is the
+// first stage's stdin itself, and stdinW is then nil.
 //
 // Every command is resolved before anything starts; if a stage cannot
 // start, the stages already running are killed and reaped.
-func (r *Registry) startPipeline(stages [][]string, env []string, dir string, sb *sandbox.Policy) (cmds []*exec.Cmd, outputs []output, stdinW *os.File, err error) {
+func (r *Registry) startPipeline(stages [][]string, stdin *os.File, env []string, dir string, sb *sandbox.Policy) (cmds []*exec.Cmd, outputs []output, stdinW *os.File, err error) {
 	if len(stages) == 0 {
 		return nil, nil, nil, errors.New("spawn: empty pipeline")
 	}
@@ -66,9 +67,11 @@ func (r *Registry) startPipeline(stages [][]string, env []string, dir string, sb
 		}
 	}()
 
-	in, stdinW, err := pipe()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
+	in := stdin
+	if in == nil {
+		if in, stdinW, err = pipe(); err != nil {
+			return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
+		}
 	}
 	outR, outW, err := pipe()
 	if err != nil {

@@ -172,8 +172,14 @@ type Spec struct {
 // hand-over between goroutines. Only pipes can be mirrored to: output
 // that tee cannot take (a terminal's, or after the mirror's reader went
 // away) simply arrives unmarked, for the caller to write as usual.
+//
+// Stdin is not a mirror but rides along with one: a pipe or file the
+// spawner passed to be the child's stdin itself, as a shell's redirection
+// would make it, so that `sous exec` does not relay its own stdin through
+// process.stdin. Nothing can be written to such a process's stdin then.
 type Mirror struct {
 	Stdout, Stderr *os.File // nil: that stream is not mirrored
+	Stdin          *os.File // nil: the daemon's pipe, fed by process.stdin
 }
 
 func (m Mirror) of(s wire.Stream) *os.File {
@@ -235,6 +241,15 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	if dir == "" {
 		dir = r.opt.Dir
 	}
+	if spec.Mirror.Stdin != nil {
+		// Programs expect a blocking stdin (cat fails on EAGAIN), and a Go
+		// spawner's pipes are non-blocking. The spawner has given the
+		// descriptor up, so the change to the shared description is the
+		// child's to have.
+		if err := setBlocking(spec.Mirror.Stdin); err != nil {
+			return nil, nil, fmt.Errorf("spawn %s: passed stdin: %w", spec.Command, err)
+		}
+	}
 	if spec.Pipeline != nil || spec.TTY != nil {
 		return r.spawnExt(spec, env, dir, follow) // ext.go
 	}
@@ -243,9 +258,13 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 		return nil, nil, err
 	}
 
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+	// A passed stdin (Mirror.Stdin) is the child's own; the daemon's copy
+	// is closed with the child's ends below, and nothing writes to it.
+	stdinR, stdinW := spec.Mirror.Stdin, (*os.File)(nil)
+	if stdinR == nil {
+		if stdinR, stdinW, err = os.Pipe(); err != nil {
+			return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+		}
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -274,7 +293,22 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	}
 	closeAll(stdinR, outW, errW) // the child's ends
 	outputs := []output{{f: outR, stream: wire.Stdout}, {f: errR, stream: wire.Stderr}}
-	return r.launch(spec, []*exec.Cmd{cmd}, outputs, stdinW, follow)
+	var w io.WriteCloser // nil, not a nil *os.File, when stdin was passed
+	if stdinW != nil {
+		w = stdinW
+	}
+	return r.launch(spec, []*exec.Cmd{cmd}, outputs, w, follow)
+}
+
+func setBlocking(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if cerr := rc.Control(func(fd uintptr) { err = unix.SetNonblock(int(fd), false) }); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // start starts cmd, confined by sb when that is set, and with
@@ -342,7 +376,12 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	}
 	r.opt.Logger.Info("spawn", append([]any{"id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid}, p.ext.logAttrs(spec)...)...)
 	r.wg.Add(3)
-	go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
+	if stdinW != nil {
+		go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
+	} else {
+		r.wg.Done()
+		p.stdin.passed()
+	}
 	go func() { defer r.wg.Done(); r.supervise(p) }()
 	go func() { defer r.wg.Done(); p.reap() }()
 	if spec.Timeout > 0 {

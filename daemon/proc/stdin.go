@@ -24,6 +24,7 @@ type stdinQueue struct {
 	applied int64 // high-water mark
 	closing bool  // close the pipe once chunks drain
 	dead    bool  // the writer has stopped (child gone or pipe closed)
+	foreign bool  // the child's stdin was passed by its spawner (Mirror.Stdin): nothing to write to
 	limit   int
 	w       io.WriteCloser // the pipe, once run has started
 }
@@ -33,6 +34,10 @@ const defaultStdinQueueLimit = 8 << 20
 // MsgStdinClosed is the -32602 message for data sent after stdin was closed
 // (the process.stdin.close extension).
 const MsgStdinClosed = "Process stdin closed"
+
+// MsgStdinPassed is the -32602 message for data sent to a process whose
+// stdin its spawner passed (Mirror.Stdin).
+const MsgStdinPassed = "Process stdin is a descriptor its spawner passed: it cannot be written to"
 
 func newStdinQueue(limit int) *stdinQueue {
 	if limit <= 0 {
@@ -66,6 +71,9 @@ func (q *stdinQueue) Offer(ctx context.Context, data []byte, offset *int64) (app
 	if len(data) == 0 {
 		return q.applied, false, nil
 	}
+	if q.foreign {
+		return q.applied, false, wire.InvalidParams(MsgStdinPassed)
+	}
 	if q.closing {
 		// Fresh data after process.stdin {"close":true} could never reach
 		// the child: refuse it rather than count it as applied.
@@ -91,6 +99,14 @@ func (q *stdinQueue) Offer(ctx context.Context, data []byte, offset *int64) (app
 		q.broadcast()
 	}
 	return q.applied, false, nil
+}
+
+// passed marks the child's stdin as its spawner's (Mirror.Stdin): there is
+// no pipe to write, and data offered is refused. Closing it is a no-op.
+func (q *stdinQueue) passed() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.foreign, q.dead = true, true
 }
 
 // Close asks for the child's stdin to be closed once queued data is written.

@@ -124,6 +124,12 @@ const (
 	// marked "mirrored":true (other connections get them whole). The
 	// daemon's copies close when the connection does.
 	FeatureSpawnMirror = "process.spawn.mirror"
+	// process.spawn {"mirror": [..., "stdin"]}: the descriptor passed for
+	// "stdin", a pipe or regular file open for reading, is the child's
+	// stdin itself (a pipeline's first stage's), as a shell's redirection
+	// would make it; process.stdin then refuses data, and closing it does
+	// nothing. A terminal's child cannot take one.
+	FeatureSpawnMirrorStdin = "process.spawn.mirror.stdin"
 )
 
 // ---- server.* ----
@@ -282,7 +288,7 @@ type ProcessParams struct {
 	Tty      bool       `json:"tty,omitempty"`      // process.spawn.tty
 	Size     *TermSize  `json:"size,omitempty"`     // process.spawn.tty: the terminal's size (default 24x80)
 	Sandbox  *Sandbox   `json:"sandbox,omitempty"`  // process.spawn.sandbox; absent or null: unsandboxed
-	Mirror   []string   `json:"mirror,omitempty"`   // process.spawn.mirror: the streams of the passed descriptors, in order
+	Mirror   []string   `json:"mirror,omitempty"`   // process.spawn.mirror(.stdin): the streams of the passed descriptors, in order
 	// process.resize's new size.
 	Rows int `json:"rows,omitempty"`
 	Cols int `json:"cols,omitempty"`
