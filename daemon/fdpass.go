@@ -164,13 +164,19 @@ func (pf *passedFiles) closeUnclaimed() {
 	pf.files = nil
 }
 
+// mirrorKinds says which kinds of passed descriptor a spawn may use: a
+// stdin (process.spawn.mirror.stdin), output that is the child's own
+// (process.spawn.mirror.direct).
+type mirrorKinds struct{ stdin, direct bool }
+
 // passedMirror builds a spawn's mirror from the descriptors passed with its
-// request, one per name in streams: a pipe for "stdout" and "stderr", a pipe
-// or regular file for "stdin" when withStdin (process.spawn.mirror.stdin).
-// The caller owns the result's files (closeMirror).
-func passedMirror(ctx context.Context, streams []string, withStdin bool) (proc.Mirror, error) {
+// request, one per name in streams: a pipe for "stdout" and "stderr" (with
+// direct, a pipe or regular file open for writing), a pipe or regular file
+// open for reading for "stdin". The caller owns the result's files
+// (closeMirror).
+func passedMirror(ctx context.Context, streams []string, direct bool, kinds mirrorKinds) (proc.Mirror, error) {
 	files := claimPassedFiles(ctx)
-	m, err := mirrorOf(files, streams, withStdin)
+	m, err := mirrorOf(files, streams, direct, kinds)
 	if err != nil {
 		closeFiles(files)
 		return proc.Mirror{}, err
@@ -178,13 +184,13 @@ func passedMirror(ctx context.Context, streams []string, withStdin bool) (proc.M
 	return m, nil
 }
 
-func mirrorOf(files []*os.File, streams []string, withStdin bool) (proc.Mirror, error) {
-	var m proc.Mirror
+func mirrorOf(files []*os.File, streams []string, direct bool, kinds mirrorKinds) (proc.Mirror, error) {
+	m := proc.Mirror{Direct: direct && kinds.direct}
 	if len(streams) > 3 {
-		return m, wire.InvalidParams("mirror: at most stdout, stderr and stdin")
+		return proc.Mirror{}, wire.InvalidParams("mirror: at most stdout, stderr and stdin")
 	}
 	if len(files) != len(streams) {
-		return m, wire.InvalidParams(fmt.Sprintf("mirror: %d streams named but %d descriptors passed with the request "+
+		return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: %d streams named but %d descriptors passed with the request "+
 			"(they travel as SCM_RIGHTS over a Unix socket)", len(streams), len(files)))
 	}
 	for i, name := range streams {
@@ -195,14 +201,14 @@ func mirrorOf(files []*os.File, streams []string, withStdin bool) (proc.Mirror, 
 		case "stderr":
 			slot = &m.Stderr
 		case "stdin":
-			if withStdin {
+			if kinds.stdin {
 				slot = &m.Stdin
 				break
 			}
 			fallthrough
 		default:
 			want := "stdout or stderr"
-			if withStdin {
+			if kinds.stdin {
 				want = "stdout, stderr or stdin"
 			}
 			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: unknown stream %q (want %s)", name, want))
@@ -210,11 +216,16 @@ func mirrorOf(files []*os.File, streams []string, withStdin bool) (proc.Mirror, 
 		if *slot != nil {
 			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: %s named twice", name))
 		}
-		if name == "stdin" {
-			if !readableInput(files[i]) {
+		switch {
+		case name == "stdin":
+			if !passableFile(files[i], unix.O_WRONLY) {
 				return proc.Mirror{}, wire.InvalidParams("mirror: the descriptor for stdin is not a pipe or regular file open for reading")
 			}
-		} else if !isPipe(files[i]) {
+		case m.Direct:
+			if !passableFile(files[i], unix.O_RDONLY) {
+				return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe or regular file open for writing", name))
+			}
+		case !isPipe(files[i]):
 			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe", name))
 		}
 		*slot = files[i]
@@ -252,11 +263,13 @@ func isPipe(f *os.File) bool {
 	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }
 
-// readableInput reports whether f can be a child's stdin as it is: a pipe
-// or a regular file, open for reading. A terminal cannot: the child runs
-// in a process group of its own, which the terminal would stop (SIGTTIN)
-// as it reads.
-func readableInput(f *os.File) bool {
+// passableFile reports whether f can be one of a child's stdio descriptors
+// as it is: a pipe or a regular file, not open with the access mode
+// wrongMode (O_WRONLY for a stdin, O_RDONLY for an output). A terminal
+// cannot: the child runs in a process group of its own, which the terminal
+// would stop (SIGTTIN) as it reads, and to which it would report a
+// terminal for what sous otherwise gives a pipe.
+func passableFile(f *os.File, wrongMode int) bool {
 	fi, err := f.Stat()
 	if err != nil || (fi.Mode()&os.ModeNamedPipe == 0 && !fi.Mode().IsRegular()) {
 		return false
@@ -267,5 +280,5 @@ func readableInput(f *os.File) bool {
 	}
 	flags := -1
 	_ = rc.Control(func(fd uintptr) { flags, _ = unix.FcntlInt(fd, unix.F_GETFL, 0) })
-	return flags >= 0 && flags&unix.O_ACCMODE != unix.O_WRONLY
+	return flags >= 0 && flags&unix.O_ACCMODE != wrongMode
 }

@@ -157,6 +157,11 @@ func TestSpawnMirrorRefusals(t *testing.T) {
 	defer file.Close()
 	sock, sockPeer := socketPair(t)
 	defer sockPeer.Close()
+	readOnly, err := os.Open(file.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer readOnly.Close()
 	spawn := func(id, mirror string) string {
 		return fmt.Sprintf(`{"id":%q,"command":"true","mirror":%s}`, id, mirror)
 	}
@@ -176,6 +181,8 @@ func TestSpawnMirrorRefusals(t *testing.T) {
 		{"four", `["stdout","stderr","stdin","stdout"]`, []*os.File{w, w, w, w}, "mirror: at most stdout, stderr and stdin"},
 		{"stdin write-only", `["stdin"]`, []*os.File{w}, "mirror: the descriptor for stdin is not a pipe or regular file open for reading"},
 		{"stdin a socket", `["stdin"]`, []*os.File{sock}, "mirror: the descriptor for stdin is not a pipe or regular file open for reading"},
+		{"direct read-only", `["stderr"],"direct":true`, []*os.File{readOnly}, "mirror: the descriptor for stderr is not a pipe or regular file open for writing"},
+		{"direct a socket", `["stdout"],"direct":true`, []*os.File{sock}, "mirror: the descriptor for stdout is not a pipe or regular file open for writing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := testutil.OpenFDs(t)
@@ -190,7 +197,7 @@ func TestSpawnMirrorRefusals(t *testing.T) {
 		r, _ := testutil.Pipe(t)
 		before := testutil.OpenFDs(t)
 		resp := c.requestPassing("process.spawn", `{"id":"r","command":"cat","tty":true,"mirror":["stdin"]}`, r)
-		want := "mirror: a terminal's child reads its terminal: stdin cannot be passed to it"
+		want := "mirror: a terminal's child reads and writes its terminal: its stdio cannot be passed to it"
 		if !bytes.Contains(resp, []byte(`"code":-32602`)) || !bytes.Contains(resp, wire.QuoteID(want)) {
 			t.Errorf("got %s, want -32602 %q", resp, want)
 		}
@@ -308,5 +315,59 @@ func TestSpawnMirrorStdinDisabled(t *testing.T) {
 	}
 	if got := c.result("process.list", `{}`); strings.Contains(got, `"in"`) {
 		t.Errorf("the refused spawn started: %s", got)
+	}
+}
+
+// With "direct" (process.spawn.mirror.direct) the passed stdout and stderr
+// are the child's own, a pipeline's too: the bytes reach them without the
+// daemon reading them, so no connection gets frames of them, only the
+// exit; the daemon keeps no copy once the child has started.
+func TestSpawnMirrorDirect(t *testing.T) {
+	d := startDaemon(t, Config{})
+	c := d.dial()
+	c.requestPassing("process.spawn", `{"id":"warm","command":"true","mirror":["stdout"]}`) // refused; see TestSpawnMirrorRefusals
+	for _, tc := range []struct{ name, spawn, wantOut, wantErr string }{
+		{"command", `"command":"sh","args":["-c","echo out; echo err >&2; readlink /proc/self/fd/1"]`, "out\n", "err\n"},
+		{"pipeline", `"pipeline":[["sh","-c","echo one >&2; echo data"],["sh","-c","echo two >&2; tr a-z A-Z"]]`, "DATA\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, w := testutil.Pipe(t)
+			file, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer file.Close()
+			before := testutil.OpenFDs(t)
+			params := `{"id":"d",` + tc.spawn + `,"mirror":["stdout","stderr"],"direct":true}`
+			if resp := c.requestPassing("process.spawn", params, w, file); !bytes.Contains(resp, []byte(`"success":true`)) {
+				t.Fatalf("spawn: %s", resp)
+			}
+			w.Close()
+			before--
+			out, _ := io.ReadAll(r) // the end comes once the child and the daemon let go
+			frames := c.waitExit("d")
+			if len(frames) != 1 || exitCodeOf(frames) != 0 {
+				t.Errorf("frames %+v, want only an exit 0", frames)
+			}
+			if !strings.HasPrefix(string(out), tc.wantOut) {
+				t.Errorf("stdout pipe got %q, want it to start with %q", out, tc.wantOut)
+			}
+			errOut, _ := os.ReadFile(file.Name())
+			if !strings.HasPrefix(string(errOut), tc.wantErr) {
+				t.Errorf("stderr file got %q, want it to start with %q", errOut, tc.wantErr)
+			}
+			if tc.name == "pipeline" && (!bytes.Contains(errOut, []byte("one\n")) || !bytes.Contains(errOut, []byte("two\n"))) {
+				t.Errorf("the stages' stderr: %q", errOut)
+			}
+			if tc.name == "command" && !bytes.Contains(out, []byte("pipe:[")) {
+				t.Errorf("the child's stdout is not the pipe: %q", out)
+			}
+			waitOpenFDs(t, before)
+			other := d.dial()
+			other.result("process.reattach", `{"id":"d","fromSeq":0}`)
+			if replay := other.waitExit("d"); len(replay) != 1 {
+				t.Errorf("replay %+v, want only the exit", replay)
+			}
+		})
 	}
 }

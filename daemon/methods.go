@@ -26,7 +26,7 @@ var extensionMethods = []string{"process.list", "process.resize"}
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror,
-	wire.FeatureSpawnMirrorStdin}
+	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect}
 
 // namespaces maps each namespace to its methods. server.* takes no params;
 // the others require a params object.
@@ -168,12 +168,13 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 	// the descriptors are closed and the frames carry their data.
 	mirrored := len(p.Mirror) > 0 && se.s.enabled(wire.FeatureSpawnMirror)
 	if mirrored {
-		if spec.Mirror, err = passedMirror(ctx, p.Mirror, se.s.enabled(wire.FeatureSpawnMirrorStdin)); err != nil {
+		kinds := mirrorKinds{stdin: se.s.enabled(wire.FeatureSpawnMirrorStdin), direct: se.s.enabled(wire.FeatureSpawnMirrorDirect)}
+		if spec.Mirror, err = passedMirror(ctx, p.Mirror, p.Direct, kinds); err != nil {
 			return nil, nil, err
 		}
-		if spec.Mirror.Stdin != nil && spec.TTY != nil {
+		if spec.TTY != nil && (spec.Mirror.Stdin != nil || spec.Mirror.Direct) {
 			closeMirror(spec.Mirror)
-			return nil, nil, wire.InvalidParams("mirror: a terminal's child reads its terminal: stdin cannot be passed to it")
+			return nil, nil, wire.InvalidParams("mirror: a terminal's child reads and writes its terminal: its stdio cannot be passed to it")
 		}
 	}
 	pr, cur, err := se.s.reg.SpawnFollowed(spec)

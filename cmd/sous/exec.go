@@ -153,7 +153,13 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if !o.detach {
 		handler = out.frame
 		if !o.tty {
-			spec.Mirror = proc.Mirror{Stdout: pipeFile(streams.Out), Stderr: pipeFile(streams.ErrOut), Stdin: inputFile(streams.In)}
+			// On the embedded daemon nobody else can follow the command, so
+			// its output needs no frames: it gets sous's stdout and stderr
+			// as a shell would give them (Mirror.Direct). A socket daemon
+			// keeps the frames for attach and replay, and tees into pipes.
+			direct := url == "embedded"
+			spec.Mirror = proc.Mirror{Stdout: outputFile(streams.Out, direct), Stderr: outputFile(streams.ErrOut, direct),
+				Stdin: inputFile(streams.In), Direct: direct}
 		}
 	}
 	p, err := conn.Spawn(ctx, spec, handler)
@@ -166,6 +172,10 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	}
 	if o.tty {
 		return followTTY(ctx, streams, p, o.timeout) // exec_tty.go
+	}
+	if p.OutputPassed() {
+		stop := out.watchReaders(spec.Mirror.Stdout, spec.Mirror.Stderr)
+		defer stop()
 	}
 	if p.StdinPassed() {
 		// The child reads sous's stdin itself, as with a shell's
@@ -269,6 +279,11 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 				return &exitError{code: 124, err: fmt.Errorf("timed out after %s; the process group was stopped", timeout)}
 			case code == -1 && sent != 0:
 				return &exitError{code: 128 + int(sent)}
+			case code == -1 && out != nil && out.readerGone():
+				// Writing straight to a pipe whose reader went away
+				// (Mirror.Direct), it got SIGPIPE from the kernel before
+				// sous saw the reader go.
+				return &exitError{code: 128 + int(syscall.SIGPIPE)}
 			case code == -1:
 				return &exitError{code: 255, err: errors.New("the command was killed by a signal")}
 			case code != 0:
@@ -316,7 +331,8 @@ type streamWriter struct {
 	// with EPIPE: whoever read sous's stdout or stderr is gone (see follow).
 	broken, brokenErr         chan struct{}
 	brokenOnce, brokenErrOnce sync.Once
-	stopped                   bool // set by stop: frames still arriving are dropped
+	stopped                   bool        // set by stop: frames still arriving are dropped
+	watched                   [2]*os.File // stdout and stderr the command writes itself (watchReaders)
 }
 
 // newStreamWriter writes a process's output to streams. It asks for SIGPIPE
@@ -345,7 +361,7 @@ const outPipeSize = 1 << 20
 // growPipe enlarges w's pipe, if w is one; failing (the user's pipe budget)
 // keeps the size it had.
 func growPipe(w io.Writer) {
-	f := pipeFile(w)
+	f := outputFile(w, false)
 	if f == nil {
 		return
 	}
@@ -354,14 +370,17 @@ func growPipe(w io.Writer) {
 	}
 }
 
-// pipeFile returns w if it is a pipe (what a daemon can mirror a
-// child's output to), else nil.
-func pipeFile(w io.Writer) *os.File {
+// outputFile returns w if a daemon can take it as a child's output: a pipe
+// to tee into, or with direct a pipe or regular file to be the child's own
+// (see proc.Mirror); else nil. A terminal is never passed: the command
+// would find a terminal where sous gives it a pipe (use --tty for that).
+func outputFile(w io.Writer, direct bool) *os.File {
 	f, ok := w.(*os.File)
 	if !ok {
 		return nil
 	}
-	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+	fi, err := f.Stat()
+	if err != nil || (fi.Mode()&os.ModeNamedPipe == 0 && !(direct && fi.Mode().IsRegular())) {
 		return nil
 	}
 	return f
@@ -380,6 +399,89 @@ func inputFile(r io.Reader) *os.File {
 		return nil
 	}
 	return f
+}
+
+// watchReaders stands in for the failed writes that tell frame the reader
+// of sous's stdout or stderr went away, for output the command writes
+// itself (Mirror.Direct): it waits for either pipe to lose its reader and
+// closes broken or brokenErr, so that follow treats the command as it
+// would have. stop ends the watch.
+func (w *streamWriter) watchReaders(stdout, stderr *os.File) (stop func()) {
+	var wake [2]int
+	if unix.Pipe2(wake[:], unix.O_CLOEXEC) != nil {
+		return func() {} // the command still gets SIGPIPE from the kernel itself
+	}
+	w.watched = [2]*os.File{stdout, stderr}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer unix.Close(wake[0])
+		fds := []unix.PollFd{{Fd: int32(wake[0]), Events: unix.POLLIN}}
+		marks := []func(){nil}
+		for i, f := range w.watched {
+			if f == nil || !isPipeFile(f) {
+				continue
+			}
+			// Events 0: a write end reports only POLLERR, once its
+			// reader is gone.
+			fds = append(fds, unix.PollFd{Fd: rawFd(f), Events: 0})
+			if i == 0 {
+				marks = append(marks, func() { w.brokenOnce.Do(func() { close(w.broken) }) })
+			} else {
+				marks = append(marks, func() { w.brokenErrOnce.Do(func() { close(w.brokenErr) }) })
+			}
+		}
+		for len(fds) > 1 {
+			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+				return
+			}
+			if fds[0].Revents != 0 {
+				return
+			}
+			for i := len(fds) - 1; i > 0; i-- {
+				if fds[i].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+					marks[i]()
+					fds = append(fds[:i], fds[i+1:]...)
+					marks = append(marks[:i], marks[i+1:]...)
+				}
+			}
+		}
+	}()
+	return func() {
+		unix.Write(wake[1], []byte{0})
+		<-done
+		unix.Close(wake[1])
+	}
+}
+
+// readerGone reports whether the reader of a pipe the command wrote to
+// itself (watchReaders) is gone.
+func (w *streamWriter) readerGone() bool {
+	for _, f := range w.watched {
+		if f == nil || !isPipeFile(f) {
+			continue
+		}
+		fds := []unix.PollFd{{Fd: rawFd(f), Events: 0}}
+		if n, err := unix.Poll(fds, 0); err == nil && n > 0 && fds[0].Revents&unix.POLLERR != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// rawFd is f's descriptor, without Fd's side effect of making it blocking
+// (the description is the command's too). f stays open while it is used.
+func rawFd(f *os.File) int32 {
+	fd := int32(-1)
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(d uintptr) { fd = int32(d) })
+	}
+	return fd
+}
+
+func isPipeFile(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }
 
 func (w *streamWriter) frame(f *wire.Frame) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -270,6 +271,50 @@ func TestExecReaderGoneKillsAnIgnorer(t *testing.T) {
 	}
 	if p := srv.Registry().Get("ignorer"); p == nil || p.Running() {
 		t.Errorf("the command still runs (or is unknown): %v", p)
+	}
+}
+
+// On the embedded daemon the command writes sous's stdout itself
+// (Mirror.Direct), so sous watches the pipe for its reader going away: a
+// command that ignores SIGPIPE (and the EPIPE errors that follow) is still
+// stopped after the grace, and sous exits 141.
+func TestExecReaderGoneKillsAnIgnorerEmbedded(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := exec.Command(bin, "exec", "--", "sh", "-c", `echo $$ > "$0"; trap "" PIPE; while :; do echo y 2>/dev/null; sleep 0.01; done`, pidFile)
+	cmd.Env = cleanEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	bufio.NewReader(out).ReadString('\n')
+	out.Close()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if exitCode(err) != 141 {
+			t.Errorf("exit %v, want 141", err)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("sous did not stop a command that ignores SIGPIPE")
+	}
+	if took := time.Since(start); took < client.TimeoutGrace-time.Second {
+		t.Errorf("stopped after %s: the command was not given the grace", took)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 || syscall.Kill(pid, 0) == nil {
+		t.Errorf("the command (pid %d) still runs", pid)
 	}
 }
 

@@ -81,46 +81,70 @@ func Embedded(srv *daemon.Server) *Client {
 	return c
 }
 
+// passed is what a spawn's request carries of its SpawnSpec.Mirror.
+type passed struct {
+	files  []*os.File // with the request, in the order of params' "mirror"
+	stdin  bool       // a stdin is among them
+	direct bool       // the output among them is the child's own
+}
+
 // mirror arranges spec.Mirror for the spawn whose params are given: the
-// descriptors to pass with the request (files), named in params' "mirror"
-// (process.spawn.mirror, and .stdin for a stdin), and whether a stdin is
-// among them. An embedded daemon and a daemon on a Unix socket can take
-// them; over other links, or once a relay dropped them (noPassing), the
-// spawn is unmirrored and its stdin the daemon's pipe.
-func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]any) (files []*os.File, stdin bool) {
+// descriptors to pass with the request, named in params' "mirror"
+// (process.spawn.mirror, and .stdin and .direct for those). An embedded
+// daemon and a daemon on a Unix socket can take them; over other links, or
+// once a relay dropped them (noPassing), the spawn is unmirrored and its
+// stdin the daemon's pipe. Without .direct, output is teed to the pipes
+// among Stdout and Stderr, and other files are not passed.
+func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]any) passed {
 	if spec.Mirror == (proc.Mirror{}) || c.noPassing.Load() {
-		return nil, false
+		return passed{}
 	}
 	c.mu.Lock()
 	l := c.cur
 	c.mu.Unlock()
 	if fp, ok := l.(filePasser); !ok || !fp.passesFiles() {
-		return nil, false
+		return passed{}
 	}
 	if ok, err := c.HasFeature(ctx, wire.FeatureSpawnMirror); err != nil || !ok {
-		return nil, false // the spawn reports a lost connection itself
+		return passed{} // the spawn reports a lost connection itself
 	}
+	has := func(feature string) bool {
+		ok, err := c.HasFeature(ctx, feature)
+		return err == nil && ok && !spec.TTY
+	}
+	var p passed
+	p.direct = spec.Mirror.Direct && has(wire.FeatureSpawnMirrorDirect)
 	var names []string
 	for _, m := range []struct {
 		name string
 		f    *os.File
 	}{{"stdout", spec.Mirror.Stdout}, {"stderr", spec.Mirror.Stderr}, {"stdin", spec.Mirror.Stdin}} {
-		if m.f == nil {
+		switch {
+		case m.f == nil:
 			continue
-		}
-		if m.name == "stdin" {
-			if ok, err := c.HasFeature(ctx, wire.FeatureSpawnMirrorStdin); err != nil || !ok || spec.TTY {
+		case m.name == "stdin":
+			if !has(wire.FeatureSpawnMirrorStdin) {
 				continue // written through process.stdin as usual
 			}
-			stdin = true
+			p.stdin = true
+		case !p.direct && !isPipe(m.f):
+			continue // a tee needs a pipe; the frames carry this stream
 		}
 		names = append(names, m.name)
-		files = append(files, m.f)
+		p.files = append(p.files, m.f)
 	}
 	if names != nil {
 		params["mirror"] = names
+		if p.direct {
+			params["direct"] = true
+		}
 	}
-	return files, stdin
+	return p
+}
+
+func isPipe(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }
 
 // mirrorRefused reports whether a spawn failed on its passed mirror: the

@@ -240,3 +240,64 @@ func TestSpawnPassedStdin(t *testing.T) {
 		})
 	}
 }
+
+// With Mirror.Direct the child writes the passed pipe itself on the
+// embedded daemon and on a Unix socket (process.spawn.mirror.direct), and
+// no output frames come; through a relay that drops descriptors it falls
+// back to frames carrying everything.
+func TestSpawnDirectOutput(t *testing.T) {
+	sock := startDaemon(t, daemon.Config{})
+	_, embedded := embeddedDaemon(t)
+	relay := faultproxy.Start(t, startDaemon(t, daemon.Config{}), faultproxy.Options{MinBytes: 1 << 40, MaxBytes: 1 << 40})
+	file, want := randomFile(t, 2<<20+3)
+	for _, tc := range []struct {
+		name   string
+		c      *client.Client
+		direct bool
+	}{
+		{"embedded", embedded, true},
+		{"unix socket", dialProxy(t, sock), true},
+		{"relay", dialProxy(t, relay.Path()), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			piped := make(chan []byte, 1)
+			go func() { b, _ := io.ReadAll(r); piped <- b }()
+			var mu sync.Mutex
+			var framed []byte
+			p, err := tc.c.Spawn(ctx, client.SpawnSpec{ID: "out", Command: "cat", Args: []string{file}, Mirror: proc.Mirror{Stdout: w, Direct: true}},
+				func(f *wire.Frame) {
+					mu.Lock()
+					defer mu.Unlock()
+					if f.Stream == wire.Stdout {
+						framed = append(framed, f.Data...)
+					}
+				})
+			w.Close() // the daemon has its own copy, or none
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.OutputPassed() != tc.direct {
+				t.Fatalf("OutputPassed() = %v, want %v", p.OutputPassed(), tc.direct)
+			}
+			if code, err := p.Wait(ctx); err != nil || code != 0 {
+				t.Fatalf("wait: %d %v", code, err)
+			}
+			got := <-piped
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.direct && (!bytes.Equal(got, want) || len(framed) != 0) {
+				t.Errorf("pipe %d bytes (exact %v), frames %d bytes; want all %d in the pipe", len(got), bytes.Equal(got, want), len(framed), len(want))
+			}
+			if !tc.direct && (len(got) != 0 || !bytes.Equal(framed, want)) {
+				t.Errorf("pipe %d bytes, frames %d bytes (exact %v); want all %d in frames", len(got), len(framed), bytes.Equal(framed, want), len(want))
+			}
+		})
+	}
+}

@@ -53,7 +53,12 @@ type SpawnSpec struct {
 	//
 	// Mirror.Stdin, a pipe or regular file, is passed the same way to be
 	// the child's stdin itself (process.spawn.mirror.stdin); whether it
-	// was is Proc.StdinPassed. It is never passed to a terminal's child.
+	// was is Proc.StdinPassed. With Mirror.Direct, Stdout and Stderr
+	// (pipes or regular files) are the child's own stdout and stderr
+	// (process.spawn.mirror.direct): no frames, no replay of them, for
+	// whoever follows the process; whether they were is Proc.OutputPassed.
+	// Without that extension they are teed to as above (pipes only). None
+	// is passed to a terminal's child.
 	Mirror proc.Mirror
 }
 
@@ -80,7 +85,8 @@ type Proc struct {
 	identified bool        // Pid and StartTime are known
 	earlyGone  []wire.Gone // Gone notifications read before the spawn or reattach answer was
 
-	stdinPassed bool // the child's stdin is the file passed as SpawnSpec.Mirror.Stdin
+	stdinPassed  bool // the child's stdin is the file passed as SpawnSpec.Mirror.Stdin
+	outputPassed bool // the child writes to the Mirror.Stdout and Stderr passed (Mirror.Direct)
 
 	stdinMu  sync.Mutex
 	stdinOff int64  // the offset of our next stdin byte
@@ -157,19 +163,20 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			params["sandbox"] = spec.Sandbox
 		}
 		ext.apply(params)
-		files, stdinPassed := c.mirror(ctx, spec, params)
+		pass := c.mirror(ctx, spec, params)
 		var res wire.SpawnResult
-		err := c.callFiles(ctx, "process.spawn", params, &res, files)
-		if files != nil && mirrorRefused(err) {
+		err := c.callFiles(ctx, "process.spawn", params, &res, pass.files)
+		if pass.files != nil && mirrorRefused(err) {
 			// Something between here and the daemon (a relay such as
 			// socat) carries bytes but not descriptors. The daemon checks
 			// the mirror before it starts anything: spawn unmirrored.
 			c.noPassing.Store(true)
 			delete(params, "mirror")
-			stdinPassed = false
+			delete(params, "direct")
+			pass = passed{}
 			err = c.Call(ctx, "process.spawn", params, &res)
 		}
-		p.stdinPassed = stdinPassed
+		p.stdinPassed, p.outputPassed = pass.stdin, pass.direct
 		p.mu.Lock()
 		p.spawning = false
 		found := p.reattached
@@ -434,6 +441,11 @@ func (p *Proc) WriteAt(ctx context.Context, data []byte, offset int64) (applied 
 // passed as SpawnSpec.Mirror.Stdin, which it then reads itself: the
 // daemon refuses Write, and CloseStdin changes nothing.
 func (p *Proc) StdinPassed() bool { return p.stdinPassed }
+
+// OutputPassed reports whether the child writes straight to the files
+// passed as SpawnSpec.Mirror.Stdout and Stderr (Mirror.Direct): nothing of
+// those streams arrives as frames.
+func (p *Proc) OutputPassed() bool { return p.outputPassed }
 
 // CloseStdin closes the process's stdin after everything written so far.
 func (p *Proc) CloseStdin(ctx context.Context) error {

@@ -70,7 +70,7 @@ func (r *Registry) spawnExt(spec Spec, env []string, dir string, follow bool) (*
 		return nil, nil, errors.New("spawn: a pipeline cannot have a terminal")
 	}
 	if spec.Pipeline != nil {
-		cmds, outputs, stdinW, err := r.startPipeline(spec.Pipeline, spec.Mirror.Stdin, env, dir, spec.Sandbox)
+		cmds, outputs, stdinW, err := r.startPipeline(spec.Pipeline, spec.Mirror, env, dir, spec.Sandbox)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -81,8 +81,8 @@ func (r *Registry) spawnExt(spec Spec, env []string, dir string, follow bool) (*
 		}
 		return r.launch(spec, cmds, outputs, w, follow)
 	}
-	if spec.Mirror.Stdin != nil {
-		return nil, nil, errors.New("spawn: a terminal's child reads its terminal: stdin cannot be passed to it")
+	if spec.Mirror.Stdin != nil || spec.Mirror.Direct {
+		return nil, nil, errors.New("spawn: a terminal's child reads and writes its terminal: its stdio cannot be passed to it")
 	}
 	cmd, master, stdinW, err := r.startTTY(spec, env, dir)
 	if err != nil {

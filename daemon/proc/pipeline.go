@@ -16,12 +16,13 @@ import (
 // process's stdin, the last writes its stdout, and every stage has a
 // stderr pipe of its own (its frames carry the stage). All stages run in
 // one process group led by the first, so a signal to the process reaches
-// every stage and their descendants. A stdin given (Mirror.Stdin) is the
-// first stage's stdin itself, and stdinW is then nil.
+// every stage and their descendants. A stdin given (m.Stdin) is the first
+// stage's stdin itself, and stdinW is then nil; with m.Direct, m.Stdout is
+// the last stage's stdout and m.Stderr every stage's stderr.
 //
 // Every command is resolved before anything starts; if a stage cannot
 // start, the stages already running are killed and reaped.
-func (r *Registry) startPipeline(stages [][]string, stdin *os.File, env []string, dir string, sb *sandbox.Policy) (cmds []*exec.Cmd, outputs []output, stdinW *os.File, err error) {
+func (r *Registry) startPipeline(stages [][]string, m Mirror, env []string, dir string, sb *sandbox.Policy) (cmds []*exec.Cmd, outputs []output, stdinW *os.File, err error) {
 	if len(stages) == 0 {
 		return nil, nil, nil, errors.New("spawn: empty pipeline")
 	}
@@ -67,23 +68,40 @@ func (r *Registry) startPipeline(stages [][]string, stdin *os.File, env []string
 		}
 	}()
 
-	in := stdin
+	in := m.Stdin
 	if in == nil {
 		if in, stdinW, err = pipe(); err != nil {
 			return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
 		}
 	}
-	outR, outW, err := pipe()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
+	directOut, directErr := (*os.File)(nil), (*os.File)(nil)
+	if m.Direct {
+		directOut, directErr = m.Stdout, m.Stderr
+		for _, f := range []*os.File{directOut, directErr} {
+			if f != nil {
+				if err := setBlocking(f); err != nil {
+					return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
+				}
+			}
+		}
 	}
-	outputs = append(outputs, output{f: outR, stream: wire.Stdout})
-	for i, st := range stages {
-		errR, errW, err := pipe()
-		if err != nil {
+	outW := directOut
+	if outW == nil {
+		var outR *os.File
+		if outR, outW, err = pipe(); err != nil {
 			return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
 		}
-		outputs = append(outputs, output{f: errR, stream: wire.Stderr, stage: i + 1})
+		outputs = append(outputs, output{f: outR, stream: wire.Stdout})
+	}
+	for i, st := range stages {
+		errW := directErr
+		if errW == nil {
+			var errR *os.File
+			if errR, errW, err = pipe(); err != nil {
+				return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
+			}
+			outputs = append(outputs, output{f: errR, stream: wire.Stderr, stage: i + 1})
+		}
 		out, next := outW, (*os.File)(nil)
 		if i < len(stages)-1 {
 			if next, out, err = pipe(); err != nil {
@@ -110,8 +128,15 @@ func (r *Registry) startPipeline(stages [][]string, stdin *os.File, env []string
 			return nil, nil, nil, fmt.Errorf("pipeline stage %d: spawn %s: %w", i+1, st[0], err)
 		}
 		started = append(started, cmd)
-		closeChild(in, out, errW)
+		// Every stage shares a direct stderr: the passed descriptors are
+		// closed once all stages have them.
+		for _, f := range []*os.File{in, out, errW} {
+			if f != m.Stdin && f != directOut && f != directErr {
+				closeChild(f)
+			}
+		}
 		in = next
 	}
+	closeAll(m.Stdin, directOut, directErr) // the children's now, as in spawn
 	return started, outputs, stdinW, nil
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -177,12 +178,24 @@ type Spec struct {
 // spawner passed to be the child's stdin itself, as a shell's redirection
 // would make it, so that `sous exec` does not relay its own stdin through
 // process.stdin. Nothing can be written to such a process's stdin then.
+//
+// Direct goes further for Stdout and Stderr: they are the child's own
+// stdout and stderr (pipes or regular files), which the daemon never
+// reads, so those streams have no frames and no replay. It is for a
+// spawner that is the only one who could ever follow the process, as
+// `sous exec` on its embedded daemon is: the bytes then go from the child
+// to their reader as they would from a shell.
 type Mirror struct {
 	Stdout, Stderr *os.File // nil: that stream is not mirrored
 	Stdin          *os.File // nil: the daemon's pipe, fed by process.stdin
+	Direct         bool     // Stdout and Stderr are the child's own (see above)
 }
 
+// of is the pipe stream s is teed to, if any.
 func (m Mirror) of(s wire.Stream) *os.File {
+	if m.Direct {
+		return nil
+	}
 	switch s {
 	case wire.Stdout:
 		return m.Stdout
@@ -266,12 +279,12 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 			return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 		}
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, err := outputPipe(spec.Mirror, spec.Mirror.Stdout)
 	if err != nil {
 		closeAll(stdinR, stdinW)
 		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
-	errR, errW, err := os.Pipe()
+	errR, errW, err := outputPipe(spec.Mirror, spec.Mirror.Stderr)
 	if err != nil {
 		closeAll(stdinR, stdinW, outR, outW)
 		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
@@ -292,7 +305,7 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
 	closeAll(stdinR, outW, errW) // the child's ends
-	outputs := []output{{f: outR, stream: wire.Stdout}, {f: errR, stream: wire.Stderr}}
+	outputs := readOutputs(output{f: outR, stream: wire.Stdout}, output{f: errR, stream: wire.Stderr})
 	var w io.WriteCloser // nil, not a nil *os.File, when stdin was passed
 	if stdinW != nil {
 		w = stdinW
@@ -709,6 +722,21 @@ func lookPath(command string, env []string, dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("spawn %s: executable file not found in $PATH", command)
+}
+
+// outputPipe is a new pipe for one output stream, or, when m is Direct and
+// passed is set, no read end and passed itself as the child's end.
+func outputPipe(m Mirror, passed *os.File) (r, w *os.File, err error) {
+	if m.Direct && passed != nil {
+		return nil, passed, setBlocking(passed) // see spawn on blocking
+	}
+	return os.Pipe()
+}
+
+// readOutputs is outs without those the daemon does not read (no read end:
+// the child's own, see Mirror.Direct).
+func readOutputs(outs ...output) []output {
+	return slices.DeleteFunc(outs, func(o output) bool { return o.f == nil })
 }
 
 func closeAll(fs ...*os.File) {

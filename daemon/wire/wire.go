@@ -130,6 +130,13 @@ const (
 	// would make it; process.stdin then refuses data, and closing it does
 	// nothing. A terminal's child cannot take one.
 	FeatureSpawnMirrorStdin = "process.spawn.mirror.stdin"
+	// process.spawn {"mirror": [...], "direct": true}: the descriptors passed
+	// for "stdout" and "stderr", pipes or regular files open for writing,
+	// are the child's own stdout and stderr rather than pipes to tee into:
+	// the daemon reads neither, so they have no frames and no replay. For a
+	// spawner nobody else can follow the process through (sous exec on its
+	// embedded daemon). A terminal's child cannot take them.
+	FeatureSpawnMirrorDirect = "process.spawn.mirror.direct"
 )
 
 // ---- server.* ----
@@ -289,6 +296,7 @@ type ProcessParams struct {
 	Size     *TermSize  `json:"size,omitempty"`     // process.spawn.tty: the terminal's size (default 24x80)
 	Sandbox  *Sandbox   `json:"sandbox,omitempty"`  // process.spawn.sandbox; absent or null: unsandboxed
 	Mirror   []string   `json:"mirror,omitempty"`   // process.spawn.mirror(.stdin): the streams of the passed descriptors, in order
+	Direct   bool       `json:"direct,omitempty"`   // process.spawn.mirror.direct: the passed stdout and stderr are the child's own
 	// process.resize's new size.
 	Rows int `json:"rows,omitempty"`
 	Cols int `json:"cols,omitempty"`
