@@ -44,11 +44,14 @@ func newExecCmd(streams *IO) *cobra.Command {
 streamed to yours, and exit with its exit code. When stdin is a pipe or a file
 the command reads it: on the embedded daemon and on one reached through its
 Unix socket (--socket) it gets that very pipe or file as its stdin, as after
-a shell's redirection; on other daemons sous forwards it, then closes it. On
-those same daemons, output bound for a pipe (sous exec -- CMD | grep x) is
-written into it by the daemon as it reads it, without copying the bytes on
-the way (the pipes are passed to a socket daemon with the spawn); the replay
-log still gets every byte.
+a shell's redirection; on other daemons sous forwards it, then closes it.
+
+On the embedded daemon, where nothing else can follow the command, a stdout
+or stderr that is a pipe or a file is the command's own too: its output goes
+to your reader as fast as from a shell. A socket daemon keeps every byte for
+replay (sous attach), and writes output bound for a pipe into it itself as it
+reads it, without copying the bytes on the way (the pipes are passed with the
+spawn); other output is streamed to sous and written by it.
 
 Ctrl-C (and SIGTERM) are forwarded to the command's process group; a second
 Ctrl-C within 2 s sends SIGKILL. A command killed by a signal makes sous exit
