@@ -237,84 +237,52 @@ func TestExecReaderGoneStopsTheCommand(t *testing.T) {
 	}
 }
 
-// A command that ignores SIGPIPE is SIGKILLed once the grace has passed
-// after sous exec's reader went away: nothing will ever read it.
+// A command that ignores SIGPIPE (and the EPIPE errors that follow) is
+// SIGKILLed once the grace has passed after sous exec's reader went away:
+// nothing will ever read it. On the embedded daemon the command writes
+// sous's stdout itself (Mirror.Direct), and sous watches the pipe's reader
+// to know.
 func TestExecReaderGoneKillsAnIgnorer(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
-	sock, srv := socketDaemon(t, "tok", daemonConfig(t))
-	cmd := exec.Command(bin, "exec", "--id", "ignorer", "--socket", sock, "--", "sh", "-c", `trap "" PIPE; exec yes y`)
-	cmd.Env = append(cleanEnv(), "SOUS_TOKEN=tok")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	bufio.NewReader(out).ReadString('\n')
-	out.Close()
-	start := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if exitCode(err) != 141 {
-			t.Errorf("exit %v, want 141", err)
+	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
+	for _, target := range [][]string{nil, {"--socket", sock}} {
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		args := append(append([]string{"exec"}, target...), "--", "sh", "-c", `echo $$ > "$0"; trap "" PIPE; while :; do echo y 2>/dev/null; sleep 0.01; done`, pidFile)
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(cleanEnv(), "SOUS_TOKEN=tok")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("sous did not stop a command that ignores SIGPIPE")
-	}
-	if took := time.Since(start); took < client.TimeoutGrace-time.Second {
-		t.Errorf("stopped after %s: the command was not given the grace", took)
-	}
-	if p := srv.Registry().Get("ignorer"); p == nil || p.Running() {
-		t.Errorf("the command still runs (or is unknown): %v", p)
-	}
-}
-
-// On the embedded daemon the command writes sous's stdout itself
-// (Mirror.Direct), so sous watches the pipe for its reader going away: a
-// command that ignores SIGPIPE (and the EPIPE errors that follow) is still
-// stopped after the grace, and sous exits 141.
-func TestExecReaderGoneKillsAnIgnorerEmbedded(t *testing.T) {
-	t.Parallel()
-	bin := sousBinary(t)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	cmd := exec.Command(bin, "exec", "--", "sh", "-c", `echo $$ > "$0"; trap "" PIPE; while :; do echo y 2>/dev/null; sleep 0.01; done`, pidFile)
-	cmd.Env = cleanEnv()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	bufio.NewReader(out).ReadString('\n')
-	out.Close()
-	start := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if exitCode(err) != 141 {
-			t.Errorf("exit %v, want 141", err)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("sous did not stop a command that ignores SIGPIPE")
-	}
-	if took := time.Since(start); took < client.TimeoutGrace-time.Second {
-		t.Errorf("stopped after %s: the command was not given the grace", took)
-	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid <= 0 || syscall.Kill(pid, 0) == nil {
-		t.Errorf("the command (pid %d) still runs", pid)
+		bufio.NewReader(out).ReadString('\n')
+		out.Close()
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if exitCode(err) != 141 {
+				t.Errorf("%v: exit %v, want 141", target, err)
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: sous did not stop a command that ignores SIGPIPE", target)
+		}
+		if took := time.Since(start); took < client.TimeoutGrace-time.Second {
+			t.Errorf("%v: stopped after %s: the command was not given the grace", target, took)
+		}
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Reaped by the daemon before sous exits, so no zombie answers.
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid <= 0 || syscall.Kill(pid, 0) == nil {
+			t.Errorf("%v: the command (pid %d) still runs", target, pid)
+		}
 	}
 }
 

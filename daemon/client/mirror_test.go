@@ -170,24 +170,32 @@ func TestSocketSpawnMirrorThroughARelay(t *testing.T) {
 	}
 }
 
+type passingClient struct {
+	name   string
+	c      *client.Client
+	passes bool // descriptors reach the daemon
+}
+
+// passingClients are the links a test of passed descriptors runs over: the
+// embedded daemon and a Unix socket, which take them, and a relay that
+// drops them.
+func passingClients(t *testing.T) []passingClient {
+	relay := faultproxy.Start(t, startDaemon(t, daemon.Config{}), faultproxy.Options{MinBytes: 1 << 40, MaxBytes: 1 << 40})
+	_, embedded := embeddedDaemon(t)
+	return []passingClient{
+		{"embedded", embedded, true},
+		{"unix socket", dialProxy(t, startDaemon(t, daemon.Config{})), true},
+		{"relay", dialProxy(t, relay.Path()), false},
+	}
+}
+
 // A pipe passed as SpawnSpec.Mirror.Stdin is the child's stdin itself on the
 // embedded daemon and on a Unix socket (process.spawn.mirror.stdin), and
 // writing to the process is refused there. Through a relay that drops
 // descriptors the spawn falls back to the daemon's pipe, fed by Write.
 func TestSpawnPassedStdin(t *testing.T) {
-	sock := startDaemon(t, daemon.Config{})
-	_, embedded := embeddedDaemon(t)
-	relay := faultproxy.Start(t, startDaemon(t, daemon.Config{}), faultproxy.Options{MinBytes: 1 << 40, MaxBytes: 1 << 40})
 	_, want := randomFile(t, 2<<20+3)
-	for _, tc := range []struct {
-		name   string
-		c      *client.Client
-		passed bool
-	}{
-		{"embedded", embedded, true},
-		{"unix socket", dialProxy(t, sock), true},
-		{"relay", dialProxy(t, relay.Path()), false},
-	} {
+	for _, tc := range passingClients(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -212,10 +220,10 @@ func TestSpawnPassedStdin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.StdinPassed() != tc.passed {
-				t.Fatalf("StdinPassed() = %v, want %v", p.StdinPassed(), tc.passed)
+			if p.StdinPassed() != tc.passes {
+				t.Fatalf("StdinPassed() = %v, want %v", p.StdinPassed(), tc.passes)
 			}
-			if tc.passed {
+			if tc.passes {
 				var we *wire.Error
 				if _, err := p.Write(ctx, []byte("x")); !errors.As(err, &we) || we.Message != proc.MsgStdinPassed {
 					t.Errorf("Write to a passed stdin: %v, want %q", err, proc.MsgStdinPassed)
@@ -246,19 +254,8 @@ func TestSpawnPassedStdin(t *testing.T) {
 // no output frames come; through a relay that drops descriptors it falls
 // back to frames carrying everything.
 func TestSpawnDirectOutput(t *testing.T) {
-	sock := startDaemon(t, daemon.Config{})
-	_, embedded := embeddedDaemon(t)
-	relay := faultproxy.Start(t, startDaemon(t, daemon.Config{}), faultproxy.Options{MinBytes: 1 << 40, MaxBytes: 1 << 40})
 	file, want := randomFile(t, 2<<20+3)
-	for _, tc := range []struct {
-		name   string
-		c      *client.Client
-		direct bool
-	}{
-		{"embedded", embedded, true},
-		{"unix socket", dialProxy(t, sock), true},
-		{"relay", dialProxy(t, relay.Path()), false},
-	} {
+	for _, tc := range passingClients(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -283,8 +280,8 @@ func TestSpawnDirectOutput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.OutputPassed() != tc.direct {
-				t.Fatalf("OutputPassed() = %v, want %v", p.OutputPassed(), tc.direct)
+			if p.OutputPassed() != tc.passes {
+				t.Fatalf("OutputPassed() = %v, want %v", p.OutputPassed(), tc.passes)
 			}
 			if code, err := p.Wait(ctx); err != nil || code != 0 {
 				t.Fatalf("wait: %d %v", code, err)
@@ -292,10 +289,10 @@ func TestSpawnDirectOutput(t *testing.T) {
 			got := <-piped
 			mu.Lock()
 			defer mu.Unlock()
-			if tc.direct && (!bytes.Equal(got, want) || len(framed) != 0) {
+			if tc.passes && (!bytes.Equal(got, want) || len(framed) != 0) {
 				t.Errorf("pipe %d bytes (exact %v), frames %d bytes; want all %d in the pipe", len(got), bytes.Equal(got, want), len(framed), len(want))
 			}
-			if !tc.direct && (len(got) != 0 || !bytes.Equal(framed, want)) {
+			if !tc.passes && (len(got) != 0 || !bytes.Equal(framed, want)) {
 				t.Errorf("pipe %d bytes, frames %d bytes (exact %v); want all %d in frames", len(got), len(framed), bytes.Equal(framed, want), len(want))
 			}
 		})
