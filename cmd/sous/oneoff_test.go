@@ -330,19 +330,15 @@ func TestAttachReaderGoneLeavesTheProcess(t *testing.T) {
 }
 
 // sous exec's output is byte-exact whether its stdout and stderr are pipes
-// (which the embedded daemon writes to directly, see proc.Mirror) or
-// files (which sous writes the frames to), on either kind of daemon.
+// or files, on either kind of daemon: the embedded daemon's command writes
+// both itself (proc.Mirror.Direct); a socket daemon tees into the pipes,
+// and sous writes the frames to the files.
 func TestExecStreamsExact(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
 	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
 	dir := t.TempDir()
-	data := make([]byte, 5<<20+3)
-	rand.Read(data)
-	src := filepath.Join(dir, "data")
-	if err := os.WriteFile(src, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	src, data := randomDataFile(t, dir, 5<<20+3)
 	for _, target := range [][]string{nil, {"--socket", sock}} {
 		for _, toFiles := range []bool{false, true} {
 			args := append(append([]string{"exec"}, target...), "--", "sh", "-c", `cat "$0"; cat "$0" >&2; exit 5`, src)
@@ -389,12 +385,7 @@ func TestExecStdinExact(t *testing.T) {
 	bin := sousBinary(t)
 	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
 	dir := t.TempDir()
-	data := make([]byte, 3<<20+5)
-	rand.Read(data)
-	src := filepath.Join(dir, "data")
-	if err := os.WriteFile(src, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	src, data := randomDataFile(t, dir, 3<<20+5)
 	for _, target := range [][]string{nil, {"--socket", sock}} {
 		for _, kind := range []string{"pipe", "file", "socket"} {
 			args := append(append([]string{"exec"}, target...), "--", "sh", "-c", `readlink /proc/self/fd/0 >&2; exec cat`)
@@ -488,4 +479,16 @@ func TestCellQuotesWhatCouldBreakATable(t *testing.T) {
 			t.Errorf("cell(%q) = %s, want %s", in, got, want)
 		}
 	}
+}
+
+// randomDataFile writes n random bytes to a file in dir.
+func randomDataFile(t *testing.T, dir string, n int) (path string, data []byte) {
+	t.Helper()
+	data = make([]byte, n)
+	rand.Read(data)
+	path = filepath.Join(dir, "data")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, data
 }
