@@ -15,7 +15,8 @@ import (
 )
 
 // A client on a Unix socket may pass descriptors with a request line
-// (SCM_RIGHTS): process.spawn's mirror pipes (process.spawn.mirror). The
+// (SCM_RIGHTS): process.spawn's mirror (process.spawn.mirror and its .stdin
+// and .direct). The
 // kernel hands them over with a read that ends within the bytes of the
 // sendmsg that carried them, never past them, and a client sends the line in
 // one sendmsg (its first one, should the line take two): so the last byte of
@@ -24,7 +25,7 @@ import (
 
 // maxPendingFDs bounds the descriptors held for lines not yet complete: a
 // client that sends descriptors with every byte of a long line cannot make
-// the daemon hold more. A spawn passes two at most.
+// the daemon hold more. A spawn passes three at most.
 const maxPendingFDs = 4
 
 // fdReader reads a Unix socket connection, keeping the descriptors that
@@ -225,7 +226,7 @@ func mirrorOf(files []*os.File, streams []string, direct bool, kinds mirrorKinds
 			if !passableFile(files[i], unix.O_RDONLY) {
 				return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe or regular file open for writing", name))
 			}
-		case !isPipe(files[i]):
+		case !proc.IsPipe(files[i]):
 			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe", name))
 		}
 		*slot = files[i]
@@ -256,22 +257,11 @@ func closeMirror(m proc.Mirror) {
 	closeFiles([]*os.File{m.Stdout, m.Stderr, m.Stdin}) // Close on a nil *os.File is a no-op error
 }
 
-// isPipe reports whether f is a pipe. (Stat, unlike Fd, leaves a
-// non-blocking file as it is: the description is the client's too.)
-func isPipe(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
-}
-
 // passableFile reports whether f can be one of a child's stdio descriptors
-// as it is: a pipe or a regular file, not open with the access mode
-// wrongMode (O_WRONLY for a stdin, O_RDONLY for an output). A terminal
-// cannot: the child runs in a process group of its own, which the terminal
-// would stop (SIGTTIN) as it reads, and to which it would report a
-// terminal for what sous otherwise gives a pipe.
+// as it is (proc.IsPipeOrRegular), not open with the access mode wrongMode
+// (O_WRONLY for a stdin, O_RDONLY for an output).
 func passableFile(f *os.File, wrongMode int) bool {
-	fi, err := f.Stat()
-	if err != nil || (fi.Mode()&os.ModeNamedPipe == 0 && !fi.Mode().IsRegular()) {
+	if !proc.IsPipeOrRegular(f) {
 		return false
 	}
 	rc, err := f.SyscallConn()

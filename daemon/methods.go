@@ -174,7 +174,7 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 		}
 		if spec.TTY != nil && (spec.Mirror.Stdin != nil || spec.Mirror.Direct) {
 			closeMirror(spec.Mirror)
-			return nil, nil, wire.InvalidParams("mirror: a terminal's child reads and writes its terminal: its stdio cannot be passed to it")
+			return nil, nil, wire.InvalidParams("mirror: " + proc.MsgStdioToTerminal)
 		}
 	}
 	pr, cur, err := se.s.reg.SpawnFollowed(spec)
@@ -182,7 +182,7 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 		closeMirror(spec.Mirror)
 		return nil, nil, wire.Internal(err)
 	}
-	if mirrored {
+	if spec.Mirror.Tees() {
 		go closeMirrorWhenDone(se, pr, spec.Mirror)
 	}
 	se.s.stats.Spawns.Add(1)

@@ -379,11 +379,7 @@ func growPipe(w io.Writer) {
 // would find a terminal where sous gives it a pipe (use --tty for that).
 func outputFile(w io.Writer, direct bool) *os.File {
 	f, ok := w.(*os.File)
-	if !ok {
-		return nil
-	}
-	fi, err := f.Stat()
-	if err != nil || (fi.Mode()&os.ModeNamedPipe == 0 && !(direct && fi.Mode().IsRegular())) {
+	if !ok || !proc.IsPipe(f) && !(direct && proc.IsPipeOrRegular(f)) {
 		return nil
 	}
 	return f
@@ -391,14 +387,10 @@ func outputFile(w io.Writer, direct bool) *os.File {
 
 // inputFile returns r if it can be a child's stdin as it is (a pipe or a
 // regular file: what a daemon takes as process.spawn.mirror's stdin), else
-// nil. A terminal cannot: the child would read it from a process group
-// the terminal does not have in its foreground.
+// nil.
 func inputFile(r io.Reader) *os.File {
 	f, ok := r.(*os.File)
-	if !ok {
-		return nil
-	}
-	if fi, err := f.Stat(); err != nil || (fi.Mode()&os.ModeNamedPipe == 0 && !fi.Mode().IsRegular()) {
+	if !ok || !proc.IsPipeOrRegular(f) {
 		return nil
 	}
 	return f
@@ -422,7 +414,7 @@ func (w *streamWriter) watchReaders(stdout, stderr *os.File) (stop func()) {
 		fds := []unix.PollFd{{Fd: int32(wake[0]), Events: unix.POLLIN}}
 		marks := []func(){nil}
 		for i, f := range w.watched {
-			if f == nil || !isPipeFile(f) {
+			if f == nil || !proc.IsPipe(f) {
 				continue
 			}
 			// Events 0: a write end reports only POLLERR, once its
@@ -461,7 +453,7 @@ func (w *streamWriter) watchReaders(stdout, stderr *os.File) (stop func()) {
 // itself (watchReaders) is gone.
 func (w *streamWriter) readerGone() bool {
 	for _, f := range w.watched {
-		if f == nil || !isPipeFile(f) {
+		if f == nil || !proc.IsPipe(f) {
 			continue
 		}
 		fds := []unix.PollFd{{Fd: rawFd(f), Events: 0}}
@@ -480,11 +472,6 @@ func rawFd(f *os.File) int32 {
 		_ = rc.Control(func(d uintptr) { fd = int32(d) })
 	}
 	return fd
-}
-
-func isPipeFile(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }
 
 func (w *streamWriter) frame(f *wire.Frame) {

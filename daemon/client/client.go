@@ -127,7 +127,7 @@ func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]a
 				continue // written through process.stdin as usual
 			}
 			p.stdin = true
-		case !p.direct && !isPipe(m.f):
+		case !p.direct && !proc.IsPipe(m.f):
 			continue // a tee needs a pipe; the frames carry this stream
 		}
 		names = append(names, m.name)
@@ -140,11 +140,6 @@ func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]a
 		}
 	}
 	return p
-}
-
-func isPipe(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }
 
 // mirrorRefused reports whether a spawn failed on its passed mirror: the

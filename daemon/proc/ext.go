@@ -3,7 +3,6 @@ package proc
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -75,14 +74,7 @@ func (r *Registry) spawnExt(spec Spec, env []string, dir string, follow bool) (*
 			return nil, nil, err
 		}
 		spec.Command, spec.Args = spec.Pipeline[0][0], spec.Pipeline[0][1:]
-		var w io.WriteCloser // nil, not a nil *os.File, when stdin was passed
-		if stdinW != nil {
-			w = stdinW
-		}
-		return r.launch(spec, cmds, outputs, w, follow)
-	}
-	if spec.Mirror.Stdin != nil || spec.Mirror.Direct {
-		return nil, nil, errors.New("spawn: a terminal's child reads and writes its terminal: its stdio cannot be passed to it")
+		return r.launch(spec, cmds, outputs, writeEnd(stdinW), follow)
 	}
 	cmd, master, stdinW, err := r.startTTY(spec, env, dir)
 	if err != nil {

@@ -77,13 +77,6 @@ func (r *Registry) startPipeline(stages [][]string, m Mirror, env []string, dir 
 	directOut, directErr := (*os.File)(nil), (*os.File)(nil)
 	if m.Direct {
 		directOut, directErr = m.Stdout, m.Stderr
-		for _, f := range []*os.File{directOut, directErr} {
-			if f != nil {
-				if err := setBlocking(f); err != nil {
-					return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
-				}
-			}
-		}
 	}
 	outW := directOut
 	if outW == nil {

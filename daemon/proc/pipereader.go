@@ -219,9 +219,10 @@ func (pr *pipeReader) waitMirror() error {
 // the copy while the child waits to write. Side by side (9 interleaved runs
 // of `sous exec -- head -c 1G /dev/zero | cat`, 2 CPUs), reading the child's
 // pipe directly instead took 824 ms against 691 (medians), slower in 8 of
-// 9. The scratch pipe is not counted in Registry.bigPipes: only the
-// embedded exec mirrors, two streams at most. Should splice fail, the rest
-// is read from the child's pipe itself.
+// 9. The scratch pipe is not counted in Registry.bigPipes: where the pipe
+// budget refuses its size (many clients mirroring at once), it keeps the
+// default and splice moves less per step. Should splice fail, the rest is
+// read from the child's pipe itself.
 func (pr *pipeReader) consume(fd, t int) (int, error) {
 	got := 0
 	for got < t {

@@ -191,6 +191,43 @@ type Mirror struct {
 	Direct         bool     // Stdout and Stderr are the child's own (see above)
 }
 
+// MsgStdioToTerminal says why a terminal's child cannot take passed stdio
+// (Mirror.Stdin, Mirror.Direct).
+const MsgStdioToTerminal = "a terminal's child reads and writes its terminal: its stdio cannot be passed to it"
+
+// childOwn lists the passed descriptors that become the child's own (see
+// Stdin and Direct), rather than pipes the daemon tees to.
+func (m Mirror) childOwn() []*os.File {
+	own := []*os.File{m.Stdin}
+	if m.Direct {
+		own = append(own, m.Stdout, m.Stderr)
+	}
+	return slices.DeleteFunc(own, func(f *os.File) bool { return f == nil })
+}
+
+// Tees reports whether any output is teed to a pipe of the spawner's: the
+// daemon holds those until the output is read (the descriptors that are
+// the child's own it closes as soon as the child has them).
+func (m Mirror) Tees() bool { return m.of(wire.Stdout) != nil || m.of(wire.Stderr) != nil }
+
+// IsPipe reports whether f is a pipe: what output can be teed to. (Stat,
+// unlike Fd, leaves a non-blocking file as it is: the description is the
+// spawner's too.)
+func IsPipe(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
+}
+
+// IsPipeOrRegular reports whether f can be a child's stdio as it is, a
+// stdin or a Direct output: a pipe or a regular file. A terminal cannot:
+// the child runs in a process group of its own, which the terminal would
+// stop (SIGTTIN) as it reads, and it would find a terminal where sous
+// otherwise gives a pipe.
+func IsPipeOrRegular(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && (fi.Mode()&os.ModeNamedPipe != 0 || fi.Mode().IsRegular())
+}
+
 // of is the pipe stream s is teed to, if any.
 func (m Mirror) of(s wire.Stream) *os.File {
 	if m.Direct {
@@ -254,13 +291,17 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	if dir == "" {
 		dir = r.opt.Dir
 	}
-	if spec.Mirror.Stdin != nil {
-		// Programs expect a blocking stdin (cat fails on EAGAIN), and a Go
+	own := spec.Mirror.childOwn()
+	if spec.TTY != nil && len(own) > 0 {
+		return nil, nil, errors.New("spawn: " + MsgStdioToTerminal)
+	}
+	for _, f := range own {
+		// Programs expect blocking stdio (cat fails on EAGAIN), and a Go
 		// spawner's pipes are non-blocking. The spawner has given the
 		// descriptor up, so the change to the shared description is the
 		// child's to have.
-		if err := setBlocking(spec.Mirror.Stdin); err != nil {
-			return nil, nil, fmt.Errorf("spawn %s: passed stdin: %w", spec.Command, err)
+		if err := setBlocking(f); err != nil {
+			return nil, nil, fmt.Errorf("spawn %s: passed descriptor: %w", spec.Command, err)
 		}
 	}
 	if spec.Pipeline != nil || spec.TTY != nil {
@@ -306,11 +347,16 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	}
 	closeAll(stdinR, outW, errW) // the child's ends
 	outputs := readOutputs(output{f: outR, stream: wire.Stdout}, output{f: errR, stream: wire.Stderr})
-	var w io.WriteCloser // nil, not a nil *os.File, when stdin was passed
-	if stdinW != nil {
-		w = stdinW
+	return r.launch(spec, []*exec.Cmd{cmd}, outputs, writeEnd(stdinW), follow)
+}
+
+// writeEnd is the daemon's end of a child's stdin pipe for launch: nil,
+// not a nil *os.File in an interface, when the stdin was passed.
+func writeEnd(f *os.File) io.WriteCloser {
+	if f == nil {
+		return nil
 	}
-	return r.launch(spec, []*exec.Cmd{cmd}, outputs, w, follow)
+	return f
 }
 
 func setBlocking(f *os.File) error {
@@ -388,13 +434,13 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 		cur = p.Log.NewCursor(0) // before the readers start
 	}
 	r.opt.Logger.Info("spawn", append([]any{"id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid}, p.ext.logAttrs(spec)...)...)
-	r.wg.Add(3)
 	if stdinW != nil {
+		r.wg.Add(1)
 		go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
 	} else {
-		r.wg.Done()
 		p.stdin.passed()
 	}
+	r.wg.Add(2)
 	go func() { defer r.wg.Done(); r.supervise(p) }()
 	go func() { defer r.wg.Done(); p.reap() }()
 	if spec.Timeout > 0 {
@@ -728,7 +774,7 @@ func lookPath(command string, env []string, dir string) (string, error) {
 // passed is set, no read end and passed itself as the child's end.
 func outputPipe(m Mirror, passed *os.File) (r, w *os.File, err error) {
 	if m.Direct && passed != nil {
-		return nil, passed, setBlocking(passed) // see spawn on blocking
+		return nil, passed, nil
 	}
 	return os.Pipe()
 }
