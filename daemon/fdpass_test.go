@@ -338,14 +338,15 @@ func TestSpawnMirrorDirect(t *testing.T) {
 			}
 			defer file.Close()
 			before := testutil.OpenFDs(t)
-			params := `{"id":"d",` + tc.spawn + `,"mirror":["stdout","stderr"],"direct":true}`
+			id := "direct-" + tc.name // each subtest its own: the connection keeps every id's frames
+			params := `{"id":"` + id + `",` + tc.spawn + `,"mirror":["stdout","stderr"],"direct":true}`
 			if resp := c.requestPassing("process.spawn", params, w, file); !bytes.Contains(resp, []byte(`"success":true`)) {
 				t.Fatalf("spawn: %s", resp)
 			}
 			w.Close()
 			before--
 			out, _ := io.ReadAll(r) // the end comes once the child and the daemon let go
-			frames := c.waitExit("d")
+			frames := c.waitExit(id)
 			if len(frames) != 1 || exitCodeOf(frames) != 0 {
 				t.Errorf("frames %+v, want only an exit 0", frames)
 			}
@@ -364,8 +365,8 @@ func TestSpawnMirrorDirect(t *testing.T) {
 			}
 			waitOpenFDs(t, before)
 			other := d.dial()
-			other.result("process.reattach", `{"id":"d","fromSeq":0}`)
-			if replay := other.waitExit("d"); len(replay) != 1 {
+			other.result("process.reattach", `{"id":"`+id+`","fromSeq":0}`)
+			if replay := other.waitExit(id); len(replay) != 1 {
 				t.Errorf("replay %+v, want only the exit", replay)
 			}
 		})
