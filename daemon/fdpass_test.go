@@ -104,7 +104,8 @@ func TestSpawnMirrorOverUnixSocket(t *testing.T) {
 
 // When the spawner's connection closes, the daemon lets go of its pipes at
 // once: their reader sees the end although the child runs on, and the
-// child's output goes on into the log.
+// child's output goes on into the log. A reattach with "mirrored":true gets
+// the marks the spawner's connection would have.
 func TestSpawnMirrorDetachedWhenTheConnectionCloses(t *testing.T) {
 	d := startDaemon(t, Config{})
 	c := d.dial()
@@ -140,6 +141,16 @@ func TestSpawnMirrorDetachedWhenTheConnectionCloses(t *testing.T) {
 		}
 		return string(out) == "first\nsecond\n"
 	})
+	// The spawner, back on a new connection, claims the marks: what went
+	// to its pipe comes marked and without data, the rest whole.
+	back := d.dial()
+	back.result("process.reattach", `{"id":"long","fromSeq":0,"mirrored":true}`)
+	back.waitFor("both lines", 10*time.Second, func() bool { return len(back.frames["long"]) >= 2 })
+	for i, raw := range back.rawFrames("long")[:2] {
+		if marked := bytes.Contains(raw, []byte(`"mirrored":true`)) && !bytes.Contains(raw, []byte(`"data"`)); marked != (i == 0) {
+			t.Errorf("frame %d to the returning spawner (marked: %v, want %v): %s", i+1, marked, i == 0, raw)
+		}
+	}
 	other.result("process.kill", `{"id":"long","signal":"SIGKILL"}`)
 	other.waitExit("long")
 }

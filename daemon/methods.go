@@ -320,7 +320,10 @@ func processReattach(_ context.Context, se *Session, raw json.RawMessage) (any, 
 		res.Pid, res.StartTime = pr.Pid, pr.StartTime
 	}
 	// Replay what is retained up to lastSeq before answering, then follow.
-	if err := se.follow(pr, p.FromSeq, st.LastSeq, p.NotifyGone); err != nil {
+	// The spawner of a mirrored process, back on a new connection, keeps
+	// the marks: it has those frames (wire.ProcessParams.Mirrored).
+	ownsMirror := p.Mirrored && se.s.enabled(wire.FeatureSpawnMirror)
+	if err := se.follow(pr, p.FromSeq, st.LastSeq, p.NotifyGone, ownsMirror); err != nil {
 		return nil, nil, wire.Internal(err)
 	}
 	return res, nil, nil

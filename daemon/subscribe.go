@@ -47,12 +47,13 @@ type InlineSink interface {
 // earlier subscription of this session to the same id. With replay, the
 // frames retained up to now are delivered before follow returns (reattach
 // replays, then answers); the rest flows from a background pump or, for an
-// InlineSink, from the goroutines that append them.
-func (se *Session) follow(p *proc.Process, fromSeq int64, replayUpTo int64, notifyGone bool) error {
+// InlineSink, from the goroutines that append them. ownsMirror keeps the
+// Mirrored marks for this session (see followCursor).
+func (se *Session) follow(p *proc.Process, fromSeq int64, replayUpTo int64, notifyGone, ownsMirror bool) error {
 	// The subscription being replaced may be in the middle of a write: wait
 	// for it, or its frames would interleave with (and repeat) the replay.
 	se.unfollow(p.ID)
-	return se.followCursor(p, p.Log.NewCursor(fromSeq), replayUpTo, notifyGone, false)
+	return se.followCursor(p, p.Log.NewCursor(fromSeq), replayUpTo, notifyGone, ownsMirror)
 }
 
 // followCursor subscribes the session to p through cur, which it owns from

@@ -86,6 +86,7 @@ type passed struct {
 	files  []*os.File // with the request, in the order of params' "mirror"
 	stdin  bool       // a stdin is among them
 	direct bool       // the output among them is the child's own
+	tee    bool       // output pipes among them, for the daemon to tee into
 }
 
 // mirror arranges spec.Mirror for the spawn whose params are given: the
@@ -132,6 +133,7 @@ func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]a
 		}
 		names = append(names, m.name)
 		p.files = append(p.files, m.f)
+		p.tee = p.tee || m.name != "stdin" && !p.direct
 	}
 	if names != nil {
 		params["mirror"] = names
@@ -543,7 +545,11 @@ func (c *Client) resume(ctx context.Context, l link) error {
 			continue
 		}
 		var res wire.ReattachResult
-		if err := c.callOn(ctx, l, "process.reattach", map[string]any{"id": p.ID, "fromSeq": p.LastSeq(), "notifyGone": true}, &res); err != nil {
+		params := map[string]any{"id": p.ID, "fromSeq": p.LastSeq(), "notifyGone": true}
+		if p.isTeed() {
+			params["mirrored"] = true // see wire.ProcessParams.Mirrored
+		}
+		if err := c.callOn(ctx, l, "process.reattach", params, &res); err != nil {
 			return err
 		}
 		if !res.Found {

@@ -3,3 +3,14 @@ package client
 // PassesMirrors reports whether c still passes spawn mirrors to its daemon
 // (false once a relay dropped them), for the tests of that fallback.
 func PassesMirrors(c *Client) bool { return !c.noPassing.Load() }
+
+// BreakLink closes c's current connection, as a network fault would; the
+// client then reconnects and resumes.
+func BreakLink(c *Client) {
+	c.mu.Lock()
+	l := c.cur
+	c.mu.Unlock()
+	if l != nil {
+		l.close()
+	}
+}

@@ -298,3 +298,68 @@ func TestSpawnDirectOutput(t *testing.T) {
 		})
 	}
 }
+
+// A connection that breaks while the daemon tees a child's output to the
+// spawner's pipe: everything the daemon teed before it noticed is in the
+// pipe already, so the reattach must not bring it again (the client claims
+// the mirror's marks, "mirrored":true). What the handler gets whole, it
+// writes to the same pipe, as sous exec does: the pipe then holds the
+// output exactly once.
+func TestSocketMirrorSurvivesABrokenConnection(t *testing.T) {
+	c := dialProxy(t, startDaemon(t, daemon.Config{}))
+	file, want := randomFile(t, 8<<20+5)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	got := make(chan []byte)
+	go func() { b, _ := io.ReadAll(r); got <- b }()
+
+	var (
+		broke   sync.Once
+		mu      sync.Mutex
+		unteed  int
+		written int
+	)
+	h := func(f *wire.Frame) {
+		if f.Stream != wire.Stdout {
+			return
+		}
+		// The first frame breaks the link while the child writes on: the
+		// daemon tees on until it sees the connection gone.
+		broke.Do(func() {
+			client.BreakLink(c)
+			time.Sleep(50 * time.Millisecond)
+		})
+		if f.Mirrored {
+			return
+		}
+		mu.Lock()
+		unteed++
+		written += len(f.Data)
+		mu.Unlock()
+		if _, err := w.Write(f.Data); err != nil {
+			t.Errorf("write frame %d: %v", f.Seq, err)
+		}
+	}
+	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "teed", Command: "cat", Args: []string{file}, Mirror: proc.Mirror{Stdout: w}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.Wait(ctx); err != nil || code != 0 {
+		t.Fatalf("wait: %d %v", code, err)
+	}
+	w.Close()
+	out := <-got
+	if !bytes.Equal(out, want) {
+		t.Errorf("the pipe holds %d bytes, not the %d written once (%d bytes in %d frames came whole after the break)",
+			len(out), len(want), written, unteed)
+	}
+	if !client.PassesMirrors(c) {
+		t.Error("the client gave up passing mirrors")
+	}
+}

@@ -87,6 +87,10 @@ type Proc struct {
 
 	stdinPassed  bool // the child's stdin is the file passed as SpawnSpec.Mirror.Stdin
 	outputPassed bool // the child writes to the Mirror.Stdout and Stderr passed (Mirror.Direct)
+	// teed: this client passed pipes for the daemon to tee output into, so
+	// a reattach after a reconnect claims the Mirrored marks: what was
+	// teed is in those pipes already. Set before the spawn is sent.
+	teed bool
 
 	stdinMu  sync.Mutex
 	stdinOff int64  // the offset of our next stdin byte
@@ -164,6 +168,9 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		}
 		ext.apply(params)
 		pass := c.mirror(ctx, spec, params)
+		p.mu.Lock()
+		p.teed = pass.tee
+		p.mu.Unlock()
 		var res wire.SpawnResult
 		err := c.callFiles(ctx, "process.spawn", params, &res, pass.files)
 		if pass.files != nil && mirrorRefused(err) {
@@ -174,6 +181,9 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			delete(params, "mirror")
 			delete(params, "direct")
 			pass = passed{}
+			p.mu.Lock()
+			p.teed = false
+			p.mu.Unlock()
 			err = c.Call(ctx, "process.spawn", params, &res)
 		}
 		p.stdinPassed, p.outputPassed = pass.stdin, pass.direct
@@ -331,6 +341,12 @@ func (p *Proc) gone(g wire.Gone) {
 	default:
 		p.fail(fmt.Errorf("process %s is no longer retained by the daemon (%s); its exit was not seen", g.ID, g.Reason))
 	}
+}
+
+func (p *Proc) isTeed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.teed
 }
 
 func (p *Proc) isSpawning() bool {

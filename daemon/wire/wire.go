@@ -122,7 +122,10 @@ const (
 	// the daemon tees the child's output into those pipes as it reads it,
 	// and sends this connection the frames it mirrored without their data,
 	// marked "mirrored":true (other connections get them whole). The
-	// daemon's copies close when the connection does.
+	// daemon's copies close when the connection does. A spawner that
+	// reconnects reattaches with {"mirrored": true} to keep the marks: what
+	// the daemon teed before it saw the connection go is in the pipes
+	// already.
 	FeatureSpawnMirror = "process.spawn.mirror"
 	// process.spawn {"mirror": [..., "stdin"]}: the descriptor passed for
 	// "stdin", a pipe or regular file open for reading, is the child's
@@ -297,6 +300,10 @@ type ProcessParams struct {
 	Sandbox  *Sandbox   `json:"sandbox,omitempty"`  // process.spawn.sandbox; absent or null: unsandboxed
 	Mirror   []string   `json:"mirror,omitempty"`   // process.spawn.mirror(.stdin): the streams of the passed descriptors, in order
 	Direct   bool       `json:"direct,omitempty"`   // process.spawn.mirror.direct: the passed stdout and stderr are the child's own
+	// process.reattach by the spawner of a mirrored process, on a new
+	// connection (process.spawn.mirror): it has what the daemon mirrored,
+	// so those frames come marked, without data, as on the spawn's.
+	Mirrored bool `json:"mirrored,omitempty"`
 	// process.resize's new size.
 	Rows int `json:"rows,omitempty"`
 	Cols int `json:"cols,omitempty"`
