@@ -56,6 +56,12 @@ type transport interface {
 	remote() string
 }
 
+// lineRecycler is a transport that takes back a line next returned once
+// its request is handled, to reuse the buffer.
+type lineRecycler interface {
+	recycle(line []byte)
+}
+
 // errShutdown is the reason given to transports when the daemon closes.
 var errShutdown = errors.New("daemon shutting down")
 
@@ -74,15 +80,19 @@ type streamTransport struct {
 // working side by side.
 const socketSendBuffer = 4 << 20
 
-func newStreamTransport(nc net.Conn) *streamTransport {
+// newStreamTransport serves nc; lines holds the *bigLine buffers long
+// requests are read into (see lineReader).
+func newStreamTransport(nc net.Conn, lines *sync.Pool) *streamTransport {
 	uc, ok := nc.(*net.UnixConn)
 	if !ok {
-		return &streamTransport{nc: nc, lr: newLineReader(nc)}
+		return &streamTransport{nc: nc, lr: newLineReader(nc, lines)}
 	}
 	_ = uc.SetWriteBuffer(socketSendBuffer) // best effort: a smaller buffer only costs speed
 	fd := newFDReader(uc)
-	return &streamTransport{nc: nc, lr: newLineReader(fd), fd: fd}
+	return &streamTransport{nc: nc, lr: newLineReader(fd, lines), fd: fd}
 }
+
+func (t *streamTransport) recycle(line []byte) { t.lr.recycle(line) }
 
 func (t *streamTransport) next() ([]byte, error) {
 	line, err := t.lr.next(wire.MaxLine)
@@ -168,6 +178,11 @@ func (c *conn) serve() {
 				req, perr = decodeRequest(line)
 			}
 			c.handle(req, perr, files)
+			// Nothing keeps the line past its handling: params decode into
+			// copies, and the response is written by now.
+			if lr, ok := c.t.(lineRecycler); ok {
+				lr.recycle(line)
+			}
 		}()
 	}
 	c.sess.Close() // stops subscriptions so handlers blocked on them return
@@ -180,12 +195,19 @@ var errLineTooLong = errors.New("line too long")
 // a long line (up to the limit) and then reads in large pieces, and hands a
 // long line over without copying it: a 1 MiB process.stdin line through a
 // 64 KiB bufio.Reader took a dozen reads and as many copies.
+//
+// With a pool of bigLine buffers, a long line grows into one of them in one
+// step, and its handler gives it back (recycle) once done with the line:
+// growing by doubling into fresh buffers for every 700 KiB process.stdin
+// request allocated three times the line and kept the collector busy.
 type lineReader struct {
 	r          io.Reader
+	pool       *sync.Pool // of *bigLine; nil: grow by doubling
 	buf        []byte
-	start, end int   // buf[start:end] is read and not yet returned
-	scanned    int   // buf[start:start+scanned] holds no newline
-	err        error // the read error, returned once the buffer is drained
+	small      []byte // the connection's own buffer, which buf is unless grown
+	start, end int    // buf[start:end] is read and not yet returned
+	scanned    int    // buf[start:start+scanned] holds no newline
+	err        error  // the read error, returned once the buffer is drained
 
 	// The stream offsets of buf[start] and of the line next returned last,
 	// which passed descriptors are matched against (fdReader).
@@ -195,8 +217,21 @@ type lineReader struct {
 // lineReaderSize is the buffer a connection starts with and returns to.
 const lineReaderSize = 64 << 10
 
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: r, buf: make([]byte, lineReaderSize)}
+// bigLine holds the longest line the daemon serves, its newline, and the
+// byte that tells an overlong line (see fill).
+type bigLine = [wire.MaxLine + 2]byte
+
+func newLineReader(r io.Reader, pool *sync.Pool) *lineReader {
+	small := make([]byte, lineReaderSize)
+	return &lineReader{r: r, pool: pool, buf: small, small: small}
+}
+
+// recycle takes back a line next returned, once its user is done with it:
+// a pooled buffer goes back to the pool.
+func (lr *lineReader) recycle(line []byte) {
+	if lr.pool != nil && cap(line) == len(bigLine{}) {
+		lr.pool.Put((*bigLine)(line[:cap(line)]))
+	}
 }
 
 // next returns the next line without its newline, in a slice the caller
@@ -230,21 +265,39 @@ func (lr *lineReader) take(n, skip, limit int) ([]byte, error) {
 	}
 	lr.lineStart = lr.pos
 	lr.pos += int64(n + skip)
-	var line []byte
+	lr.scanned = 0
 	if n < lineReaderSize {
-		line = append([]byte(nil), lr.buf[lr.start:lr.start+n]...)
-	} else {
-		// Hand the buffer over and carry the rest into a fresh one.
-		line = lr.buf[lr.start : lr.start+n : lr.start+n]
-		rest := lr.buf[lr.start+n+skip : lr.end]
-		lr.buf = make([]byte, max(lineReaderSize, len(rest)))
-		lr.start, lr.end = 0, copy(lr.buf, rest)
-		lr.scanned = 0
+		line := append([]byte(nil), lr.buf[lr.start:lr.start+n]...)
+		lr.start += n + skip
+		if lr.pooled() && lr.end-lr.start <= len(lr.small) {
+			// What is left fits the connection's own buffer again.
+			big := lr.buf
+			lr.buf, lr.start, lr.end = lr.small, 0, copy(lr.small, big[lr.start:lr.end])
+			lr.pool.Put((*bigLine)(big))
+		}
 		return line, nil
 	}
-	lr.start += n + skip
-	lr.scanned = 0
+	// Hand the buffer over and carry the rest into the connection's own
+	// (or a fresh one). A line from the buffer's start keeps its
+	// capacity, so that recycle knows a pooled buffer.
+	end := lr.start + n
+	if lr.start == 0 {
+		end = len(lr.buf)
+	}
+	line := lr.buf[lr.start : lr.start+n : end]
+	rest := lr.buf[lr.start+n+skip : lr.end]
+	if lr.small != nil && len(rest) <= len(lr.small) {
+		lr.buf = lr.small
+	} else {
+		lr.buf = make([]byte, max(lineReaderSize, len(rest)))
+	}
+	lr.start, lr.end = 0, copy(lr.buf, rest)
 	return line, nil
+}
+
+// pooled reports whether the buffer is a bigLine from the pool.
+func (lr *lineReader) pooled() bool {
+	return lr.pool != nil && len(lr.buf) == len(bigLine{})
 }
 
 // fill reads more, making room first: by moving the pending bytes to the
@@ -252,10 +305,10 @@ func (lr *lineReader) take(n, skip, limit int) ([]byte, error) {
 func (lr *lineReader) fill(limit int) {
 	if lr.end == len(lr.buf) {
 		pending := lr.end - lr.start
-		if pending < len(lr.buf)/2 {
+		if pending < len(lr.buf)/2 || len(lr.buf) >= limit+2 {
 			copy(lr.buf, lr.buf[lr.start:lr.end])
 		} else {
-			nb := make([]byte, min(2*len(lr.buf), limit+2))
+			nb := lr.bigger(limit)
 			copy(nb, lr.buf[lr.start:lr.end])
 			lr.buf = nb
 		}
@@ -266,6 +319,18 @@ func (lr *lineReader) fill(limit int) {
 	if err != nil {
 		lr.err = err
 	}
+}
+
+// bigger returns a buffer to grow into: a pooled bigLine, when the pool has
+// them and they hold the limit, else twice the current size.
+func (lr *lineReader) bigger(limit int) []byte {
+	if lr.pool != nil && limit+2 <= len(bigLine{}) {
+		if b, ok := lr.pool.Get().(*bigLine); ok {
+			return b[:]
+		}
+		return new(bigLine)[:]
+	}
+	return make([]byte, min(2*len(lr.buf), limit+2))
 }
 
 // inlineMethods answer from memory and never block, so the connection's

@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -58,8 +60,9 @@ type stdinParams struct {
 
 // decodeStdinFast decodes process.stdin's params object: the id, data,
 // offset and close members, with the data base64-decoded straight from the
-// line. dataErr reports invalid base64 (the params themselves were fine).
-func decodeStdinFast(raw []byte) (p stdinParams, dataErr, ok bool) {
+// line into a buffer from alloc. dataErr reports invalid base64 (the params
+// themselves were fine).
+func decodeStdinFast(raw []byte, alloc func(n int) []byte) (p stdinParams, dataErr, ok bool) {
 	var data []byte
 	ok = forEachMember(raw, func(key string, val []byte, esc bool) bool {
 		switch key {
@@ -103,14 +106,28 @@ func decodeStdinFast(raw []byte) (p stdinParams, dataErr, ok bool) {
 	if !ok {
 		return p, false, false
 	}
-	var err error
-	if p.Data, err = wire.DecodeBase64Bytes(data); err != nil {
+	buf := alloc(base64.StdEncoding.DecodedLen(len(data)))
+	n, err := wire.DecodeBase64(buf, data)
+	if err != nil {
 		return p, true, true
 	}
+	p.Data = buf[:n]
 	return p, false, true
 }
 
-var processFields = []string{"id", "command", "args", "cwd", "env", "wantPid", "notifyGone", "data", "offset", "close", "signal", "timeoutMs", "escalate", "fromSeq"}
+// processFields are the JSON names of wire.ProcessParams' fields, read from
+// the struct so that an added field cannot be missed here.
+var processFields = jsonNames(reflect.TypeFor[wire.ProcessParams]())
+
+func jsonNames(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
 
 // forEachMember validates the JSON document doc and calls f with each member
 // of its top-level object in order; esc tells whether a string value holds

@@ -6,8 +6,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 func TestLineReader(t *testing.T) {
@@ -33,21 +36,79 @@ func TestLineReader(t *testing.T) {
 		"half":    func() io.Reader { return iotest.HalfReader(strings.NewReader(input)) },
 	}
 	for name, mk := range readers {
-		lr := newLineReader(mk())
-		for i, want := range lines {
-			if name == "onebyte" && i > 30 {
-				break // slow; the first lines cover it
+		for _, pooled := range []bool{false, true} {
+			var pool *sync.Pool
+			if pooled {
+				pool = new(sync.Pool)
 			}
-			got, err := lr.next(limit)
-			if err != nil || string(got) != want {
-				t.Fatalf("%s: line %d: %d bytes, %v; want %d bytes", name, i, len(got), err, len(want))
+			lr := newLineReader(mk(), pool)
+			for i, want := range lines {
+				if name == "onebyte" && i > 30 {
+					break // slow; the first lines cover it
+				}
+				got, err := lr.next(limit)
+				if err != nil || string(got) != want {
+					t.Fatalf("%s (pooled %v): line %d: %d bytes, %v; want %d bytes", name, pooled, i, len(got), err, len(want))
+				}
+				// The line is done with: whatever buffer it goes back to
+				// must not be one the reader still reads from.
+				scribble(got)
+				lr.recycle(got)
+			}
+			if name != "onebyte" {
+				if _, err := lr.next(limit); !errors.Is(err, io.EOF) {
+					t.Fatalf("%s (pooled %v): after the last line: %v", name, pooled, err)
+				}
 			}
 		}
-		if name != "onebyte" {
-			if _, err := lr.next(limit); !errors.Is(err, io.EOF) {
-				t.Fatalf("%s: after the last line: %v", name, err)
-			}
+	}
+}
+
+// scribble overwrites the whole of b's backing array from b on.
+func scribble(b []byte) {
+	b = b[:cap(b)]
+	for i := range b {
+		b[i] = '#'
+	}
+}
+
+// With a pool, a long line grows into a pooled buffer in one step and the
+// buffer comes back to the pool once recycled: a second long line reuses
+// it, and a short line leaves the reader on its own buffer.
+func TestLineReaderPool(t *testing.T) {
+	long := bytes.Repeat([]byte("l"), 700<<10)
+	var input []byte
+	for range 3 {
+		input = append(append(append(input, long...), '\n'), "short\n"...)
+	}
+	pool := new(sync.Pool)
+	lr := newLineReader(iotest.HalfReader(bytes.NewReader(input)), pool)
+	var first *byte
+	for i := range 6 {
+		line, err := lr.next(wire.MaxLine)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if i%2 == 1 {
+			if string(line) != "short" {
+				t.Fatalf("line %d: %q", i, line)
+			}
+			if lr.pooled() {
+				t.Errorf("line %d: the reader kept a pooled buffer for short lines", i)
+			}
+			continue
+		}
+		if !bytes.Equal(line, long) || cap(line) != len(bigLine{}) {
+			t.Fatalf("line %d: %d bytes in a buffer of %d", i, len(line), cap(line))
+		}
+		// (The race detector makes sync.Pool drop some of what it is given.)
+		if first == nil {
+			first = &line[0]
+		} else if &line[0] != first && !raceEnabled {
+			t.Errorf("line %d: a new buffer, not the recycled one", i)
+		}
+		scribble(line)
+		lr.recycle(line)
 	}
 }
 
@@ -63,7 +124,7 @@ func TestLineReaderLimit(t *testing.T) {
 		{"ok\n" + strings.Repeat("x", 100), 2, false},
 		{"ok\n" + strings.Repeat("x", 5000) + "\n", 1, true},
 	} {
-		lr := newLineReader(iotest.HalfReader(strings.NewReader(tc.input)))
+		lr := newLineReader(iotest.HalfReader(strings.NewReader(tc.input)), nil)
 		n := 0
 		var err error
 		for {
@@ -86,7 +147,7 @@ func TestLineReaderLimit(t *testing.T) {
 func TestLineReaderOwnership(t *testing.T) {
 	big := bytes.Repeat([]byte("b"), 3*lineReaderSize)
 	input := append(append(append([]byte("small\n"), big...), '\n'), "next\nlast\n"...)
-	lr := newLineReader(bytes.NewReader(input))
+	lr := newLineReader(bytes.NewReader(input), new(sync.Pool))
 	var got [][]byte
 	for {
 		line, err := lr.next(1 << 20)

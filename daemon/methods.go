@@ -199,7 +199,7 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 }
 
 func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
-	p, err := decodeStdinParams(raw)
+	p, err := decodeStdinParams(raw, se.s.reg.StdinBuffer)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -227,9 +227,10 @@ func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 }
 
 // decodeStdinParams decodes process.stdin's params and its base64 data: in
-// one pass for the common shape, else through the namespace's struct.
-func decodeStdinParams(raw json.RawMessage) (stdinParams, error) {
-	p, dataErr, ok := decodeStdinFast(raw)
+// one pass for the common shape (into a buffer from alloc), else through the
+// namespace's struct.
+func decodeStdinParams(raw json.RawMessage, alloc func(n int) []byte) (stdinParams, error) {
+	p, dataErr, ok := decodeStdinFast(raw, alloc)
 	if !ok {
 		pp, err := decodeParams[wire.ProcessParams](raw)
 		if err != nil {

@@ -100,6 +100,7 @@ type Server struct {
 	closed    bool
 
 	wsListeners atomic.Int32 // WebSocket listeners being served (ws.go)
+	lines       sync.Pool    // *bigLine: the buffers long request lines are read into (lineReader)
 
 	shutdownOnce sync.Once
 	shutdownReq  chan struct{} // closed by server.shutdown
@@ -343,7 +344,7 @@ func isTemporary(err error) bool {
 // ServeConn serves one NDJSON connection in the background (Unix socket,
 // ssh bridge, or a test's net.Pipe).
 func (s *Server) ServeConn(nc net.Conn) {
-	s.serveTransport(newStreamTransport(nc), nil)
+	s.serveTransport(newStreamTransport(nc, &s.lines), nil)
 }
 
 // serveTransport serves one connection in the background; done, when set,

@@ -16,7 +16,7 @@ const (
 	// smallReadBufs 32 KiB buffers take in a default 64 KiB pipe at once.
 	smallReadBufs = 2
 	// bigPipeSize is what a pipe grows to once its child outruns the
-	// daemon, and bigReadBufs how many buffers one read then fills: with
+	// daemon (or a stdin chunk outsizes it), and bigReadBufs how many buffers one read then fills: with
 	// the default pipe, a fast child and the daemon took turns in 64 KiB
 	// steps, each costing both a sleep and a wake-up.
 	bigPipeSize = 1 << 20
@@ -276,19 +276,29 @@ func (pr *pipeReader) readInto(fd, at, k int) error {
 // it writes faster than the daemon reads. Failing to grow (the user's pipe
 // budget, or other growers holding every slot) only keeps the defaults.
 func (pr *pipeReader) grow() {
-	if pr.r.bigPipes.Add(1) > maxBigPipes {
-		pr.r.bigPipes.Add(-1)
-		return
-	}
-	var ferr error
-	if err := pr.rc.Control(func(fd uintptr) { _, ferr = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, bigPipeSize) }); err != nil || ferr != nil {
-		pr.r.bigPipes.Add(-1)
+	if !pr.r.growPipe(pr.rc) {
 		return
 	}
 	pr.big = true
 	for len(pr.bufs) < bigReadBufs {
 		pr.bufs = append(pr.bufs, pr.r.getBuf())
 	}
+}
+
+// growPipe enlarges the pipe of rc to bigPipeSize if a slot of bigPipes is
+// free, and reports whether it did; the caller then gives the slot back
+// (bigPipes.Add(-1)) once done with the pipe.
+func (r *Registry) growPipe(rc syscall.RawConn) bool {
+	if r.bigPipes.Add(1) > maxBigPipes {
+		r.bigPipes.Add(-1)
+		return false
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { _, ferr = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, bigPipeSize) }); err != nil || ferr != nil {
+		r.bigPipes.Add(-1)
+		return false
+	}
+	return true
 }
 
 // close returns the buffers and the grown pipe's slot; the caller closes f.

@@ -71,6 +71,8 @@ type Registry struct {
 	procs map[string]*Process
 	wg    sync.WaitGroup // every process's goroutines
 	bufs  sync.Pool      // *frameBuf: see getBuf
+	// stdinBufs holds *stdinBuf: see StdinBuffer.
+	stdinBufs sync.Pool
 	// bigPipes counts the output pipes grown beyond the default (pipereader.go).
 	bigPipes atomic.Int64
 	// spilled is the replay on disk across every log; reclaiming is set
@@ -140,6 +142,38 @@ func (r *Registry) getBuf() []byte {
 func (r *Registry) putBuf(b []byte) {
 	if cap(b) == wire.MaxFrameData {
 		r.bufs.Put((*frameBuf)(b[:wire.MaxFrameData]))
+	}
+}
+
+// StdinBufSize is the most data one process.stdin request can carry: the
+// decoding of a request line's worth (wire.MaxLine) of base64.
+const StdinBufSize = wire.MaxLine / 4 * 3
+
+// stdinBuf is a pooled buffer for process.stdin data (StdinBuffer).
+type stdinBuf = [StdinBufSize]byte
+
+// pooledStdin is the smallest request data StdinBuffer takes from the pool:
+// below it, a buffer of its own costs little, where pinning a pooled one
+// would keep StdinBufSize queued for each small write.
+const pooledStdin = 64 << 10
+
+// StdinBuffer returns n bytes to decode process.stdin data into, for
+// WriteStdin, which takes the buffer over: large ones come from a pool the
+// stdin writer refills as it writes them to the child.
+func (r *Registry) StdinBuffer(n int) []byte {
+	if n < pooledStdin || n > StdinBufSize {
+		return make([]byte, n)
+	}
+	if b, ok := r.stdinBufs.Get().(*stdinBuf); ok {
+		return b[:n]
+	}
+	return new(stdinBuf)[:n]
+}
+
+// putStdinBuf takes back a buffer from StdinBuffer once it is written.
+func (r *Registry) putStdinBuf(b []byte) {
+	if cap(b) == StdinBufSize {
+		r.stdinBufs.Put((*stdinBuf)(b[:StdinBufSize]))
 	}
 }
 
@@ -435,6 +469,13 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	}
 	r.opt.Logger.Info("spawn", append([]any{"id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid}, p.ext.logAttrs(spec)...)...)
 	if stdinW != nil {
+		p.stdin.recycle = r.putStdinBuf
+		if f, ok := stdinW.(*os.File); ok && IsPipe(f) {
+			if rc, err := f.SyscallConn(); err == nil {
+				p.stdin.grow = func() bool { return r.growPipe(rc) }
+				p.stdin.shrink = func() { r.bigPipes.Add(-1) }
+			}
+		}
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
 	} else {
@@ -611,7 +652,9 @@ func (p *Process) Signal(sig syscall.Signal) bool {
 	return true
 }
 
-// WriteStdin applies process.stdin to the child.
+// WriteStdin applies process.stdin to the child. The process takes data
+// over (it is queued, not copied); a buffer from Registry.StdinBuffer goes
+// back to the pool once written.
 func (p *Process) WriteStdin(ctx context.Context, data []byte, offset *int64) (applied int64, duplicate bool, err error) {
 	return p.stdin.Offer(ctx, data, offset)
 }

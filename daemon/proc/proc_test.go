@@ -233,3 +233,57 @@ func TestDrainAfterExit(t *testing.T) {
 		t.Fatalf("frames %+v", fs)
 	}
 }
+
+// Large stdin writes grow the child's stdin pipe (a 512 KiB request then
+// goes in at once, not in eight turns of 64 KiB), the pooled buffers come
+// back once written, and the grown pipe's slot of the budget is given back
+// when the writer stops.
+func TestStdinGrowsThePipeAndRecycles(t *testing.T) {
+	r := newTestRegistry(t)
+	// The child reports its stdin's capacity once the first byte is there.
+	p, err := r.Spawn(Spec{ID: "g", Command: "python3", Args: []string{"-c", `
+import fcntl, os, sys
+os.read(0, 1)
+print(fcntl.fcntl(0, 1032))  # F_GETPIPE_SZ
+sys.stdout.flush()
+while os.read(0, 1 << 20): pass
+`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var given [][]byte
+	for range 3 {
+		b := r.StdinBuffer(512 << 10)
+		if cap(b) != StdinBufSize {
+			t.Fatalf("a 512 KiB buffer of capacity %d, not from the pool", cap(b))
+		}
+		given = append(given, b)
+		if _, _, err := p.WriteStdin(ctx, b, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.CloseStdin()
+	var out []byte
+	for _, f := range frames(t, p) {
+		out = append(out, f.Data...)
+	}
+	if strings.TrimSpace(string(out)) != "1048576" {
+		t.Errorf("the child's stdin pipe holds %q bytes, want it grown to 1 MiB", out)
+	}
+	if n := r.bigPipes.Load(); n != 0 {
+		t.Errorf("%d grown pipes still counted after the writer stopped", n)
+	}
+	back := 0
+	for range len(given) * 4 { // the pool may hand out what it holds in any order
+		b := r.StdinBuffer(512 << 10)
+		for _, g := range given {
+			if &b[0] == &g[0] {
+				back++
+			}
+		}
+	}
+	if back == 0 && !raceEnabled {
+		t.Error("none of the written buffers came back to the pool")
+	}
+}
