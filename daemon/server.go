@@ -48,6 +48,10 @@ type Config struct {
 	// 4 GiB): past it, exited processes lose their spilled replay, those
 	// that exited longest ago first.
 	ReplayDiskTotal int64
+	// ReplayMemTotal bounds the replay exited processes keep in memory, all
+	// together (default 64 MiB): past it, those that exited longest ago
+	// move theirs to StateDir, or drop it without one (keeping the exit).
+	ReplayMemTotal int
 	// KeepChildren leaves children running across a graceful shutdown.
 	KeepChildren bool
 	// RetainExited and RetainFor bound how many exited processes stay
@@ -177,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 		RetainExited:    cfg.RetainExited,
 		RetainFor:       cfg.RetainFor,
 		ReplayDiskTotal: cfg.ReplayDiskTotal,
+		ReplayMemTotal:  cfg.ReplayMemTotal,
 		OnOutput:        func(n int) { s.stats.StreamBytes.Add(int64(n)) },
 
 		TimeoutGrace:  cfg.TimeoutGrace,

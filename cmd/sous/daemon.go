@@ -70,6 +70,7 @@ type serveOptions struct {
 	replayMemLimit  int
 	replayDiskLimit int64
 	replayDiskTotal int64
+	replayMemTotal  int
 	retainExited    int
 	retainFor       time.Duration
 	allowCommands   []string // --allow-command
@@ -94,6 +95,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.IntVar(&o.replayMemLimit, "replay-mem-limit", 4<<20, "bytes of output per process kept in memory for replay")
 	f.Int64Var(&o.replayDiskLimit, "replay-disk-limit", 1<<30, "bytes of output per process spilled to disk for replay; older output is dropped and reported via firstSeq; 0 spills nothing (replay keeps only the memory window, and streams cost less)")
 	f.Int64Var(&o.replayDiskTotal, "replay-disk-total", 4<<30, "bytes spilled for replay by all processes together; past it, processes that exited longest ago lose their spilled replay first")
+	f.IntVar(&o.replayMemTotal, "replay-mem-total", 64<<20, "bytes of replay that exited processes keep in memory together; past it, those that exited longest ago move theirs to disk (with --replay-disk-limit 0: drop it, keeping the exit)")
 	f.IntVar(&o.retainExited, "retain-exited", 1000, "how many exited processes stay reattachable; older ones are forgotten")
 	f.DurationVar(&o.retainFor, "retain-for", time.Hour, "how long an exited process stays reattachable")
 	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "spawn only this program (`NAME`: any command of that base name; /ABS/PATH: that file, found on PATH or named); repeatable; default: any. Refusals are -32602, logged and counted")
@@ -116,6 +118,9 @@ func (o *serveOptions) check() error {
 	}
 	if o.replayDiskTotal <= 0 {
 		return usageErrorf("--replay-disk-total: want a positive number of bytes, got %d", o.replayDiskTotal)
+	}
+	if o.replayMemTotal <= 0 {
+		return usageErrorf("--replay-mem-total: want a positive number of bytes, got %d", o.replayMemTotal)
 	}
 	return o.checkListen()
 }
@@ -290,6 +295,7 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		ReplayMemLimit:  o.replayMemLimit,
 		ReplayDiskLimit: o.replayDiskLimit,
 		ReplayDiskTotal: o.replayDiskTotal,
+		ReplayMemTotal:  o.replayMemTotal,
 		RetainExited:    o.retainExited,
 		RetainFor:       o.retainFor,
 		KeepChildren:    o.keepChildren,
@@ -424,6 +430,7 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 		"--replay-mem-limit", strconv.Itoa(o.replayMemLimit),
 		"--replay-disk-limit", strconv.FormatInt(o.replayDiskLimit, 10),
 		"--replay-disk-total", strconv.FormatInt(o.replayDiskTotal, 10),
+		"--replay-mem-total", strconv.Itoa(o.replayMemTotal),
 		"--retain-exited", strconv.Itoa(o.retainExited), "--retain-for", o.retainFor.String()}
 	if o.stateDir != "" {
 		args = append(args, "--state-dir", o.stateDir)

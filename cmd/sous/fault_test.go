@@ -404,7 +404,7 @@ func TestServeReplayDiskLimitZero(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range [][]string{{"--replay-disk-limit", "-1"}, {"--replay-mem-limit", "0"}, {"--replay-disk-total", "0"}} {
+	for _, bad := range [][]string{{"--replay-disk-limit", "-1"}, {"--replay-mem-limit", "0"}, {"--replay-disk-total", "0"}, {"--replay-mem-total", "-5"}} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a daemon that took the flag would serve on
 		defer cancel()
 		cmd := exec.CommandContext(ctx, sousBinary(t), append([]string{"daemon", "serve", "--token-fd", "0", "--socket", filepath.Join(testutil.ShortTempDir(t), "d.sock")}, bad...)...)

@@ -51,6 +51,12 @@ type Options struct {
 	// together (default 4 GiB); past it, the spill of the processes that
 	// exited longest ago is dropped. See retain.go.
 	ReplayDiskTotal int64
+	// ReplayMemTotal bounds the replay that exited processes keep in memory,
+	// all together (default 64 MiB); past it, the processes that exited
+	// longest ago move theirs to disk, or drop it where nothing spills
+	// (streamlog.Log.Shed). Running processes keep their own windows
+	// (Log.MemLimit each). See retain.go.
+	ReplayMemTotal int
 	// OnOutput, when set, is called with the byte count of every output read.
 	OnOutput func(n int)
 	// TimeoutGrace is how long a group killed for its Spec.Timeout gets
@@ -85,6 +91,9 @@ type Registry struct {
 	// entries still retained (retain.go); both guarded by mu.
 	exited  []exitedProc
 	nexited int
+	// exitedMem is the replay memory of the retained exited processes
+	// (Options.ReplayMemTotal); guarded by mu.
+	exitedMem int
 	// expiry forgets exited processes once RetainFor has passed although
 	// nothing else exits (retain.go); noExpiry once the registry shut down.
 	// Both guarded by mu.
@@ -117,6 +126,9 @@ func NewRegistry(opt Options) *Registry {
 	}
 	if opt.ReplayDiskTotal <= 0 {
 		opt.ReplayDiskTotal = defaultReplayDiskTotal
+	}
+	if opt.ReplayMemTotal <= 0 {
+		opt.ReplayMemTotal = defaultReplayMemTotal
 	}
 	r := &Registry{opt: opt, procs: make(map[string]*Process), stopping: make(chan struct{})}
 	r.opt.Log.Recycle = r.putBuf
@@ -292,15 +304,16 @@ type Process struct {
 	ctx     context.Context // ends when the process is discarded
 	cancel  context.CancelFunc
 
-	mu         sync.Mutex
-	reaped     bool
-	exitCode   int
-	stageCodes []int         // a pipeline's, set when reaped
-	timedOut   bool          // killed because Spec.Timeout passed
-	reapedCh   chan struct{} // closed once reaped
-	exitedAt   time.Time     // when the exit frame went in (retain.go)
-	queued     bool          // in the registry's exit queue; guarded by the registry's mu
-	doneCh     chan struct{} // closed once the exit frame is in the log
+	mu          sync.Mutex
+	reaped      bool
+	exitCode    int
+	stageCodes  []int         // a pipeline's, set when reaped
+	timedOut    bool          // killed because Spec.Timeout passed
+	reapedCh    chan struct{} // closed once reaped
+	exitedAt    time.Time     // when the exit frame went in (retain.go)
+	queued      bool          // in the registry's exit queue; guarded by the registry's mu
+	retainedMem int           // its log's memory while queued, in Registry.exitedMem; guarded likewise
+	doneCh      chan struct{} // closed once the exit frame is in the log
 }
 
 // Spawn starts a process. A live process with the same id is torn down first

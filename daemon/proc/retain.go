@@ -18,11 +18,18 @@ import (
 // longest ago lose their spilled replay first (what remains in memory stays;
 // reattach reports the new firstSeq), so that retaining many exited
 // processes never fills the disk.
+//
+// So is memory: a process keeps up to its log's memory window after it
+// exits, and a thousand retained processes with a 4 MiB window each would
+// hold 4 GiB. Past Options.ReplayMemTotal across the exited, those that
+// exited longest ago shed theirs: to disk where the daemon spills (replay
+// stays exact), else dropped but for the exit frame.
 
 const (
 	defaultRetainExited    = 1000
 	defaultRetainFor       = time.Hour
 	defaultReplayDiskTotal = 4 << 30
+	defaultReplayMemTotal  = 64 << 20
 )
 
 // exited records when the process's exit frame went in.
@@ -49,12 +56,15 @@ type exitedProc struct {
 // every exit (with a thousand retained, the sort was a quarter of the cost
 // of spawning a short process).
 func (r *Registry) queueExited(p *Process, at time.Time) {
+	mem := p.Log.Stats().MemBytes // fixed from here on: nothing appends after the exit frame
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.procs[p.ID] != p {
 		return // replaced before it finished exiting: already forgotten
 	}
 	p.queued = true
+	p.retainedMem = mem
+	r.exitedMem += mem
 	r.exited = append(r.exited, exitedProc{p, at})
 	r.nexited++
 	r.scheduleExpiry()
@@ -89,6 +99,8 @@ func (r *Registry) dequeue(p *Process) {
 	if p.queued {
 		p.queued = false
 		r.nexited--
+		r.exitedMem -= p.retainedMem
+		p.retainedMem = 0
 	}
 }
 
@@ -173,9 +185,40 @@ func (r *Registry) prune(now time.Time) {
 	if len(r.exited) == 0 {
 		r.exited = nil // let the backing array go
 	}
+	over := r.exitedMem > r.opt.ReplayMemTotal
 	r.mu.Unlock()
 	for _, p := range forget {
 		p.Log.Close()
 		r.opt.Logger.Debug("forgot exited process", "id", p.ID)
+	}
+	if over {
+		r.shedMemory()
+	}
+}
+
+// shedMemory sheds the replay memory of exited processes, longest exited
+// first, until the exited together are within Options.ReplayMemTotal.
+func (r *Registry) shedMemory() {
+	r.mu.Lock()
+	exited := r.exitedOldestFirst()
+	r.mu.Unlock()
+	for _, e := range exited {
+		r.mu.Lock()
+		done := r.exitedMem <= r.opt.ReplayMemTotal
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		freed := e.p.Log.Shed()
+		r.mu.Lock()
+		if e.p.queued { // not forgotten meanwhile
+			freed = min(freed, e.p.retainedMem)
+			e.p.retainedMem -= freed
+			r.exitedMem -= freed
+		}
+		r.mu.Unlock()
+		if freed > 0 {
+			r.opt.Logger.Debug("moved the replay memory of an exited process out", "id", e.p.ID, "bytes", freed, "firstSeq", e.p.Log.Stats().FirstSeq)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
+	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 func TestRetentionForgetsOldestExited(t *testing.T) {
@@ -89,6 +90,53 @@ func TestReplayDiskTotalDropsOldestExited(t *testing.T) {
 	}
 	if st := r.Get("p2").Log.Stats(); st.FirstSeq != 1 || st.Disk == 0 {
 		t.Errorf("the newest process lost replay: %+v", st)
+	}
+}
+
+// Replay memory is bounded across exited processes: past the total, those
+// that exited first shed theirs, to disk where the daemon spills (replay
+// stays exact) and else down to the exit frame; the newest keep theirs.
+func TestReplayMemTotalShedsOldestExited(t *testing.T) {
+	const size = 300 << 10 // each keeps all of it in a 1 MiB window
+	for _, spill := range []bool{true, false} {
+		t.Run(fmt.Sprint("spill=", spill), func(t *testing.T) {
+			opt := streamlog.Options{MemLimit: 1 << 20}
+			if spill {
+				opt.SpillDir = t.TempDir()
+			}
+			r := NewRegistry(Options{Log: opt, ReplayMemTotal: 1 << 20})
+			defer r.Shutdown(false, time.Second)
+			for i := range 5 {
+				runToExit(t, r, Spec{ID: fmt.Sprint("p", i), Command: "head", Args: []string{"-c", fmt.Sprint(size), "/dev/zero"}})
+			}
+			total := 0
+			for i := range 5 {
+				total += r.Get(fmt.Sprint("p", i)).Log.Stats().MemBytes
+			}
+			r.mu.Lock()
+			counted := r.exitedMem
+			r.mu.Unlock()
+			if total > 1<<20 || counted != total {
+				t.Fatalf("the exited hold %d bytes of memory (counted %d), over the 1 MiB total", total, counted)
+			}
+			oldest, newest := r.Get("p0").Log.Stats(), r.Get("p4").Log.Stats()
+			if newest.MemBytes < size || newest.FirstSeq != 1 {
+				t.Errorf("the newest shed its replay: %+v", newest)
+			}
+			if oldest.MemBytes > 64 {
+				t.Errorf("the oldest kept %d bytes of memory", oldest.MemBytes)
+			}
+			// Its replay: exact from disk, or only the exit frame.
+			var out int
+			var exit bool
+			for _, f := range frames(t, r.Get("p0")) {
+				out += len(f.Data)
+				exit = exit || f.Stream == wire.Exit
+			}
+			if want := map[bool]int{true: size, false: 0}[spill]; out != want || !exit {
+				t.Errorf("the oldest replays %d bytes (want %d) and exit %v", out, want, exit)
+			}
+		})
 	}
 }
 

@@ -332,6 +332,30 @@ func (l *Log) DropSpill() int64 {
 	return before - l.disk
 }
 
+// Shed lets go of the frames the log holds in memory, oldest first, but the
+// newest (a finished process's exit frame, so that a reattach still learns
+// how it ended): to the spill files where the log spills, so replay stays
+// exact and is read back from disk, else dropped, which FirstSeq reports. A
+// frame a live cursor has yet to read is dropped for nobody, and one its
+// reader is still writing out stays. It returns the bytes of memory freed. It
+// is how a daemon bounds the memory of the processes that exited long ago.
+func (l *Log) Shed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0
+	}
+	before := l.memBytes
+	for len(l.mem) > 1 && l.evictOldest() {
+	}
+	l.trimDisk()
+	if n := len(l.segs); n > 0 && l.ended {
+		l.flushSegment(l.segs[n-1], true) // its write buffer goes too
+	}
+	l.broadcast()
+	return before - l.memBytes
+}
+
 // minCursor is the lowest seq any live cursor still needs. Called with mu held.
 func (l *Log) minCursor() int64 {
 	min := int64(1<<63 - 1)

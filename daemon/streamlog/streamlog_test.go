@@ -729,3 +729,56 @@ func TestWatchRunsAgainForAChangeWhileRunning(t *testing.T) {
 		t.Fatalf("delivered %d frames, want the one appended while the function ran", got)
 	}
 }
+
+// Shed moves a finished log's memory to its spill files (replay stays exact,
+// read back from disk) or, without them, drops all but the exit frame, and
+// never a frame a live cursor has yet to read.
+func TestShed(t *testing.T) {
+	t.Run("spills", func(t *testing.T) {
+		l := New(Options{SpillDir: t.TempDir()})
+		defer l.Close()
+		appendN(t, l, 50, 1000)
+		appendExit(t, l, 3)
+		before := l.Stats()
+		if freed := l.Shed(); freed <= 0 || freed != before.MemBytes-l.Stats().MemBytes {
+			t.Fatalf("freed %d of %+v, now %+v", freed, before, l.Stats())
+		}
+		st := l.Stats()
+		if st.MemBytes > 64 || st.FirstSeq != 1 || st.Disk < 50*1000 {
+			t.Fatalf("after shedding: %+v", st)
+		}
+		fs := readAll(t, l.NewCursor(0), 1<<20)
+		if len(fs) != 51 || fs[50].ExitCode != 3 {
+			t.Fatalf("replay after shedding: %d frames", len(fs))
+		}
+	})
+	t.Run("drops", func(t *testing.T) {
+		l := New(Options{})
+		defer l.Close()
+		appendN(t, l, 50, 1000)
+		appendExit(t, l, 3)
+		l.Shed()
+		st := l.Stats()
+		if st.FirstSeq != 51 || st.LastSeq != 51 || st.MemBytes != 64 {
+			t.Fatalf("after shedding: %+v", st)
+		}
+		fs := readAll(t, l.NewCursor(0), 1<<20)
+		if len(fs) != 1 || fs[0].ExitCode != 3 || fs[0].Seq != 51 {
+			t.Fatalf("replay after shedding: %+v", fs)
+		}
+	})
+	t.Run("live cursor", func(t *testing.T) {
+		l := New(Options{})
+		defer l.Close()
+		appendN(t, l, 50, 1000)
+		c := l.NewCursor(20) // has read up to 20
+		appendExit(t, l, 0)
+		l.Shed()
+		if st := l.Stats(); st.FirstSeq != 21 {
+			t.Fatalf("after shedding with a cursor at 21: %+v", st)
+		}
+		if fs := readAll(t, c, 1<<20); len(fs) != 31 || fs[0].Seq != 21 {
+			t.Fatalf("the cursor read %d frames from %d", len(fs), fs[0].Seq)
+		}
+	})
+}
