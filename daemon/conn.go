@@ -166,9 +166,15 @@ func (c *conn) serve() {
 		if decoded {
 			req, perr = decodeRequest(line)
 			if perr == nil && inlineMethods[req.Method] && c.sess.idle() {
-				c.handle(req, nil, files)
+				c.handle(0, req, nil, files)
 				continue
 			}
+		}
+		// A request that is, or may be, process.stdin takes its place in
+		// the connection's order (stdinorder.go).
+		var ticket uint64
+		if !decoded || perr == nil && req.Method == "process.stdin" {
+			ticket = c.sess.order.issue()
 		}
 		sem <- struct{}{}
 		c.handlers.Add(1)
@@ -176,8 +182,14 @@ func (c *conn) serve() {
 			defer func() { <-sem; c.handlers.Done() }()
 			if !decoded {
 				req, perr = decodeRequest(line)
+				if ticket != 0 && (perr != nil || req.Method != "process.stdin") {
+					c.sess.order.notStdin(ticket)
+				}
 			}
-			c.handle(req, perr, files)
+			c.handle(ticket, req, perr, files)
+			if ticket != 0 {
+				c.sess.order.done(ticket)
+			}
 			// Nothing keeps the line past its handling: params decode into
 			// copies, and the response is written by now.
 			if lr, ok := c.t.(lineRecycler); ok {
@@ -350,8 +362,11 @@ const maxInlineLine = 4 << 10
 // (done by the reader, whose error perr is), auth, version, method, params.
 // files came with the request (filePasser); what its handler does not claim
 // is closed.
-func (c *conn) handle(req wire.Request, perr error, files []*os.File) {
+func (c *conn) handle(ticket uint64, req wire.Request, perr error, files []*os.File) {
 	ctx, closeUnclaimed := withPassedFiles(c.sess.ctx, files)
+	if ticket != 0 {
+		ctx = withTicket(ctx, ticket)
+	}
 	defer closeUnclaimed()
 	if perr != nil {
 		c.writeResponse(nil, nil, &wire.Error{Code: wire.CodeParseError, Message: wire.MsgParseError})
@@ -486,6 +501,10 @@ type Session struct {
 	subs   map[string]*subscription
 	closed bool
 	pumps  sync.WaitGroup
+
+	// order applies the connection's process.stdin requests to each
+	// process in the order they arrived (stdinorder.go).
+	order *stdinOrder
 }
 
 // FrameSink receives the frames of the processes a session follows, one
@@ -500,7 +519,7 @@ type FrameSink interface {
 
 func newSession(s *Server, sink FrameSink) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Session{s: s, sink: sink, ctx: ctx, cancel: cancel, subs: make(map[string]*subscription)}
+	return &Session{s: s, sink: sink, ctx: ctx, cancel: cancel, subs: make(map[string]*subscription), order: newStdinOrder()}
 }
 
 // Call runs one method for an in-process client; the caller is trusted, so

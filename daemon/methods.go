@@ -24,7 +24,7 @@ type handler func(ctx context.Context, se *Session, params json.RawMessage) (res
 var extensionMethods = []string{"process.list", "process.resize"}
 
 // features advertised in server.capabilities.
-var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureProcessList, wire.FeatureProcessGone,
+var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror,
 	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect}
 
@@ -212,6 +212,12 @@ func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 	}
 	if !pr.Running() {
 		return nil, nil, wire.InvalidParams("Process not running")
+	}
+	// The requests sent before this one to the same process go first.
+	if t := ticketOf(ctx); t != 0 && se.s.enabled(wire.FeatureStdinOrdered) {
+		if err := se.order.wait(ctx, t, p.ID); err != nil {
+			return nil, nil, err
+		}
 	}
 	applied, dup, err := pr.WriteStdin(ctx, data, p.Offset)
 	if err != nil {

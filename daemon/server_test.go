@@ -29,7 +29,7 @@ func TestServerMethods(t *testing.T) {
 		sandboxFeature = ""
 	}
 	c.wantResult("server.capabilities", `{"x":1}`,
-		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.list","process.gone",`+
+		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.stdin.ordered","process.list","process.gone",`+
 			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).
 	for _, m := range strings.Split(strings.ReplaceAll(methods, `"`, ""), ",") {

@@ -197,13 +197,67 @@ func isLocal(url string) bool {
 	return url == "embedded" || strings.HasPrefix(url, "unix://")
 }
 
-// forwardStdin copies r to the process's stdin, with offsets, then closes it.
+// forwardStdin copies r to the process's stdin, with offsets, then closes it
+// (the process.stdin path: a terminal, a socket, or a link that cannot pass
+// descriptors).
 func forwardStdin(ctx context.Context, p *client.Proc, r io.Reader, errOut io.Writer) {
-	buf := make([]byte, 256<<10)
+	const (
+		readSize  = 256 << 10
+		readAhead = 8       // reads waiting to be written
+		batchSize = 2 << 20 // at most what one Write takes
+	)
+	type piece struct {
+		b   []byte
+		err error
+	}
+	pieces, free := make(chan piece, readAhead), make(chan []byte, readAhead+1)
+	// Reading goes on while a Write waits for its answers, and the next
+	// Write takes whatever came meanwhile: over a link with a round trip,
+	// the requests of one Write are in flight together (client.Proc.Write),
+	// where a Write per read waited a round trip each.
+	go func() {
+		for {
+			var buf []byte
+			select {
+			case buf = <-free:
+			default:
+				buf = make([]byte, readSize)
+			}
+			n, err := r.Read(buf[:readSize])
+			select {
+			case pieces <- piece{buf[:n], err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	batch := make([]byte, 0, batchSize)
 	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if _, werr := p.Write(ctx, buf[:n]); werr != nil {
+		var pc piece
+		select {
+		case pc = <-pieces:
+		case <-ctx.Done():
+			return
+		}
+		batch = append(batch[:0], pc.b...)
+		free <- pc.b
+		err := pc.err
+	gather:
+		for err == nil && len(batch) < batchSize-readSize {
+			select {
+			case more := <-pieces:
+				batch = append(batch, more.b...)
+				free <- more.b
+				err = more.err
+			default:
+				break gather
+			}
+		}
+		if len(batch) > 0 {
+			if _, werr := p.Write(ctx, batch); werr != nil {
 				if !errors.Is(werr, context.Canceled) && !isNotRunning(werr) {
 					fmt.Fprintln(errOut, "sous: stdin:", werr)
 				}

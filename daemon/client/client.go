@@ -50,6 +50,9 @@ type Client struct {
 	// noPassing is set once a spawn's passed mirror did not reach the
 	// daemon (a relay in between): later spawns do not try again.
 	noPassing atomic.Bool
+	// alwaysPipelineStdin makes Write pipeline whatever the daemon
+	// advertises: for the tests of how it mends gaps (export_test.go).
+	alwaysPipelineStdin atomic.Bool
 
 	mu       sync.Mutex
 	cur      link          // nil while reconnecting
@@ -263,6 +266,7 @@ type call struct {
 	retry  bool       // safe to send again after a reconnect
 	files  []*os.File // passed with the request (filePasser); never resent
 	via    link       // the link it was sent on
+	sendMu sync.Mutex // held while resend sends it again (see await)
 	done   chan struct{}
 	result json.RawMessage
 	err    error
@@ -314,27 +318,50 @@ func (c *Client) callFiles(ctx context.Context, method string, params, result an
 }
 
 func (c *Client) callRaw(ctx context.Context, method string, params json.RawMessage, files []*os.File) (json.RawMessage, error) {
+	id, cl, err := c.start(ctx, method, params, files)
+	if err != nil {
+		return nil, err
+	}
+	return c.await(ctx, id, cl)
+}
+
+// start sends a call without waiting for its answer (await does). Calls
+// started one after the other are sent in that order.
+func (c *Client) start(ctx context.Context, method string, params json.RawMessage, files []*os.File) (uint64, *call, error) {
 	cl := &call{method: method, params: params, retry: retryable[method] && files == nil, files: files, done: make(chan struct{})}
 	c.mu.Lock()
 	c.nextID++
 	id := c.nextID
 	c.pending[id] = cl
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
-
 	if err := c.transmit(ctx, id, cl); err != nil {
-		return nil, err
+		c.forget(id)
+		return 0, nil, err
 	}
+	return id, cl, nil
+}
+
+// await waits for the answer to a call start sent. Once it returns, the
+// call's params are read no more (a resend after a reconnect is over or
+// will not happen), so the caller may reuse their buffer.
+func (c *Client) await(ctx context.Context, id uint64, cl *call) (json.RawMessage, error) {
+	defer func() {
+		c.forget(id)
+		cl.sendMu.Lock() // waits out a resend under way
+		cl.sendMu.Unlock()
+	}()
 	select {
 	case <-cl.done:
 		return cl.result, cl.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+		return nil, fmt.Errorf("%s: %w", cl.method, ctx.Err())
 	}
+}
+
+func (c *Client) forget(id uint64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
 }
 
 // transmit sends cl on the current link, waiting for a reconnect if one is
@@ -598,15 +625,32 @@ func (c *Client) resume(ctx context.Context, l link) error {
 		cl.err = fmt.Errorf("%s: %w while the call was in flight; it may or may not have taken effect", cl.method, ErrConnectionLost)
 		close(cl.done)
 	}
+	// In the order they were first sent: process.stdin requests in flight
+	// together must reach the daemon in offset order.
+	slices.Sort(resend)
 	for _, id := range resend {
 		c.mu.Lock()
 		cl := c.pending[id]
 		c.mu.Unlock()
 		if cl != nil {
-			l.send(id, cl.method, cl.params)
+			c.resend(l, id, cl)
 		}
 	}
 	return nil
+}
+
+// resend sends a call again on a new link, unless it was answered meanwhile:
+// its waiter may then be reusing the params' buffer (await waits for a
+// resend under way to finish before it returns).
+func (c *Client) resend(l link, id uint64, cl *call) {
+	cl.sendMu.Lock()
+	defer cl.sendMu.Unlock()
+	c.mu.Lock()
+	still := c.pending[id] == cl
+	c.mu.Unlock()
+	if still {
+		l.send(id, cl.method, cl.params)
+	}
 }
 
 // callOn makes a call on a specific link (used while resuming, before the
@@ -715,6 +759,21 @@ func (c *Client) RequireFeature(ctx context.Context, name, what string) error {
 		return fmt.Errorf("%s needs the daemon extension %q, which this daemon does not advertise (upgrade it or use the embedded daemon)", what, name)
 	}
 	return nil
+}
+
+// pipelinesStdin reports whether a Write may keep several process.stdin
+// requests in flight: over a link with a round trip (not the embedded
+// daemon, which answers at once and runs each call on its own goroutine),
+// to a daemon that applies them in the order sent.
+func (c *Client) pipelinesStdin(ctx context.Context) bool {
+	if c.local {
+		return false
+	}
+	if c.alwaysPipelineStdin.Load() {
+		return true
+	}
+	ok, err := c.HasFeature(ctx, wire.FeatureStdinOrdered)
+	return err == nil && ok
 }
 
 // Local reports whether the daemon runs in this process.

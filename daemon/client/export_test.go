@@ -14,3 +14,7 @@ func BreakLink(c *Client) {
 		l.close()
 	}
 }
+
+// PipelineStdinAlways makes c's writes keep several process.stdin requests
+// in flight even to a daemon that does not apply them in order.
+func PipelineStdinAlways(c *Client) { c.alwaysPipelineStdin.Store(true) }

@@ -91,8 +91,13 @@ var Methods = []string{
 const (
 	FeatureStdinOffset = "process.stdin.offset" // the resumable stdin contract (always present)
 	FeatureStdinClose  = "process.stdin.close"  // process.stdin {"close":true}
-	FeatureProcessList = "process.list"         // the process.list method
-	FeatureWebSocket   = "transport.websocket"  // the daemon also serves JSON-RPC over WebSocket
+	// process.stdin requests for one process, sent on one connection
+	// without waiting for their answers, are applied in the order sent
+	// (claustrum handles them concurrently, so a later one can arrive at
+	// the queue first and be refused as a gap).
+	FeatureStdinOrdered = "process.stdin.ordered"
+	FeatureProcessList  = "process.list"        // the process.list method
+	FeatureWebSocket    = "transport.websocket" // the daemon also serves JSON-RPC over WebSocket
 
 	// process.spawn and process.reattach {"notifyGone": true}: when the
 	// daemon stops following the process for this connection without an

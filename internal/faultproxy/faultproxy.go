@@ -35,6 +35,9 @@ type Options struct {
 	MinLife, MaxLife   time.Duration
 	// Seed fixes the generator; 0 takes SOUS_FAULT_SEED, else a fresh one.
 	Seed uint64
+	// Latency delays every relayed byte by this much, each direction (a
+	// round trip costs twice it), keeping order: a link across a network.
+	Latency time.Duration
 	// TCP relays TCP instead (a WebSocket daemon): the target is host:port,
 	// the proxy listens on a loopback port and Path returns its host:port.
 	TCP bool
@@ -243,6 +246,10 @@ func (p *Proxy) relay(c net.Conn) {
 	var wg sync.WaitGroup
 	pipe := func(dst, src net.Conn) {
 		defer wg.Done()
+		write, flush := dst.Write, func() {}
+		if p.opt.Latency > 0 {
+			write, flush = p.delay(dst)
+		}
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := src.Read(buf)
@@ -255,14 +262,16 @@ func (p *Proxy) relay(c net.Conn) {
 						keep, cut = max(int64(n)+rest, 0), true
 					}
 				}
-				w, werr := dst.Write(buf[:keep])
+				w, werr := write(buf[:keep])
 				p.bytes.Add(int64(w))
 				if cut || werr != nil {
 					end(cut)
+					flush()
 					return
 				}
 			}
 			if err != nil {
+				flush() // what is on its way still arrives
 				end(false)
 				return
 			}
@@ -273,4 +282,39 @@ func (p *Proxy) relay(c net.Conn) {
 	go pipe(c, u)
 	wg.Wait()
 	p.untrack(c, u)
+}
+
+// delay returns a write to dst that delivers each piece Latency after it
+// was written, in order, and a flush that waits for what is on its way
+// (or until dst fails, when the connection was cut).
+func (p *Proxy) delay(dst net.Conn) (write func([]byte) (int, error), flush func()) {
+	type piece struct {
+		b  []byte
+		at time.Time
+	}
+	q := make(chan piece, 4096)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		failed := false
+		for pc := range q {
+			if failed {
+				continue
+			}
+			time.Sleep(time.Until(pc.at))
+			if _, err := dst.Write(pc.b); err != nil {
+				failed = true
+			}
+		}
+	}()
+	var once sync.Once
+	write = func(b []byte) (int, error) {
+		q <- piece{append([]byte(nil), b...), time.Now().Add(p.opt.Latency)}
+		return len(b), nil
+	}
+	flush = func() {
+		once.Do(func() { close(q) })
+		<-done
+	}
+	return write, flush
 }
