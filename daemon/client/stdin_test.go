@@ -93,7 +93,7 @@ func TestStdinLargeChunksExact(t *testing.T) {
 // sixteen. Against a daemon that does not apply them in order, the client
 // sends one at a time, and the data arrives exactly either way.
 func TestStdinPipelinedOverALatentLink(t *testing.T) {
-	const latency = 25 * time.Millisecond // each way
+	const latency = 50 * time.Millisecond // each way
 	const chunks = 16
 	for _, ordered := range []bool{true, false} {
 		t.Run(fmt.Sprint("ordered=", ordered), func(t *testing.T) {
