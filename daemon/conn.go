@@ -290,15 +290,16 @@ func (lr *lineReader) take(n, skip, limit int) ([]byte, error) {
 		return line, nil
 	}
 	// Hand the buffer over and carry the rest into the connection's own
-	// (or a fresh one). A line from the buffer's start keeps its
-	// capacity, so that recycle knows a pooled buffer.
+	// (when the line is in a pooled one) or a fresh one. A line from the
+	// buffer's start keeps its capacity, so that recycle knows a pooled
+	// buffer.
 	end := lr.start + n
 	if lr.start == 0 {
 		end = len(lr.buf)
 	}
 	line := lr.buf[lr.start : lr.start+n : end]
 	rest := lr.buf[lr.start+n+skip : lr.end]
-	if lr.small != nil && len(rest) <= len(lr.small) {
+	if lr.pooled() && len(rest) <= len(lr.small) {
 		lr.buf = lr.small
 	} else {
 		lr.buf = make([]byte, max(lineReaderSize, len(rest)))

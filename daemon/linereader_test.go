@@ -160,3 +160,22 @@ func TestLineReaderOwnership(t *testing.T) {
 		t.Fatalf("lines %d", len(got))
 	}
 }
+
+// A last line without its newline that fills the connection's own buffer
+// exactly is handed over whole, and the reader does not read into it again.
+func TestLineReaderLastLineFillsTheBuffer(t *testing.T) {
+	for _, pool := range []*sync.Pool{nil, new(sync.Pool)} {
+		want := bytes.Repeat([]byte("z"), lineReaderSize)
+		lr := newLineReader(bytes.NewReader(want), pool)
+		line, err := lr.next(wire.MaxLine)
+		if err != nil || !bytes.Equal(line, want) {
+			t.Fatalf("pool %v: %d bytes, %v", pool != nil, len(line), err)
+		}
+		if _, err := lr.next(wire.MaxLine); !errors.Is(err, io.EOF) {
+			t.Fatalf("pool %v: after the last line: %v", pool != nil, err)
+		}
+		if &lr.buf[0] == &line[0] {
+			t.Errorf("pool %v: the reader kept the buffer it handed over", pool != nil)
+		}
+	}
+}
