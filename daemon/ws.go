@@ -181,6 +181,7 @@ type wsTransport struct {
 	ws   *websocket.Conn
 	addr string
 	buf  []byte // reads a message; handed over when it is large
+	own  []byte // the connection's own buffer, which buf is unless a large message grew it
 
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
@@ -198,7 +199,8 @@ func newWSTransport(s *Server, ws *websocket.Conn, addr string, opt WebSocketOpt
 	// One more byte than a request may have, for its optional newline; a
 	// longer message fails the read and the library closes with 1009.
 	ws.SetReadLimit(wire.MaxLine + 1)
-	t := &wsTransport{s: s, ws: ws, addr: addr, buf: make([]byte, wsReadBuffer), done: make(chan struct{})}
+	own := make([]byte, wsReadBuffer)
+	t := &wsTransport{s: s, ws: ws, addr: addr, buf: own, own: own, done: make(chan struct{})}
 	if opt.PingInterval > 0 {
 		go t.heartbeat(opt.PingInterval, opt.PingTimeout)
 	}
@@ -224,9 +226,15 @@ func (t *wsTransport) next() ([]byte, error) {
 			if n > wire.MaxLine+1 {
 				return nil, errLineTooLong // the library's limit should have said so
 			}
-			nb := make([]byte, min(2*len(t.buf), wire.MaxLine+2))
-			copy(nb, t.buf[:n])
-			t.buf = nb
+			// A large message (process.stdin data) grows into a pooled
+			// buffer that holds any message in one step, as a socket's
+			// long line does (lineReader), and goes back once handled.
+			nb, ok := t.s.lines.Get().(*bigLine)
+			if !ok {
+				nb = new(bigLine)
+			}
+			copy(nb[:], t.buf[:n])
+			t.buf = nb[:]
 		}
 		m, err := r.Read(t.buf[n:])
 		n += m
@@ -247,9 +255,17 @@ func (t *wsTransport) next() ([]byte, error) {
 	if n < wsReadBuffer {
 		return append([]byte(nil), msg...), nil
 	}
-	// A large message: hand the buffer over rather than copy it.
-	t.buf = make([]byte, wsReadBuffer)
-	return msg[:len(msg):len(msg)], nil
+	// A large message: hand the pooled buffer over rather than copy it
+	// (with its capacity, so that recycle knows it).
+	t.buf = t.own
+	return msg[:len(msg):cap(msg)], nil
+}
+
+// recycle takes back a message next returned, once handled.
+func (t *wsTransport) recycle(msg []byte) {
+	if cap(msg) == len(bigLine{}) {
+		t.s.lines.Put((*bigLine)(msg[:cap(msg)]))
+	}
 }
 
 func wsReadErr(err error) error {

@@ -25,13 +25,18 @@ import (
 // daemon keeps the tail of such a chunk, not the whole buffer).
 func TestStdinLargeChunksExact(t *testing.T) {
 	sock := startDaemon(t, daemon.Config{})
-	conns := []*client.Client{dialProxy(t, sock), dialProxy(t, sock)}
+	t.Run("unix socket", func(t *testing.T) { checkStdinLargeChunks(t, dialProxy(t, sock), dialProxy(t, sock)) })
+	addr, _ := startWSDaemon(t, daemon.Config{}, daemon.WebSocketOptions{})
+	t.Run("websocket", func(t *testing.T) { checkStdinLargeChunks(t, dialWS(t, addr), dialWS(t, addr)) })
+}
+
+func checkStdinLargeChunks(t *testing.T, conns ...*client.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	for i := range 4 {
-		c := conns[i%2]
+		c := conns[i%len(conns)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
