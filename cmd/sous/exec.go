@@ -210,7 +210,7 @@ func forwardStdin(ctx context.Context, p *client.Proc, r io.Reader, errOut io.Wr
 		b   []byte
 		err error
 	}
-	pieces, free := make(chan piece, readAhead), make(chan []byte, readAhead+1)
+	pieces, free := make(chan piece, readAhead), make(chan []byte, readAhead)
 	// Reading goes on while a Write waits for its answers, and the next
 	// Write takes whatever came meanwhile: over a link with a round trip,
 	// the requests of one Write are in flight together (client.Proc.Write),
@@ -234,6 +234,14 @@ func forwardStdin(ctx context.Context, p *client.Proc, r io.Reader, errOut io.Wr
 			}
 		}
 	}()
+	// A buffer goes back for the reader to fill again, unless enough wait
+	// there already (the reader may be done).
+	recycle := func(b []byte) {
+		select {
+		case free <- b:
+		default:
+		}
+	}
 	batch := make([]byte, 0, batchSize)
 	for {
 		var pc piece
@@ -243,14 +251,14 @@ func forwardStdin(ctx context.Context, p *client.Proc, r io.Reader, errOut io.Wr
 			return
 		}
 		batch = append(batch[:0], pc.b...)
-		free <- pc.b
+		recycle(pc.b)
 		err := pc.err
 	gather:
 		for err == nil && len(batch) < batchSize-readSize {
 			select {
 			case more := <-pieces:
 				batch = append(batch, more.b...)
-				free <- more.b
+				recycle(more.b)
 				err = more.err
 			default:
 				break gather
