@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/testutil"
@@ -301,5 +304,43 @@ func TestKeepChildrenThroughServe(t *testing.T) {
 				t.Errorf("keep-children line without the flag:\n%s", d.stderr)
 			}
 		}
+	}
+}
+
+// sous exec over a WebSocket forwards a large stdin through process.stdin,
+// several requests in flight at a time (process.stdin.ordered), and the
+// command reads it exactly: from a socket (not a pipe, so nothing could be
+// passed even on a Unix socket) that delivers in small pieces.
+func TestWebSocketExecLargeStdin(t *testing.T) {
+	t.Parallel()
+	const token = "tok"
+	d := serveDaemonProc(t, token, 1, "--socket", "", "--listen", "ws://127.0.0.1:0/")
+	ws := d.url(t, wsLine)
+	dir := t.TempDir()
+	_, data := randomDataFile(t, dir, 12<<20+3)
+	out := filepath.Join(dir, "received")
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
+	defer theirs.Close()
+	go func() {
+		for rest := data; len(rest) > 0; {
+			n := min(len(rest), 100<<10)
+			ours.Write(rest[:n])
+			rest = rest[n:]
+		}
+		ours.Close()
+	}()
+	cmd := exec.Command(sousBinary(t), "exec", "--remote", ws, "--", "sh", "-c", `cat > "$0"`, out)
+	cmd.Env = append(cleanEnv(), "SOUS_TOKEN="+token)
+	cmd.Stdin = theirs
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("exec: %v\n%s", err, b)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the command read %d bytes (%v), want the %d sent", len(got), err, len(data))
 	}
 }
