@@ -139,6 +139,7 @@ func (c *conn) serve() {
 	defer func() { c.close(why) }()
 	sem := make(chan struct{}, maxInFlight)
 	fp, _ := c.t.(filePasser)
+	recycler, _ := c.t.(lineRecycler)
 	for {
 		line, err := c.t.next()
 		var files []*os.File
@@ -192,8 +193,8 @@ func (c *conn) serve() {
 			}
 			// Nothing keeps the line past its handling: params decode into
 			// copies, and the response is written by now.
-			if lr, ok := c.t.(lineRecycler); ok {
-				lr.recycle(line)
+			if recycler != nil {
+				recycler.recycle(line)
 			}
 		}()
 	}
@@ -238,13 +239,26 @@ func newLineReader(r io.Reader, pool *sync.Pool) *lineReader {
 	return &lineReader{r: r, pool: pool, buf: small, small: small}
 }
 
-// recycle takes back a line next returned, once its user is done with it:
-// a pooled buffer goes back to the pool.
-func (lr *lineReader) recycle(line []byte) {
-	if lr.pool != nil && cap(line) == len(bigLine{}) {
-		lr.pool.Put((*bigLine)(line[:cap(line)]))
+// takeBigLine returns a bigLine from pool, or a new one.
+func takeBigLine(pool *sync.Pool) []byte {
+	if b, ok := pool.Get().(*bigLine); ok {
+		return b[:]
+	}
+	return new(bigLine)[:]
+}
+
+// giveBigLine puts b back into pool (nil: none) when it is a whole bigLine:
+// a line handed over from one starts at the buffer's start and keeps its
+// capacity.
+func giveBigLine(pool *sync.Pool, b []byte) {
+	if pool != nil && cap(b) == len(bigLine{}) {
+		pool.Put((*bigLine)(b[:cap(b)]))
 	}
 }
+
+// recycle takes back a line next returned, once its user is done with it:
+// a pooled buffer goes back to the pool.
+func (lr *lineReader) recycle(line []byte) { giveBigLine(lr.pool, line) }
 
 // next returns the next line without its newline, in a slice the caller
 // owns. A line longer than limit is errLineTooLong: the contract closes the
@@ -285,7 +299,7 @@ func (lr *lineReader) take(n, skip, limit int) ([]byte, error) {
 			// What is left fits the connection's own buffer again.
 			big := lr.buf
 			lr.buf, lr.start, lr.end = lr.small, 0, copy(lr.small, big[lr.start:lr.end])
-			lr.pool.Put((*bigLine)(big))
+			giveBigLine(lr.pool, big)
 		}
 		return line, nil
 	}
@@ -338,10 +352,7 @@ func (lr *lineReader) fill(limit int) {
 // them and they hold the limit, else twice the current size.
 func (lr *lineReader) bigger(limit int) []byte {
 	if lr.pool != nil && limit+2 <= len(bigLine{}) {
-		if b, ok := lr.pool.Get().(*bigLine); ok {
-			return b[:]
-		}
-		return new(bigLine)[:]
+		return takeBigLine(lr.pool)
 	}
 	return make([]byte, min(2*len(lr.buf), limit+2))
 }

@@ -18,10 +18,12 @@ import (
 // is known not to be stdin for the same process, or is done. Waits only ever
 // go to earlier tickets, whose handlers are already running, so they end.
 type stdinOrder struct {
-	mu      sync.Mutex
-	next    uint64
-	open    map[uint64]*ticket
-	changed chan struct{} // closed, and replaced, on every change
+	mu   sync.Mutex
+	next uint64
+	open map[uint64]*ticket
+	// changed is made when a request waits and closed (and cleared) on the
+	// next change: most requests never wait, and then nothing is allocated.
+	changed chan struct{}
 }
 
 type ticket struct {
@@ -31,13 +33,15 @@ type ticket struct {
 }
 
 func newStdinOrder() *stdinOrder {
-	return &stdinOrder{open: make(map[uint64]*ticket), changed: make(chan struct{})}
+	return &stdinOrder{open: make(map[uint64]*ticket)}
 }
 
 // broadcast wakes the waiters. Called with mu held.
 func (o *stdinOrder) broadcast() {
-	close(o.changed)
-	o.changed = make(chan struct{})
+	if o.changed != nil {
+		close(o.changed)
+		o.changed = nil
+	}
 }
 
 // issue hands out the next ticket, not yet known to be stdin or not.
@@ -80,6 +84,9 @@ func (o *stdinOrder) wait(ctx context.Context, t uint64, id string) error {
 		o.broadcast()
 	}
 	for o.blocked(t, id) {
+		if o.changed == nil {
+			o.changed = make(chan struct{})
+		}
 		ch := o.changed
 		o.mu.Unlock()
 		select {

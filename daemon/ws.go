@@ -229,12 +229,9 @@ func (t *wsTransport) next() ([]byte, error) {
 			// A large message (process.stdin data) grows into a pooled
 			// buffer that holds any message in one step, as a socket's
 			// long line does (lineReader), and goes back once handled.
-			nb, ok := t.s.lines.Get().(*bigLine)
-			if !ok {
-				nb = new(bigLine)
-			}
-			copy(nb[:], t.buf[:n])
-			t.buf = nb[:]
+			nb := takeBigLine(&t.s.lines)
+			copy(nb, t.buf[:n])
+			t.buf = nb
 		}
 		m, err := r.Read(t.buf[n:])
 		n += m
@@ -262,11 +259,7 @@ func (t *wsTransport) next() ([]byte, error) {
 }
 
 // recycle takes back a message next returned, once handled.
-func (t *wsTransport) recycle(msg []byte) {
-	if cap(msg) == len(bigLine{}) {
-		t.s.lines.Put((*bigLine)(msg[:cap(msg)]))
-	}
-}
+func (t *wsTransport) recycle(msg []byte) { giveBigLine(&t.s.lines, msg) }
 
 func wsReadErr(err error) error {
 	if errors.Is(err, websocket.ErrMessageTooBig) {

@@ -425,21 +425,11 @@ const stdinWindow = 4
 func (p *Proc) Write(ctx context.Context, data []byte) (int64, error) {
 	p.stdinMu.Lock()
 	defer p.stdinMu.Unlock()
+	window := 1
 	if len(data) > stdinChunk && p.c.pipelinesStdin(ctx) {
-		return p.writePipelined(ctx, data)
+		window = stdinWindow
 	}
-	applied := p.stdinOff
-	for first := true; first || len(data) > 0; first = false {
-		n := min(len(data), stdinChunk)
-		a, _, err := p.writeAt(ctx, data[:n], p.stdinOff, false)
-		if err != nil {
-			return applied, err
-		}
-		applied = a
-		p.stdinOff = max(p.stdinOff+int64(n), a)
-		data = data[n:]
-	}
-	return applied, nil
+	return p.writeChunks(ctx, data, window)
 }
 
 // WriteAt writes data claiming it starts at offset: the daemon drops what it
@@ -529,11 +519,13 @@ type pendingStdin struct {
 	behind bool // sent while earlier ones were unanswered
 }
 
-// writePipelined is Write with up to stdinWindow requests in flight, sent
-// in offset order and answered in that order. Should one arrive before
-// an earlier one all the same (resent out of turn around a reconnect), its
-// gap is mended by sending it again once the earlier ones are answered.
-func (p *Proc) writePipelined(ctx context.Context, data []byte) (int64, error) {
+// writeChunks is Write: data in chunks of stdinChunk, up to window requests
+// in flight, sent in offset order and answered in that order (empty data
+// is one empty request, which still says whether the process runs). Should
+// one arrive before an earlier one all the same (resent out of turn around
+// a reconnect), its gap is mended by sending it again once the earlier ones
+// are answered.
+func (p *Proc) writeChunks(ctx context.Context, data []byte, window int) (int64, error) {
 	applied, off := p.stdinOff, p.stdinOff
 	var (
 		inflight []pendingStdin
@@ -554,8 +546,8 @@ func (p *Proc) writePipelined(ctx context.Context, data []byte) (int64, error) {
 		}
 		applied = max(applied, a)
 	}
-	for len(data) > 0 && firstErr == nil {
-		if len(inflight) == stdinWindow {
+	for first := true; (first || len(data) > 0) && firstErr == nil; first = false {
+		if len(inflight) == window {
 			finish(inflight[0])
 			inflight = inflight[1:]
 			continue

@@ -16,9 +16,10 @@ const (
 	// smallReadBufs 32 KiB buffers take in a default 64 KiB pipe at once.
 	smallReadBufs = 2
 	// bigPipeSize is what a pipe grows to once its child outruns the
-	// daemon (or a stdin chunk outsizes it), and bigReadBufs how many buffers one read then fills: with
-	// the default pipe, a fast child and the daemon took turns in 64 KiB
-	// steps, each costing both a sleep and a wake-up.
+	// daemon (or a stdin chunk outsizes it), and bigReadBufs how many
+	// buffers one read then fills: with the default pipe, a fast child and
+	// the daemon took turns in 64 KiB steps, each costing both a sleep and
+	// a wake-up.
 	bigPipeSize = 1 << 20
 	bigReadBufs = 8
 	// maxBigPipes bounds the pipes grown at once across the registry. Pipe
@@ -287,19 +288,22 @@ func (pr *pipeReader) grow() {
 
 // growPipe enlarges the pipe of rc to bigPipeSize if a slot of bigPipes is
 // free, and reports whether it did; the caller then gives the slot back
-// (bigPipes.Add(-1)) once done with the pipe.
+// (releasePipe) once done with the pipe.
 func (r *Registry) growPipe(rc syscall.RawConn) bool {
 	if r.bigPipes.Add(1) > maxBigPipes {
-		r.bigPipes.Add(-1)
+		r.releasePipe()
 		return false
 	}
 	var ferr error
 	if err := rc.Control(func(fd uintptr) { _, ferr = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, bigPipeSize) }); err != nil || ferr != nil {
-		r.bigPipes.Add(-1)
+		r.releasePipe()
 		return false
 	}
 	return true
 }
+
+// releasePipe gives back the slot of a pipe growPipe grew.
+func (r *Registry) releasePipe() { r.bigPipes.Add(-1) }
 
 // close returns the buffers and the grown pipe's slot; the caller closes f.
 func (pr *pipeReader) close() {
@@ -313,7 +317,7 @@ func (pr *pipeReader) close() {
 		pr.bufs[i] = nil
 	}
 	if pr.big {
-		pr.r.bigPipes.Add(-1)
+		pr.r.releasePipe()
 		pr.big = false
 	}
 }

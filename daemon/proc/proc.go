@@ -486,7 +486,7 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 		if f, ok := stdinW.(*os.File); ok && IsPipe(f) {
 			if rc, err := f.SyscallConn(); err == nil {
 				p.stdin.grow = func() bool { return r.growPipe(rc) }
-				p.stdin.shrink = func() { r.bigPipes.Add(-1) }
+				p.stdin.shrink = r.releasePipe
 			}
 		}
 		r.wg.Add(1)

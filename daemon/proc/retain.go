@@ -196,6 +196,11 @@ func (r *Registry) prune(now time.Time) {
 	}
 }
 
+// minShed is the replay memory below which an exited process is not worth
+// shedding: its exit frame, or a few lines. Once the total is over, every
+// exit walks the exited oldest first, and those shed before are passed over.
+const minShed = 4 << 10
+
 // shedMemory sheds the replay memory of exited processes, longest exited
 // first, until the exited together are within Options.ReplayMemTotal.
 func (r *Registry) shedMemory() {
@@ -205,9 +210,13 @@ func (r *Registry) shedMemory() {
 	for _, e := range exited {
 		r.mu.Lock()
 		done := r.exitedMem <= r.opt.ReplayMemTotal
+		little := e.p.retainedMem <= minShed
 		r.mu.Unlock()
 		if done {
 			return
+		}
+		if little {
+			continue // shed already, or never held much: nothing worth a Shed
 		}
 		freed := e.p.Log.Shed()
 		r.mu.Lock()

@@ -30,13 +30,15 @@ type stdinQueue struct {
 
 	// recycle, when set, takes back each chunk once it is written or
 	// dropped (Registry.putStdinBuf): the buffers the requests were decoded
-	// into go round instead of being garbage, which with fresh half-MiB
-	// buffers per request cost more than the rest of the path together.
+	// into go round instead of being garbage. With them fresh per request,
+	// BenchmarkStdin's daemon took 2.1 s of CPU per GiB against 1.4 s
+	// (medians of 6 alternated runs, pooled request lines in both).
 	recycle func([]byte)
 	// grow, when set, enlarges the pipe before the first chunk bigger than
 	// a default pipe is written, and reports whether it did; shrink gives
-	// the budget back when the writer stops. With 64 KiB, every 512 KiB
-	// request took eight turns of the writer sleeping until the child read.
+	// the budget back when the writer stops. A 64 KiB pipe takes a 512 KiB
+	// request in up to eight turns of the writer sleeping until the child
+	// reads.
 	grow   func() bool
 	shrink func()
 }
