@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 func TestLineReader(t *testing.T) {
@@ -104,7 +105,7 @@ func TestLineReaderPool(t *testing.T) {
 		// (The race detector makes sync.Pool drop some of what it is given.)
 		if first == nil {
 			first = &line[0]
-		} else if &line[0] != first && !raceEnabled {
+		} else if &line[0] != first && !testutil.RaceEnabled {
 			t.Errorf("line %d: a new buffer, not the recycled one", i)
 		}
 		scribble(line)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // streamSummary is what a streaming read of one process's frames saw.
@@ -143,7 +144,7 @@ func watchMem(t *testing.T, d *testDaemon, id string) int {
 
 // bigSize is the MiB the bounded-memory tests push through a daemon.
 func bigSize(t *testing.T) int {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || testutil.RaceEnabled {
 		return 16
 	}
 	return 64

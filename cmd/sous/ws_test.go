@@ -307,10 +307,11 @@ func TestKeepChildrenThroughServe(t *testing.T) {
 	}
 }
 
-// sous exec over a WebSocket forwards a large stdin through process.stdin,
-// several requests in flight at a time (process.stdin.ordered), and the
-// command reads it exactly: from a socket (not a pipe, so nothing could be
-// passed even on a Unix socket) that delivers in small pieces.
+// sous exec over a WebSocket forwards a large stdin through process.stdin
+// (batched while writes are answered, the batches pipelined where the
+// daemon orders them: daemon/client's tests time that), and the command
+// reads it exactly: from a socket (not a pipe, so nothing could be passed
+// even on a Unix socket) that delivers in small pieces.
 func TestWebSocketExecLargeStdin(t *testing.T) {
 	t.Parallel()
 	const token = "tok"

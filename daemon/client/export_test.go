@@ -1,5 +1,7 @@
 package client
 
+import "context"
+
 // PassesMirrors reports whether c still passes spawn mirrors to its daemon
 // (false once a relay dropped them), for the tests of that fallback.
 func PassesMirrors(c *Client) bool { return !c.noPassing.Load() }
@@ -18,3 +20,7 @@ func BreakLink(c *Client) {
 // PipelineStdinAlways makes c's writes keep several process.stdin requests
 // in flight even to a daemon that does not apply them in order.
 func PipelineStdinAlways(c *Client) { c.alwaysPipelineStdin.Store(true) }
+
+// PipelinesStdin reports whether c's large writes keep several
+// process.stdin requests in flight.
+func PipelinesStdin(c *Client) bool { return c.pipelinesStdin(context.Background()) }

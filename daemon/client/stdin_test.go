@@ -17,6 +17,43 @@ import (
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
 )
 
+// catToFile spawns id, a process that writes its stdin to a file in dir,
+// and returns it with the file's path.
+func catToFile(ctx context.Context, c *client.Client, id, dir string) (*client.Proc, string, error) {
+	out := filepath.Join(dir, id+".in")
+	p, err := c.Spawn(ctx, client.SpawnSpec{ID: id, Command: "sh", Args: []string{"-c", `cat > "$0"`, out}}, nil)
+	return p, out, err
+}
+
+// checkReceived closes p's stdin, waits for p, and says how the file it
+// wrote differs from want, if it does.
+func checkReceived(ctx context.Context, p *client.Proc, out string, want []byte) error {
+	if err := p.CloseStdin(ctx); err != nil {
+		return err
+	}
+	if code, err := p.Wait(ctx); err != nil || code != 0 {
+		return fmt.Errorf("wait: exit %d, %v", code, err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		at := 0
+		for at < min(len(got), len(want)) && got[at] == want[at] {
+			at++
+		}
+		return fmt.Errorf("the child read %d bytes, want the %d written, once and in order; they differ from byte %d", len(got), len(want), at)
+	}
+	return nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
 // Large stdin through process.stdin arrives exactly: the daemon reads long
 // request lines into pooled buffers and decodes them into pooled buffers
 // that go round once written, so a buffer handed back too early would show
@@ -40,11 +77,9 @@ func checkStdinLargeChunks(t *testing.T, conns ...*client.Client) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			data := make([]byte, 6<<20+i*77777)
-			rand.Read(data)
-			out := filepath.Join(dir, "in"+string(rune('a'+i)))
+			data := randomBytes(6<<20 + i*77777)
 			id := "big" + string(rune('a'+i))
-			p, err := c.Spawn(ctx, client.SpawnSpec{ID: id, Command: "sh", Args: []string{"-c", `cat > "$0"`, out}}, nil)
+			p, out, err := catToFile(ctx, c, id, dir)
 			if err != nil {
 				t.Error(err)
 				return
@@ -67,25 +102,8 @@ func checkStdinLargeChunks(t *testing.T, conns ...*client.Client) {
 				t.Errorf("%s: write: %v", id, err)
 				return
 			}
-			if err := p.CloseStdin(ctx); err != nil {
-				t.Error(err)
-				return
-			}
-			if code, err := p.Wait(ctx); err != nil || code != 0 {
-				t.Errorf("%s: wait: %d %v", id, code, err)
-				return
-			}
-			got, err := os.ReadFile(out)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if !bytes.Equal(got, data) {
-				at := 0
-				for at < min(len(got), len(data)) && got[at] == data[at] {
-					at++
-				}
-				t.Errorf("%s: the child read %d bytes, want %d; they differ from byte %d", id, len(got), len(data), at)
+			if err := checkReceived(ctx, p, out, data); err != nil {
+				t.Errorf("%s: %v", id, err)
 			}
 		}()
 	}
@@ -110,13 +128,11 @@ func TestStdinPipelinedOverALatentLink(t *testing.T) {
 			c := dialProxy(t, proxy.Path())
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			out := filepath.Join(t.TempDir(), "in")
-			p, err := c.Spawn(ctx, client.SpawnSpec{ID: "slow", Command: "sh", Args: []string{"-c", `cat > "$0"`, out}}, nil)
+			p, out, err := catToFile(ctx, c, "slow", t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			data := make([]byte, chunks*512<<10)
-			rand.Read(data)
+			data := randomBytes(chunks * 512 << 10)
 			start := time.Now()
 			if applied, err := p.Write(ctx, data); err != nil || applied != int64(len(data)) {
 				t.Fatalf("write: applied %d, %v", applied, err)
@@ -130,14 +146,8 @@ func TestStdinPipelinedOverALatentLink(t *testing.T) {
 				t.Errorf("16 chunks took %s, less than 16 round trips (%s), to a daemon that does not order them", took, sequential)
 			}
 			t.Logf("ordered %v: 8 MiB in %s (16 round trips: %s)", ordered, took.Round(time.Millisecond), sequential)
-			if err := p.CloseStdin(ctx); err != nil {
+			if err := checkReceived(ctx, p, out, data); err != nil {
 				t.Fatal(err)
-			}
-			if code, err := p.Wait(ctx); err != nil || code != 0 {
-				t.Fatalf("wait: %d %v", code, err)
-			}
-			if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, data) {
-				t.Fatalf("the child read %d bytes (%v), want the %d written", len(got), err, len(data))
 			}
 		})
 	}
@@ -153,13 +163,14 @@ func TestStdinPipelinedAcrossCuts(t *testing.T) {
 	c := dialProxy(t, proxy.Path())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out := filepath.Join(t.TempDir(), "in")
-	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "cut", Command: "sh", Args: []string{"-c", `cat > "$0"`, out}}, nil)
+	if !client.PipelinesStdin(c) {
+		t.Fatal("the client does not keep several stdin requests in flight on this link: nothing here would be resent out of turn")
+	}
+	p, out, err := catToFile(ctx, c, "cut", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := make([]byte, 48<<20)
-	rand.Read(data)
+	data := randomBytes(48 << 20)
 	for off := 0; off < len(data); {
 		n := min(len(data)-off, 3<<20+off%777) // 6 or 7 requests per write
 		if _, err := p.Write(ctx, data[off:off+n]); err != nil {
@@ -167,22 +178,8 @@ func TestStdinPipelinedAcrossCuts(t *testing.T) {
 		}
 		off += n
 	}
-	if err := p.CloseStdin(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if code, err := p.Wait(ctx); err != nil || code != 0 {
-		t.Fatalf("wait: %d %v", code, err)
-	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, data) {
-		at := 0
-		for at < min(len(got), len(data)) && got[at] == data[at] {
-			at++
-		}
-		t.Fatalf("the child read %d bytes, want %d; they differ from byte %d (%d cuts)", len(got), len(data), at, proxy.Cuts())
+	if err := checkReceived(ctx, p, out, data); err != nil {
+		t.Fatalf("%v (%d cuts)", err, proxy.Cuts())
 	}
 	if proxy.Cuts() < 5 {
 		t.Fatalf("only %d cuts: the test did not exercise reconnects", proxy.Cuts())
@@ -199,25 +196,17 @@ func TestStdinPipelinedMendsGaps(t *testing.T) {
 	client.PipelineStdinAlways(c)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out := filepath.Join(t.TempDir(), "in")
-	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "gaps", Command: "sh", Args: []string{"-c", `cat > "$0"`, out}}, nil)
+	p, out, err := catToFile(ctx, c, "gaps", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := make([]byte, 32<<20)
-	rand.Read(data)
+	data := randomBytes(32 << 20)
 	for off := 0; off < len(data); off += 4 << 20 {
 		if applied, err := p.Write(ctx, data[off:off+4<<20]); err != nil || applied != int64(off+4<<20) {
 			t.Fatalf("write at %d: applied %d, %v", off, applied, err)
 		}
 	}
-	if err := p.CloseStdin(ctx); err != nil {
+	if err := checkReceived(ctx, p, out, data); err != nil {
 		t.Fatal(err)
-	}
-	if code, err := p.Wait(ctx); err != nil || code != 0 {
-		t.Fatalf("wait: %d %v", code, err)
-	}
-	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("the child read %d bytes (%v), want the %d written once, in order", len(got), err, len(data))
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -283,7 +284,7 @@ while os.read(0, 1 << 20): pass
 			}
 		}
 	}
-	if back == 0 && !raceEnabled {
+	if back == 0 && !testutil.RaceEnabled {
 		t.Error("none of the written buffers came back to the pool")
 	}
 }
