@@ -130,7 +130,8 @@ func resultEntries() []Entry {
 		{Name: "Result.ok", Sig: "Result.ok -> bool", Doc: `Whether status is "ok".`,
 			Attr: attr(func(r *Result) starlark.Value { return starlark.Bool(r.status == StatusOK) })},
 		{Name: "Result.exit_code", Sig: "Result.exit_code -> int",
-			Doc:  "The exit code (of the last stage for a pipeline); -1 when a signal ended the process.",
+			Doc: "The exit code; -1 when a signal ended the process. For a pipeline, the last stage's code as a shell " +
+				"reports it ($?): 128+n when signal n ended it, as in .stages.",
 			Attr: attr(func(r *Result) starlark.Value { return starlark.MakeInt(r.exitCode) })},
 		{Name: "Result.stdout", Sig: "Result.stdout -> string",
 			Doc:  "The first output_cap bytes of stdout (the last stage's for a pipeline).",

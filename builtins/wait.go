@@ -47,8 +47,8 @@ func (e *Env) wait(ready <-chan struct{}, timeout *time.Duration) error {
 
 func waitEntries() []Entry {
 	return []Entry{
-		{Name: "wait_all", Sig: "wait_all(items, timeout=None) -> list",
-			Doc: "Waits for every Process or Pending turn in items (a list) and returns their Results and Turns in the " +
+		{Name: "wait_all", Sig: "wait_all(pendings, timeout=None) -> list",
+			Doc: "Waits for every Process or Pending turn in pendings (a list) and returns their Results and Turns in the " +
 				"same order. When timeout (seconds) passes first, it fails naming what is still running; nothing is " +
 				"stopped. Permission requests of every session are answered meanwhile.",
 			Fn: waitAll},
@@ -61,7 +61,7 @@ func waitEntries() []Entry {
 func waitAll(c *Call) (starlark.Value, error) {
 	var items []Awaitable
 	var timeout *time.Duration
-	if err := bind(c, 2, req("items", awaitables(&items)), opt("timeout", optSeconds(&timeout))); err != nil {
+	if err := bind(c, 2, req("pendings", awaitables(&items)), opt("timeout", optSeconds(&timeout))); err != nil {
 		return nil, err
 	}
 	for _, it := range items {

@@ -39,8 +39,8 @@ func TestArgumentErrors(t *testing.T) {
 		{`pipeline([["ls"], [1]])`, "pipeline: stages[1][0]: want string, got int"},
 		{`pipeline([["ls"], []])`, "pipeline: stages[1]: empty command"},
 		{`sleep("x")`, "sleep: seconds: want seconds (int or float), got string"},
-		{`wait_all([1])`, "wait_all: items[0]: want Process or Pending, got int"},
-		{`wait_all("p")`, "wait_all: items: want list of Process or Pending, got string"},
+		{`wait_all([1])`, "wait_all: pendings[0]: want Process or Pending, got int"},
+		{`wait_all("p")`, "wait_all: pendings: want list of Process or Pending, got string"},
 		{`getenv(1)`, "getenv: name: want string, got int"},
 		{`host(1)`, "host: target: want string, got int"},
 		{`host("tcp://example.com")`, `host: target "tcp://example.com": want "embedded", unix:///path/to.sock`},
@@ -398,7 +398,7 @@ func TestWaitAll(t *testing.T) {
 ps = [spawn(["sh", "-c", "sleep 0.%d; exit %d" % (i, i)], echo=False) for i in range(1, 4)]
 print([r.exit_code for r in wait_all(ps, timeout=5)])
 slow = spawn("sleep", ["30"], id="slow", echo=False)
-wait_all([ps[0], slow], timeout=0.2)
+wait_all(pendings=[ps[0], slow], timeout=0.2)
 `)
 	o.expect(t, 1, "main.star:5:9", "wait_all: still waiting after 0.2s for 1 of 2: <Process slow running>")
 	if o.stderr[:len("[1, 2, 3]\n")] != "[1, 2, 3]\n" {
