@@ -62,7 +62,10 @@ type Client struct {
 	procs    map[string]*Proc
 	features map[string]bool
 	dead     error // set when the client is closed or gave up reconnecting
-	closeCh  chan struct{}
+	// strayed is set once a process stopped being followed before its
+	// exit frame (see unregister).
+	strayed bool
+	closeCh chan struct{}
 	// broken lists the links that broke while a reconnect was under way
 	// (cur nil): the link being resumed may be one of them, and must not
 	// become current once its reader is gone.
@@ -350,12 +353,41 @@ func (c *Client) await(ctx context.Context, id uint64, cl *call) (json.RawMessag
 		cl.sendMu.Lock() // waits out a resend under way
 		cl.sendMu.Unlock()
 	}()
+	c.mu.Lock()
+	via := cl.via
+	c.mu.Unlock()
+	if r, ok := via.(selfReader); ok {
+		r.readUntil(ctx, cl.done)
+	}
 	select {
 	case <-cl.done:
 		return cl.result, cl.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%s: %w", cl.method, ctx.Err())
 	}
+}
+
+// selfReader is a link on which a caller can read its own answer (see
+// streamLink), and which must be told when a call goes out that nobody will
+// read the answer of (ensureRead).
+type selfReader interface {
+	readUntil(ctx context.Context, done <-chan struct{})
+	probe() bool
+	wakeReader()
+}
+
+// quiet implements readerHints.
+func (c *Client) quiet() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.procs) == 0
+}
+
+// idle implements readerHints.
+func (c *Client) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.procs) == 0 && len(c.pending) == 0 && !c.strayed
 }
 
 func (c *Client) forget(id uint64) {
@@ -375,9 +407,6 @@ func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
 			return fmt.Errorf("%s: %w", cl.method, err)
 		}
 		l, ready := c.cur, c.ready
-		if l != nil {
-			cl.via = l
-		}
 		c.mu.Unlock()
 		if l == nil {
 			select {
@@ -387,6 +416,16 @@ func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
 				return fmt.Errorf("%s: %w", cl.method, ctx.Err())
 			}
 		}
+		if r, ok := l.(selfReader); ok && !r.probe() {
+			continue // it broke while nobody read it: wait for the next one
+		}
+		c.mu.Lock()
+		if c.cur != l {
+			c.mu.Unlock()
+			continue // replaced meanwhile
+		}
+		cl.via = l
+		c.mu.Unlock()
 		send := l.send
 		if cl.files != nil {
 			fp, ok := l.(filePasser)
@@ -650,6 +689,9 @@ func (c *Client) resend(l link, id uint64, cl *call) {
 	c.mu.Unlock()
 	if still {
 		l.send(id, cl.method, cl.params)
+		if r, ok := l.(selfReader); ok {
+			r.wakeReader() // the waiter is past readUntil: the reader goroutine must read the answer
+		}
 	}
 }
 
@@ -673,6 +715,9 @@ func (c *Client) callOn(ctx context.Context, l link, method string, params, resu
 	}()
 	if err := l.send(id, method, raw); err != nil {
 		return err
+	}
+	if r, ok := l.(selfReader); ok {
+		r.readUntil(ctx, cl.done)
 	}
 	select {
 	case <-cl.done:

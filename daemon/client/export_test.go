@@ -24,3 +24,15 @@ func PipelineStdinAlways(c *Client) { c.alwaysPipelineStdin.Store(true) }
 // PipelinesStdin reports whether c's large writes keep several
 // process.stdin requests in flight.
 func PipelinesStdin(c *Client) bool { return c.pipelinesStdin(context.Background()) }
+
+// SelfReads is how many answers on c's current connection their callers
+// read themselves instead of being handed them by its reader goroutine.
+func SelfReads(c *Client) int64 {
+	c.mu.Lock()
+	l, _ := c.cur.(*streamLink)
+	c.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	return l.selfReads.Load()
+}

@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -41,16 +43,59 @@ type receiver interface {
 // ---- NDJSON over a byte stream (Unix socket, ssh bridge) ----
 
 // streamLink speaks NDJSON over any byte stream.
+//
+// One goroutine at a time reads the stream and dispatches what it reads: it
+// holds the reading role. Usually that is the link's own reader goroutine.
+// But over a Unix socket, while the client follows no process, a caller
+// waiting for its answer reads the stream itself (readUntil), and the reader
+// goroutine parks while nothing at all is expected. A round trip then wakes
+// one goroutine, the caller, where handing each answer over from the reader
+// goroutine cost a second wake-up on another thread: 20 of a server.ping's
+// 45 µs here (the same run, alternated: 23 µs reading directly).
 type streamLink struct {
 	rwc  io.ReadWriteCloser
 	recv receiver
 	enc  requestEncoder
+	// uc is rwc as a Unix socket, which callers may read (it can be peeked,
+	// and a read on it interrupted by a deadline); nil for other streams,
+	// which only the reader goroutine reads.
+	uc    *net.UnixConn
+	hints readerHints // recv's, or nil: the reader goroutine never parks
 
 	closeOnce sync.Once
+
+	// The reading role's state, under rmu. The holder owns r, d and carry.
+	rmu     sync.Mutex
+	reading bool          // the role is held
+	parked  bool          // the reader goroutine waits on wake
+	wake    chan struct{} // hands the parked reader goroutine the role (or the news that the link ended)
+	ended   bool          // a read failed: closed was reported, nobody reads again
+	closing bool          // close was called: the reader goroutine reads on to the failure
+	r       *bufio.Reader
+	d       lineDispatcher
+	carry   []byte // a line read in parts: one too long for r, or one a deadline cut
+	carried bool   // carry holds a whole line, returned last time
+
+	selfReads atomic.Int64 // answers their callers read themselves (for the tests)
+}
+
+// readerHints tells a link whether anyone expects what it reads.
+type readerHints interface {
+	// quiet reports that no process is followed: nothing arrives but
+	// answers to calls, so a caller may read its own.
+	quiet() bool
+	// idle reports that nothing is expected at all: no process is followed
+	// and no call awaits its answer.
+	idle() bool
 }
 
 func newStreamLink(rwc io.ReadWriteCloser, token string, recv receiver) *streamLink {
-	l := &streamLink{rwc: rwc, recv: recv, enc: newRequestEncoder(token, '\n')}
+	l := &streamLink{rwc: rwc, recv: recv, enc: newRequestEncoder(token, '\n'),
+		r: bufio.NewReaderSize(rwc, 256<<10), wake: make(chan struct{}, 1), reading: true}
+	if uc, ok := rwc.(*net.UnixConn); ok {
+		l.uc = uc
+		l.hints, _ = recv.(readerHints)
+	}
 	go l.read()
 	return l
 }
@@ -174,43 +219,228 @@ func appendJSONString(b []byte, s string) []byte {
 
 func (l *streamLink) close() {
 	l.closeOnce.Do(func() { l.rwc.Close() })
+	// A parked reader goroutine would wait forever: end it. (A goroutine
+	// reading fails on the closed stream and reports it.)
+	l.rmu.Lock()
+	l.closing = true
+	l.ensureReader()
+	l.rmu.Unlock()
 }
 
 // maxResponseLine bounds a response line from the daemon (files.read of a
 // large file is the biggest legitimate one).
 const maxResponseLine = 256 << 20
 
+// read is the link's reader goroutine. It starts with the reading role and
+// keeps it while anything is expected; when nothing is, it parks without it
+// until handed it back (ensureReader).
 func (l *streamLink) read() {
-	r := bufio.NewReaderSize(l.rwc, 256<<10)
-	var (
-		d       lineDispatcher
-		long    []byte
-		lastErr error
-	)
+	l.rmu.Lock()
 	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line (a big response): gather it.
-			long = append(long[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) && len(long) < maxResponseLine {
-				line, err = r.ReadSlice('\n')
-				long = append(long, line...)
+		if l.hints != nil && !l.closing && l.hints.idle() {
+			l.reading, l.parked = false, true
+			l.rmu.Unlock()
+			<-l.wake // the role (ensureReader), or the news that the link ended
+			l.rmu.Lock()
+			if l.ended {
+				l.rmu.Unlock()
+				return
 			}
-			line = long
+			continue
 		}
+		l.rmu.Unlock()
+		err := l.step()
+		l.rmu.Lock()
 		if err != nil {
-			lastErr = err
-			break
-		}
-		if lastErr = d.dispatch(l, l.recv, line); lastErr != nil {
-			break
+			l.fail(err)
+			return
 		}
 	}
+}
+
+// step reads one line and dispatches it. Only the role's holder calls it.
+func (l *streamLink) step() error {
+	line, err := l.readLine()
+	if err != nil {
+		return err
+	}
+	return l.d.dispatch(l, l.recv, line)
+}
+
+// readLine returns the next line, valid until the next call. A read that
+// fails mid-line (a deadline, when a caller's context ends) keeps what it
+// got for the next call, so the stream stays in step.
+func (l *streamLink) readLine() ([]byte, error) {
+	if l.carried {
+		l.carry, l.carried = l.carry[:0], false
+		if cap(l.carry) > 4<<20 {
+			l.carry = nil // do not pin a huge buffer after one big answer
+		}
+	}
+	for {
+		frag, err := l.r.ReadSlice('\n')
+		if err == nil && len(l.carry) == 0 {
+			return frag, nil
+		}
+		l.carry = append(l.carry, frag...)
+		switch {
+		case err == nil:
+			l.carried = true
+			return l.carry, nil
+		case errors.Is(err, bufio.ErrBufferFull) && len(l.carry) < maxResponseLine:
+			continue // a long line (a big response): gather it
+		case errors.Is(err, bufio.ErrBufferFull):
+			return nil, fmt.Errorf("daemon sent a line over %d bytes", maxResponseLine)
+		}
+		return nil, err
+	}
+}
+
+// fail ends the link after a read failed: it is closed, and the receiver
+// told, once. Called with rmu held, which it releases.
+func (l *streamLink) fail(err error) {
+	first := !l.ended
+	l.ended = true
+	if l.parked {
+		l.parked = false
+		l.wake <- struct{}{} // to end
+	}
+	l.rmu.Unlock()
 	l.close()
-	if errors.Is(lastErr, io.EOF) {
-		lastErr = io.ErrUnexpectedEOF
+	if !first {
+		return
 	}
-	l.recv.closed(l, lastErr)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	l.recv.closed(l, err)
+}
+
+// ensureReader makes sure someone reads: a parked reader goroutine gets the
+// role back. Called with rmu held.
+func (l *streamLink) ensureReader() {
+	if l.parked && !l.reading {
+		l.reading, l.parked = true, false
+		l.wake <- struct{}{}
+	}
+}
+
+// wakeReader makes sure the reader goroutine reads: for a call sent on
+// behalf of a caller already waiting (a resend after a reconnect).
+func (l *streamLink) wakeReader() {
+	l.rmu.Lock()
+	l.ensureReader()
+	l.rmu.Unlock()
+}
+
+// readUntil waits for done, reading the stream on the caller's goroutine
+// while nobody else does and the client follows no process (whose frame
+// handlers then run on this goroutine, as on the reader's); otherwise it
+// makes sure the reader goroutine reads, and returns for the caller to wait
+// as usual. It also returns, handing the reading on, once ctx ends. When it
+// returns, done may still be open.
+func (l *streamLink) readUntil(ctx context.Context, done <-chan struct{}) {
+	if l.hints == nil {
+		return
+	}
+	l.rmu.Lock()
+	if l.reading || l.ended || !l.hints.quiet() {
+		l.ensureReader()
+		l.rmu.Unlock()
+		return
+	}
+	l.reading = true
+	l.rmu.Unlock()
+
+	// A read cannot watch ctx: a deadline in the past interrupts it.
+	var interrupted chan struct{}
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		interrupted = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			l.uc.SetReadDeadline(time.Unix(1, 0))
+			close(interrupted)
+		})
+	}
+	var err error
+loop:
+	for {
+		select {
+		case <-done:
+			l.selfReads.Add(1)
+			break loop
+		default:
+		}
+		if !l.hints.quiet() {
+			break // a process to follow now: the reader goroutine's job
+		}
+		if err = l.step(); err != nil {
+			break
+		}
+	}
+	if !stop() {
+		<-interrupted
+		l.uc.SetReadDeadline(time.Time{})
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = nil // ctx ended, not the link
+		}
+	}
+	l.rmu.Lock()
+	if err != nil {
+		l.fail(err)
+		return
+	}
+	l.reading = false
+	if !l.hints.idle() {
+		l.ensureReader()
+	}
+	l.rmu.Unlock()
+}
+
+// probe checks, before a call is sent on a link nobody reads, that the
+// daemon has not closed it meanwhile: the reader goroutine would have seen
+// that at once and reconnected, and a call that cannot be resent must not
+// go out on a dead connection when a live one is a dial away. It reports
+// false when the link broke (the receiver has been told).
+func (l *streamLink) probe() bool {
+	if l.hints == nil {
+		return true
+	}
+	l.rmu.Lock()
+	if l.reading || l.ended {
+		ok := !l.ended
+		l.rmu.Unlock()
+		return ok
+	}
+	var n int
+	var perr error
+	rc, err := l.uc.SyscallConn()
+	if err == nil {
+		var b [1]byte
+		err = rc.Control(func(fd uintptr) {
+			n, _, perr = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		})
+	}
+	switch {
+	case err != nil:
+		// Closed on this side: fail below.
+	case perr == unix.EAGAIN || perr == unix.EINTR:
+		l.rmu.Unlock()
+		return true // open, nothing waiting
+	case perr == nil && n > 0:
+		// Something arrived that nobody expected (the answer to a call
+		// given up on): let the reader goroutine take it.
+		l.ensureReader()
+		l.rmu.Unlock()
+		return true
+	case perr == nil:
+		err = io.EOF
+	default:
+		err = perr
+	}
+	l.reading = true
+	l.fail(err)
+	return false
 }
 
 // lineDispatcher routes what the daemon sends, a response or a stream frame

@@ -15,7 +15,8 @@ import (
 )
 
 // FrameHandler receives a process's frames in seq order, each exactly once,
-// on the connection's reader goroutine; for an embedded daemon, on whichever
+// on the goroutine reading the connection (its reader goroutine, or a call's
+// caller reading its own answer); for an embedded daemon, on whichever
 // daemon goroutine produced them (the one reading the child's output, or
 // one discarding the process), before a spawn's call has returned. It must
 // return promptly and must not wait on the client nor stop the daemon; one
@@ -117,11 +118,19 @@ func (c *Client) register(p *Proc) {
 	}
 }
 
+// unregister stops routing frames to p. Unless p has exited, the daemon may
+// still stream it to this client (a spawn or reattach given up on), so the
+// reader goroutine no longer parks: frames nobody reads would hold the
+// process back once the daemon's replay log is full.
 func (c *Client) unregister(p *Proc) {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
 	c.mu.Lock()
 	if c.procs[p.ID] == p {
 		delete(c.procs, p.ID)
 	}
+	c.strayed = c.strayed || !exited
 	c.mu.Unlock()
 }
 

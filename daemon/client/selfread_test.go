@@ -1,0 +1,201 @@
+package client_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
+)
+
+// Over a Unix socket, a caller reads its own answer while the client follows
+// no process; while one is followed, the reader goroutine reads everything,
+// frames and answers alike, and afterwards callers read their own again.
+func TestCallerReadsItsOwnAnswer(t *testing.T) {
+	sock := startDaemon(t, daemon.Config{})
+	c := dialProxy(t, sock)
+	ctx := context.Background()
+	ping := func(n int) {
+		t.Helper()
+		for range n {
+			if err := c.Call(ctx, "server.ping", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ping(200)
+	// The reader goroutine may take the first answers, before it parks.
+	if n := client.SelfReads(c); n < 190 {
+		t.Fatalf("callers read %d of 200 answers themselves", n)
+	}
+
+	var mu sync.Mutex
+	var out strings.Builder
+	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "talker", Command: "sh",
+		Args: []string{"-c", "for i in 1 2 3 4 5; do echo line $i; sleep 0.05; done"}}, func(f *wire.Frame) {
+		mu.Lock()
+		out.Write(f.Data)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := client.SelfReads(c)
+	ping(50) // answered among the frames
+	if n := client.SelfReads(c) - before; n != 0 {
+		t.Errorf("callers read %d answers themselves while a process was followed", n)
+	}
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := out.String()
+	mu.Unlock()
+	if got != "line 1\nline 2\nline 3\nline 4\nline 5\n" {
+		t.Errorf("output %q", got)
+	}
+	before = client.SelfReads(c)
+	ping(50)
+	if n := client.SelfReads(c) - before; n < 45 {
+		t.Errorf("after the process exited, callers read %d of 50 answers themselves", n)
+	}
+}
+
+// fakeDaemon serves NDJSON on a Unix socket with answer deciding each
+// request's response; it returns the socket's path.
+func fakeDaemon(t *testing.T, answer func(conn int, w net.Conn, id json.RawMessage, method string)) string {
+	t.Helper()
+	sock := filepath.Join(testutil.ShortTempDir(t), "fake.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 0; ; n++ {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				r := bufio.NewReader(nc)
+				for {
+					line, err := r.ReadBytes('\n')
+					if err != nil {
+						return
+					}
+					var req struct {
+						ID     json.RawMessage `json:"id"`
+						Method string          `json:"method"`
+					}
+					if json.Unmarshal(line, &req) != nil {
+						return
+					}
+					answer(n, nc, req.ID, req.Method)
+				}
+			}()
+		}
+	}()
+	return sock
+}
+
+func pong(id json.RawMessage) string {
+	return `{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"pong":true}}` + "\n"
+}
+
+// A caller reading its own answer still gives up when its context ends,
+// although a read cannot watch a context; and an answer it left half read
+// (the daemon wrote the rest later) does not put the stream out of step.
+func TestCallerReadGivesUpWithItsContext(t *testing.T) {
+	sock := fakeDaemon(t, func(_ int, w net.Conn, id json.RawMessage, method string) {
+		if method != "slow" {
+			w.Write([]byte(pong(id)))
+			return
+		}
+		resp := `{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"late":true}}` + "\n"
+		w.Write([]byte(resp[:20]))
+		time.Sleep(400 * time.Millisecond)
+		w.Write([]byte(resp[20:]))
+	})
+	c := dialProxy(t, sock)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := c.Call(ctx, "slow", nil, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow call: %v", err)
+	}
+	if took := time.Since(start); took > 300*time.Millisecond {
+		t.Errorf("the call gave up after %v, not when its context ended (100ms)", took)
+	}
+	for range 5 {
+		var res struct{ Pong bool }
+		if err := c.Call(context.Background(), "server.ping", nil, &res); err != nil || !res.Pong {
+			t.Fatalf("ping after the abandoned call: %v %+v", err, res)
+		}
+	}
+}
+
+// A daemon that closes an idle connection, which nobody was reading, is
+// noticed before the next call goes out, so a call that cannot be resent
+// still goes out on a new connection rather than failing as lost.
+func TestIdleConnectionClosedByTheDaemon(t *testing.T) {
+	sock := fakeDaemon(t, func(conn int, w net.Conn, id json.RawMessage, method string) {
+		switch {
+		case method == "server.ping":
+			w.Write([]byte(pong(id)))
+			if conn == 0 {
+				w.Close() // after the client's first ping, as a restarted daemon would
+			}
+		case method == "process.spawn":
+			w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"spawned":true}}` + "\n"))
+		}
+	})
+	c := dialProxy(t, sock)
+	time.Sleep(100 * time.Millisecond) // the close arrives while nobody reads
+	var res struct{ Spawned bool }
+	if err := c.Call(context.Background(), "process.spawn", map[string]any{"id": "x", "command": "true"}, &res); err != nil || !res.Spawned {
+		t.Fatalf("a call after the daemon closed the idle connection: %v %+v", err, res)
+	}
+}
+
+// Closing a client whose reader goroutine is parked ends that goroutine.
+func TestClosingAnIdleClientEndsItsReader(t *testing.T) {
+	sock := startDaemon(t, daemon.Config{})
+	base := runtime.NumGoroutine()
+	for range 20 {
+		c, err := client.DialUnix(context.Background(), sock, testToken, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Call(context.Background(), "server.ping", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base+2 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before 20 clients came and went:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
