@@ -132,6 +132,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if o.detach && url == "embedded" {
 		return usageErrorf("exec: --detach needs a daemon that outlives sous: pass --socket or --remote (or set SOUS_SOCKET)")
 	}
+	o.target.notices = streams.ErrOut
 	conn, err := o.target.open(ctx)
 	if err != nil {
 		return err
@@ -315,8 +316,20 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 	defer signal.Stop(sigs)
 	var sent syscall.Signal
 	var lastInt time.Time
+	// Signals are forwarded on goroutines of their own: while the
+	// connection is down, a kill waits for the reconnect, and the user must
+	// still be able to leave (killStuck).
+	left := make(chan struct{})
+	defer close(left)
+	killed := make(chan error)
+	var unanswered []time.Time // when each kill under way was sent, oldest first
 	for {
 		select {
+		case err := <-killed:
+			unanswered = unanswered[1:]
+			if err != nil && !isNotRunning(err) {
+				fmt.Fprintln(streams.ErrOut, "sous: forward signal:", err)
+			}
 		case <-broken:
 			if own { // killAndWait returns once the group is gone, SIGKILLed after the grace
 				if _, err := p.KillAndWait(ctx, "PIPE", client.TimeoutGrace, true); err != nil && !isNotRunning(err) {
@@ -363,13 +376,28 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 			if sig == syscall.SIGINT {
 				lastInt = time.Now()
 			}
-			sent = sig
-			if err := p.Kill(ctx, signalName(sig)); err != nil && !isNotRunning(err) {
-				fmt.Fprintln(streams.ErrOut, "sous: forward signal:", err)
+			if len(unanswered) > 0 && time.Since(unanswered[0]) > killStuck {
+				fmt.Fprintf(streams.ErrOut, "sous: the daemon has not answered for %s; leaving without waiting for %s, which may still be running\n",
+					time.Since(unanswered[0]).Round(100*time.Millisecond), p.ID)
+				return &exitError{code: 128 + int(s.(syscall.Signal))}
 			}
+			sent = sig
+			unanswered = append(unanswered, time.Now())
+			go func() {
+				err := p.Kill(ctx, signalName(sig))
+				select {
+				case killed <- err:
+				case <-left:
+				}
+			}()
 		}
 	}
 }
+
+// killStuck is how long a forwarded signal may go unanswered (the
+// connection is down, and the client reconnecting) before the next signal
+// makes sous leave instead of forwarding it too.
+const killStuck = time.Second
 
 func signalName(s syscall.Signal) string {
 	switch s {
@@ -591,6 +619,7 @@ func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) er
 	if o.fromSeq < 0 {
 		return usageErrorf("attach: --from-seq must be 0 or more")
 	}
+	o.target.notices = streams.ErrOut
 	conn, err := o.target.open(ctx)
 	if err != nil {
 		return err

@@ -204,15 +204,58 @@ print("never reached")
 	}
 	var lost []string
 	for _, line := range strings.Split(stderr.String(), "\n") {
-		if strings.Contains(line, "daemon") {
+		if strings.Contains(line, "daemon") && !strings.HasPrefix(line, "sous: connection to daemon lost; reconnecting") {
 			lost = append(lost, line)
 		}
+	}
+	if !strings.Contains(stderr.String(), "sous: connection to daemon lost; reconnecting") {
+		t.Errorf("no notice that the connection dropped and sous was reconnecting; stderr:\n%s", stderr.String())
 	}
 	if len(lost) != 1 || !strings.Contains(lost[0], "connection to the daemon lost") || !strings.Contains(lost[0], d.socket) ||
 		strings.Contains(lost[0], "i/o timeout") {
 		t.Errorf("want one line saying the connection to the daemon at %s was lost; stderr:\n%s", d.socket, stderr.String())
 	}
 	t.Logf("daemon SIGKILLed: sous run exited %d after %s: %s", exitCode(err), took.Round(time.Millisecond), strings.TrimSpace(strings.Join(lost, "")))
+}
+
+// TestExecLeavesWhenTheDaemonDies: the daemon of a `sous exec --socket` is
+// SIGKILLed. exec says at once that the connection dropped and that it is
+// reconnecting, and a second Ctrl-C, while the first has had no answer for a
+// second, makes it leave (130) rather than wait out the reconnect timeout.
+func TestExecLeavesWhenTheDaemonDies(t *testing.T) {
+	t.Parallel()
+	d := startServe(t, "exec-daemon-dies-token")
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	t.Cleanup(func() { killPidFile(pidFile) })
+	cmd := d.sousCmd(t, d.clientEnv("SOUS_RECONNECT_TIMEOUT=60s"), "exec", "--socket", d.socket, "--",
+		"sh", "-c", "echo $$ > "+pidFile+"; echo started >&2; exec sleep 60")
+	stderr, done := startAndWaitLine(t, cmd, "started", 30*time.Second)
+	d.cmd.Process.Kill()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(stderr.String(), "sous: connection to daemon lost; reconnecting") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no notice within 5 s of the daemon's death; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(1200 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("sous exec still waits 5 s after a second Ctrl-C; stderr:\n%s", stderr.String())
+	}
+	if code := exitCode(err); code != 130 {
+		t.Errorf("exit code %d, want 130", code)
+	}
+	if !strings.Contains(stderr.String(), "leaving without waiting for") {
+		t.Errorf("stderr does not say why it left:\n%s", stderr.String())
+	}
 }
 
 // TestRunnerKilledChildrenSurvive: the `sous run` driving processes on a

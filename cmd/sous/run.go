@@ -85,6 +85,7 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 		return refuse(err)
 	}
 	ropt.Args = args
+	opts.target.notices = streams.ErrOut
 	target, err := opts.target.target()
 	if err != nil {
 		var ue *usageError

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,9 @@ type targetFlags struct {
 	remote    string
 	tokenFile string
 	bridgeCmd string
+	// notices, when set, receives the client's notices about the
+	// connection (dropped, reconnected): the command's stderr.
+	notices io.Writer
 }
 
 func (t *targetFlags) register(cmd *cobra.Command) {
@@ -95,8 +99,11 @@ func (t *targetFlags) target() (client.Target, error) {
 	if err != nil {
 		return client.Target{}, usageErrorf("%v", err)
 	}
-	return client.Target{URL: url, Token: tok, Embedded: embeddedConfig(), SSH: t.sshOptions(),
-		Options: client.Options{ReconnectTimeout: reconnect}}, nil
+	opt := client.Options{ReconnectTimeout: reconnect}
+	if t.notices != nil {
+		opt.Logger = newNoticeLogger(t.notices)
+	}
+	return client.Target{URL: url, Token: tok, Embedded: embeddedConfig(), SSH: t.sshOptions(), Options: opt}, nil
 }
 
 // open connects to the daemon the flags name.
