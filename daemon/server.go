@@ -151,8 +151,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	if err := checkAllowCommands(cfg.AllowCommands); err != nil { // spawn_ext.go
-		return nil, err
+	if err := CheckAllowCommands(cfg.AllowCommands); err != nil { // spawn_ext.go
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	s := &Server{
 		cfg:         cfg,
@@ -206,16 +206,10 @@ func (s *Server) authorized(token string) bool {
 // ListenUnix creates the daemon's socket at path with mode 0600. A stale
 // socket file (nobody accepting) is replaced; a live one is an error.
 func ListenUnix(path string) (net.Listener, error) {
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("listen unix %s: a daemon is already serving this socket", path)
+	if err := CheckSocketPath(path); err != nil {
+		return nil, err
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			// Never replace a user's file (and delete it at shutdown)
-			// because a flag named it.
-			return nil, fmt.Errorf("listen unix %s: the path exists and is not a socket", path)
-		}
+	if _, err := os.Lstat(path); err == nil {
 		os.Remove(path) // a stale socket: nobody accepts on it
 	}
 	ln, err := listenPrivate(path)
@@ -223,6 +217,22 @@ func ListenUnix(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen unix: %w", err)
 	}
 	return ln, nil
+}
+
+// CheckSocketPath reports whether ListenUnix could serve on path: a daemon
+// already accepting there, or a file that is not a socket, are refused. A
+// command line checks it before it consumes a token file.
+func CheckSocketPath(path string) error {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("listen unix %s: a daemon is already serving this socket", path)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket == 0 {
+		// Never replace a user's file (and delete it at shutdown)
+		// because a flag named it.
+		return fmt.Errorf("listen unix %s: the path exists and is not a socket", path)
+	}
+	return nil
 }
 
 // listenPrivate binds the socket inside a fresh 0700 directory, makes it 0600

@@ -176,12 +176,13 @@ func processResize(_ context.Context, se *Session, raw json.RawMessage) (any, fu
 	return wire.SuccessResult{Success: true}, nil, nil
 }
 
-// checkAllowCommands validates Config.AllowCommands: each entry is a
-// program name (no slash) or an absolute path.
-func checkAllowCommands(entries []string) error {
+// CheckAllowCommands validates Config.AllowCommands (New does too): each
+// entry is a program name (no slash) or an absolute path. A command line
+// checks its flags with it before it does anything that cannot be undone.
+func CheckAllowCommands(entries []string) error {
 	for _, e := range entries {
 		if e == "" || strings.Contains(e, "/") && !filepath.IsAbs(e) {
-			return fmt.Errorf("daemon: allowed command %q: want a program name (git) or an absolute path (/usr/bin/git)", e)
+			return fmt.Errorf("allowed command %q: want a program name (git) or an absolute path (/usr/bin/git)", e)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/metrics"
+	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 func init() { commandGroups = append(commandGroups, newDaemonCmd) }
@@ -122,7 +124,21 @@ func (o *serveOptions) check() error {
 	if o.replayMemTotal <= 0 {
 		return usageErrorf("--replay-mem-total: want a positive number of bytes, got %d", o.replayMemTotal)
 	}
-	return o.checkListen()
+	if _, err := newLogger(io.Discard, o.logFormat); err != nil {
+		return err
+	}
+	if err := daemon.CheckAllowCommands(o.allowCommands); err != nil {
+		return usageErrorf("--allow-command: %v", err)
+	}
+	if err := o.checkListen(); err != nil {
+		return err
+	}
+	// Last, as it dials: a daemon already serving the socket is not a flag
+	// mistake, but it too must not cost the token file.
+	if o.socket != "" {
+		return daemon.CheckSocketPath(o.socket)
+	}
+	return nil
 }
 
 // checkListen validates --listen and --socket together.
@@ -400,12 +416,6 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 	if err := o.check(); err != nil {
 		return err
 	}
-	// Read the token here so a missing or bad token fails in the foreground
-	// with a clear message, then forward it over a pipe.
-	token, err := o.readToken()
-	if err != nil {
-		return err
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("start: find own executable: %w", err)
@@ -419,6 +429,13 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 		return fmt.Errorf("start: log file: %w", err)
 	}
 	defer logf.Close()
+	// Read the token here, once nothing else can fail first, so a missing
+	// or bad token fails in the foreground with a clear message; then
+	// forward it over a pipe.
+	token, err := o.readToken()
+	if err != nil {
+		return err
+	}
 	tokR, tokW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -519,8 +536,10 @@ func newDaemonStopCmd(streams *IO) *cobra.Command {
 		Short: "Ask a running daemon to shut down (best effort)",
 		Long: `Send server.shutdown to the daemon on --socket, with the token from
 --token-file (read, not deleted), else SOUS_TOKEN, else CLAUDE_RPC_TOKEN.
-Without a daemon this is a silent no-op that exits 0. A daemon's reply, if
-any (a refused token), is printed.`,
+Without a daemon this is a silent no-op that exits 0, as claustrum -stop is.
+A daemon that answers instead of stopping (a refused token) keeps running:
+its reply is printed on stdout, as claustrum prints it, and sous exits 1
+with a line on stderr saying so.`,
 		Example: `  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock
   sous daemon stop --socket /tmp/sous.sock --token-file ~/.config/sous/token`,
 		Args: cobra.NoArgs,
@@ -532,8 +551,10 @@ any (a refused token), is printed.`,
 					return usageErrorf("--token-file: %v", err)
 				}
 			}
-			stopDaemon(streams, socket, token)
-			return nil
+			if socket == "" {
+				return usageErrorf("stop: --socket must name the daemon's socket")
+			}
+			return stopDaemon(streams, socket, token)
 		},
 	}
 	cmd.Flags().StringVar(&socket, "socket", defaultSocket(), "the daemon's Unix socket ($SOUS_SOCKET, else claustrum's default)")
@@ -541,23 +562,33 @@ any (a refused token), is printed.`,
 	return cmd
 }
 
-func stopDaemon(streams *IO, socket, token string) {
+func stopDaemon(streams *IO, socket, token string) error {
 	conn, err := net.DialTimeout("unix", socket, 2*time.Second)
 	if err != nil {
-		return // no daemon: nothing to stop
+		return nil // no daemon: nothing to stop
 	}
 	defer conn.Close()
 	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"server.shutdown","auth":%s}`+"\n", strconv.Quote(token))
 	if _, err := conn.Write([]byte(req)); err != nil {
-		return
+		return nil
 	}
 	// A stopping daemon closes the connection without a reply; a refusing
 	// one answers. Either way, wait briefly for whichever comes.
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	line, _ := bufio.NewReader(conn).ReadString('\n')
-	if line != "" {
-		fmt.Fprint(streams.Out, line)
+	if line == "" {
+		return nil
 	}
+	fmt.Fprint(streams.Out, line)
+	var resp wire.Response
+	why := "it answered instead of stopping"
+	if json.Unmarshal([]byte(line), &resp) == nil && resp.Error != nil {
+		why = resp.Error.Message
+		if resp.Error.Code == wire.CodeUnauthorized {
+			why += " (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token)"
+		}
+	}
+	return fmt.Errorf("the daemon on %s is still running: %s", socket, why)
 }
 
 func newDaemonBridgeCmd(streams *IO) *cobra.Command {

@@ -458,3 +458,44 @@ func TestServeReplayDiskLimitZero(t *testing.T) {
 		}
 	}
 }
+
+// daemon stop is best effort, as claustrum -stop is (no daemon: exit 0,
+// silently), but a daemon that refuses to stop is not: its reply is on
+// stdout and sous exits 1 saying it still runs.
+func TestDaemonStopRefused(t *testing.T) {
+	t.Parallel()
+	d := startServe(t, "the-real-token")
+	stop := d.sousCmd(t, append(cleanEnv(), "SOUS_TOKEN=a-wrong-token"), "daemon", "stop", "--socket", d.socket)
+	var stdout, stderr strings.Builder
+	stop.Stdout, stop.Stderr = &stdout, &stderr
+	err := stop.Run()
+	if code := exitCode(err); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(stdout.String(), `"code":-32001`) {
+		t.Errorf("stdout lacks the daemon's refusal: %q", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "is still running: Unauthorized") || !strings.Contains(stderr.String(), "SOUS_TOKEN") {
+		t.Errorf("stderr: %q", stderr.String())
+	}
+	select {
+	case <-d.exited:
+		t.Fatal("the daemon stopped on a wrong token")
+	default:
+	}
+	missing := d.sousCmd(t, d.clientEnv(), "daemon", "stop", "--socket", filepath.Join(d.dir, "none.sock"))
+	if out, err := missing.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("stop without a daemon: %v %q", err, out)
+	}
+	if out, err := d.sousCmd(t, d.clientEnv(), "daemon", "stop", "--socket", "").CombinedOutput(); exitCode(err) != 2 {
+		t.Errorf("stop --socket \"\": %v %q", err, out)
+	}
+	if out, err := d.sousCmd(t, d.clientEnv(), "daemon", "stop", "--socket", d.socket).CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("stop with the token: %v %q", err, out)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not stop with the right token")
+	}
+}

@@ -221,27 +221,49 @@ func TestWebSocketServeStdinAndReattach(t *testing.T) {
 	}
 }
 
+// Flag mistakes, and a socket that cannot be served, fail serve and start
+// before the token file is read (and deleted): the user fixes the command
+// and runs it again with the same file.
 func TestDaemonServeFlagErrors(t *testing.T) {
 	t.Parallel()
 	tok := tokenFile(t, "x")
-	defer func() {
-		if _, err := os.Stat(tok); err != nil {
-			t.Errorf("a flag error consumed the token file: %v", err)
-		}
-	}()
+	dir := testutil.ShortTempDir(t)
+	busy := filepath.Join(dir, "busy.sock")
+	ln, err := net.Listen("unix", busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	notSocket := filepath.Join(dir, "file")
+	os.WriteFile(notSocket, []byte("keep me"), 0o600)
+	free := filepath.Join(dir, "free.sock")
 	for _, tc := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"--listen", "http://127.0.0.1:1"}, "want ws://HOST:PORT[/PATH]"},
-		{[]string{"--listen", "ws://127.0.0.1"}, "want ws://HOST:PORT[/PATH]"},
-		{[]string{"--listen", "wss://127.0.0.1:1"}, "put TLS in front of it"},
-		{[]string{"--socket", ""}, `--socket "" needs a --listen`},
+		{[]string{"serve", "--listen", "http://127.0.0.1:1"}, 2, "want ws://HOST:PORT[/PATH]"},
+		{[]string{"serve", "--listen", "ws://127.0.0.1"}, 2, "want ws://HOST:PORT[/PATH]"},
+		{[]string{"serve", "--listen", "wss://127.0.0.1:1"}, 2, "put TLS in front of it"},
+		{[]string{"serve", "--socket", ""}, 2, `--socket "" needs a --listen`},
+		{[]string{"serve", "--socket", free, "--log-format", "bogus"}, 2, `--log-format: want text or json, got "bogus"`},
+		{[]string{"serve", "--socket", free, "--allow-command", ""}, 2, `--allow-command: allowed command "": want a program name`},
+		{[]string{"serve", "--socket", busy}, 1, "a daemon is already serving this socket"},
+		{[]string{"serve", "--socket", notSocket}, 1, "the path exists and is not a socket"},
+		{[]string{"start", "--socket", busy}, 1, "a daemon is already serving this socket"},
+		{[]string{"start", "--socket", filepath.Join(dir, "missing", "d.sock")}, 1, "start: log file:"},
+		{[]string{"start", "--socket", free, "--log-format", "bogus"}, 2, `--log-format: want text or json`},
 	} {
-		o := sous(t, append([]string{"daemon", "serve", "--token-file", tok}, tc.args...)...)
-		if o.code != 2 || !strings.Contains(o.stderr, tc.want) {
-			t.Errorf("%v: code %d stderr %q", tc.args, o.code, o.stderr)
+		o := sous(t, append([]string{"daemon", tc.args[0], "--token-file", tok}, tc.args[1:]...)...)
+		if o.code != tc.code || !strings.Contains(o.stderr, tc.want) {
+			t.Errorf("%v: code %d stderr %q, want %d and %q", tc.args, o.code, o.stderr, tc.code, tc.want)
 		}
+		if _, err := os.Stat(tok); err != nil {
+			t.Fatalf("%v consumed the token file: %v", tc.args, err)
+		}
+	}
+	if b, _ := os.ReadFile(notSocket); string(b) != "keep me" {
+		t.Errorf("the file named by --socket was changed: %q", b)
 	}
 }
 
