@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +38,10 @@ type queryCmd struct {
 	// call's params: what a human line needs to know of the state the
 	// call changes (worktree create: whether the branch existed).
 	before func(ctx context.Context, c callConn, params map[string]any)
+	// verify, when set, runs on the connection after the call, before the
+	// human output: it refuses a result that would mislead (files read of
+	// a binary file).
+	verify func(ctx context.Context, c callConn, params map[string]any, res any) error
 }
 
 func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any)) *cobra.Command {
@@ -84,6 +90,15 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 				if err := c.Call(ctx, q.method, params, res); err != nil {
 					return fmt.Errorf("%s: %w", q.method, err)
 				}
+				subject := args
+				if p, ok := params["path"].(string); ok {
+					subject = []string{p} // what the message names: the path, made absolute
+				}
+				if q.verify != nil && !asJSON {
+					if err := q.verify(ctx, c, params, res); err != nil {
+						return &exitError{code: 1, err: fmt.Errorf("%s: %w", subject[0], err)}
+					}
+				}
 				if asJSON {
 					if err := writeJSON(streams.Out, res); err != nil {
 						return err
@@ -96,7 +111,7 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 						if q.humanSaysFailure && !asJSON {
 							return &exitError{code: 1}
 						}
-						return &exitError{code: 1, err: fmt.Errorf("%s: %w", args[0], err)}
+						return &exitError{code: 1, err: fmt.Errorf("%s: %w", subject[0], err)}
 					}
 				}
 				return nil
@@ -142,13 +157,13 @@ func newGitCmd(streams *IO) *cobra.Command {
 			human: func(w io.Writer, res any) error {
 				r := res.(*wire.GitInfoResult)
 				if !r.IsRepo {
-					_, err := fmt.Fprintln(w, "not a git repository")
-					return err
+					return nil // check says so
 				}
 				tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 				fmt.Fprintf(tw, "root\t%s\nbranch\t%s\nslug\t%s\ndefault branch\t%s\n", r.Root, r.Branch, dash(r.RepoSlug), dash(r.DefaultBranch))
 				return tw.Flush()
 			},
+			check: func(res any) error { return notARepo(res.(*wire.GitInfoResult).IsRepo) },
 		}.build(streams, nil),
 		queryCmd{
 			use: "status [PATH]", short: "Whether a repository is clean, and its changes",
@@ -160,8 +175,7 @@ func newGitCmd(streams *IO) *cobra.Command {
 				r := res.(*wire.GitStatusResult)
 				switch {
 				case !r.IsRepo:
-					_, err := fmt.Fprintln(w, "not a git repository")
-					return err
+					return nil // check says so
 				case r.Clean:
 					_, err := fmt.Fprintln(w, "clean")
 					return err
@@ -169,6 +183,7 @@ func newGitCmd(streams *IO) *cobra.Command {
 				_, err := fmt.Fprintln(w, strings.Join(r.Changes, "\n"))
 				return err
 			},
+			check: func(res any) error { return notARepo(res.(*wire.GitStatusResult).IsRepo) },
 		}.build(streams, nil),
 		queryCmd{
 			use: "branches [PATH]", short: "Local branches of a repository, sorted",
@@ -178,19 +193,25 @@ func newGitCmd(streams *IO) *cobra.Command {
 			result: func() any { return &wire.GitBranchesResult{} },
 			human: func(w io.Writer, res any) error {
 				r := res.(*wire.GitBranchesResult)
-				if !r.IsRepo {
-					_, err := fmt.Fprintln(w, "not a git repository")
-					return err
-				}
 				for _, b := range r.Branches {
 					fmt.Fprintln(w, b)
 				}
 				return nil
 			},
+			check: func(res any) error { return notARepo(res.(*wire.GitBranchesResult).IsRepo) },
 		}.build(streams, nil),
 		newWorktreeCmd(streams),
 	)
 	return cmd
+}
+
+// notARepo is the failure of a git query outside a repository (exit 1, as
+// files stat of a missing path).
+func notARepo(isRepo bool) error {
+	if isRepo {
+		return nil
+	}
+	return errors.New("not a git repository (nor inside one)")
 }
 
 func newWorktreeCmd(streams *IO) *cobra.Command {
@@ -344,7 +365,7 @@ func newFilesCmd(streams *IO) *cobra.Command {
 			},
 		}.build(streams, nil),
 		queryCmd{
-			use: "read PATH", short: "Print a file's content",
+			use: "read PATH", short: "Print a text file's content (refuses one that is not UTF-8)",
 			example: "  sous files read /etc/os-release\n  sous files read big.log --max-bytes 1048576",
 			nargs:   [2]int{1, 1}, method: "files.read",
 			params: pathParams, result: func() any { return &wire.ReadResult{} },
@@ -358,6 +379,7 @@ func newFilesCmd(streams *IO) *cobra.Command {
 				}
 				return nil
 			},
+			verify: refuseBinary,
 		}.build(streams, func(cmd *cobra.Command, params map[string]any) {
 			cmd.Flags().Int64("max-bytes", 0, "refuse files larger than this many bytes")
 			cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
@@ -416,4 +438,25 @@ func newFilesCmd(streams *IO) *cobra.Command {
 		}.build(streams, nil),
 	)
 	return cmd
+}
+
+// refuseBinary refuses to print a files.read result that lost bytes: the
+// protocol carries content as a JSON string, so bytes that are not UTF-8
+// arrive as U+FFFD, and printing them would write a corrupted copy and exit
+// 0. Only content with a U+FFFD is suspect; it is a loss when the file's
+// size (files.stat) differs from the bytes that arrived.
+func refuseBinary(ctx context.Context, c callConn, params map[string]any, res any) error {
+	r := res.(*wire.ReadResult)
+	if !r.Exists || !strings.ContainsRune(r.Content, utf8.RuneError) {
+		return nil
+	}
+	var st wire.StatResult
+	if err := c.Call(ctx, "files.stat", map[string]any{"path": params["path"]}, &st); err != nil {
+		return fmt.Errorf("files.stat: %w", err)
+	}
+	if st.Size == int64(len(r.Content)) {
+		return nil // a real U+FFFD
+	}
+	return fmt.Errorf("not UTF-8 text (%d bytes on disk, %d after the bytes that are not UTF-8 were replaced): "+
+		"files read carries text only; copy a binary file with `sous exec -- cat PATH > COPY`", st.Size, len(r.Content))
 }

@@ -71,6 +71,13 @@ func TestOneOffCommands(t *testing.T) {
 			}
 			want(cmd([]string{"git", "status"}, repo), 0, "clean", "")
 			want(cmd([]string{"git", "branches"}, repo), 0, "feature\nmain\n", "")
+			notRepo := t.TempDir()
+			for _, q := range []string{"info", "status", "branches"} {
+				// A script must be able to tell: exit 1, as files stat of a missing path.
+				if o := cmd([]string{"git", q}, notRepo); o.code != 1 || o.stdout != "" || o.stderr != "sous: "+notRepo+": not a git repository (nor inside one)\n" {
+					t.Errorf("git %s outside a repository: exit %d, stdout %q, stderr %q", q, o.code, o.stdout, o.stderr)
+				}
+			}
 			wt := filepath.Join(t.TempDir(), "wt")
 			want(cmd([]string{"git", "worktree", "create"}, "topic", wt, "--repo", repo, "--source", "feature"), 0, "created "+wt+" on new branch topic from feature\n", "")
 			want(cmd([]string{"git", "worktree", "create"}, "topic2", wt, "--repo", repo), 1, "", "worktree_add_failed")
@@ -96,6 +103,18 @@ func TestOneOffCommands(t *testing.T) {
 				t.Errorf("files list: exit %d, %q", o.code, o.stdout)
 			}
 			want(cmd([]string{"files", "read"}, file), 0, "content\n", "")
+			// Bytes that are not UTF-8 cannot cross the protocol's JSON
+			// string: files read refuses rather than print a corrupted copy.
+			// A real U+FFFD is text like any other.
+			binary := filepath.Join(dir, "b.bin")
+			os.WriteFile(binary, []byte("a\xff\xfeb\n"), 0o644)
+			want(cmd([]string{"files", "read"}, binary), 1, "", "not UTF-8 text (5 bytes on disk")
+			if o := cmd([]string{"files", "read"}, binary); o.stdout != "" {
+				t.Errorf("files read of a binary file printed %q", o.stdout)
+			}
+			replacement := filepath.Join(dir, "fffd.txt")
+			os.WriteFile(replacement, []byte("a\uFFFDb\n"), 0o644)
+			want(cmd([]string{"files", "read"}, replacement), 0, "a\uFFFDb\n", "")
 			want(cmd([]string{"files", "read"}, file, "--max-bytes", "3"), 1, "", "files.read: file exceeds maxBytes")
 			want(cmd([]string{"files", "validate"}, dir), 0, "valid directory", "")
 
