@@ -59,7 +59,9 @@ with 128+n for the signal sous sent (130 for Ctrl-C, 143 for SIGTERM, 137 for
 SIGKILL) and 255 when something else killed it. --timeout stops the whole
 process group (SIGTERM, then SIGKILL after 3 s) and exits 124; the daemon
 enforces it when it can (process.spawn.timeout), so it holds even if sous is
-gone.
+gone. A command that never started exits as in a shell: 127 when the program
+is not found, 126 when it cannot be executed, and 125 when the daemon could
+not start it for another reason (a missing --cwd).
 
 With --tty the command gets a pseudo-terminal the size of yours (24x80 when
 stdin and stdout are not terminals) and your TERM. Your terminal is put in raw
@@ -168,7 +170,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	}
 	p, err := conn.Spawn(ctx, spec, handler)
 	if err != nil {
-		return fmt.Errorf("exec %s: %w", argv[0], err)
+		return notStarted(argv[0], err)
 	}
 	if o.detach {
 		fmt.Fprintln(streams.Out, id)
@@ -191,6 +193,28 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
 	}
 	return follow(ctx, streams, p, o.timeout, out, true)
+}
+
+// notStarted is exec's error for a spawn that failed. When the daemon
+// refused it ("spawn PROGRAM: why"), the exit code says why, as a shell's or
+// env's does: 127 the program was not found, 126 it could not be executed,
+// 125 something else (its cwd); the message is the daemon's reason without
+// the JSON-RPC code. Anything else (the connection, a usage mistake the
+// daemon caught) exits 1.
+func notStarted(program string, err error) error {
+	var we *wire.Error
+	if !errors.As(err, &we) || !strings.HasPrefix(we.Message, "spawn ") {
+		return fmt.Errorf("exec %s: %w", program, err)
+	}
+	why := strings.TrimPrefix(we.Message, "spawn "+program+": ")
+	code := 125
+	switch {
+	case strings.Contains(why, "executable file not found"), strings.HasPrefix(why, "fork/exec") && strings.HasSuffix(why, "no such file or directory"):
+		code = 127
+	case strings.Contains(why, "permission denied"), strings.Contains(why, "exec format error"), strings.Contains(why, "is a directory"):
+		code = 126
+	}
+	return &exitError{code: code, err: fmt.Errorf("exec: cannot start %s: %s", program, why)}
 }
 
 // isLocal reports whether paths on the target's host are paths here.

@@ -50,7 +50,10 @@ func TestOneOffCommands(t *testing.T) {
 			want(cmd([]string{"exec"}, "--", "sh", "-c", "echo out; echo err >&2; exit 3"), 3, "out\n", "err\n")
 			want(cmd([]string{"exec"}, "-e", "GREETING=hi", "--cwd", "/", "--", "sh", "-c", `echo "$GREETING from $PWD"`), 0, "hi from /\n", "")
 			want(cmd([]string{"exec"}, "--timeout", "200ms", "--", "sleep", "5"), 124, "", "timed out after 200ms")
-			want(cmd([]string{"exec"}, "--", "no-such-program-here"), 1, "", "executable file not found")
+			// A command that never started exits as in a shell (or env).
+			want(cmd([]string{"exec"}, "--", "no-such-program-here"), 127, "", "sous: exec: cannot start no-such-program-here: executable file not found in $PATH\n")
+			want(cmd([]string{"exec"}, "--", t.TempDir()), 126, "", "permission denied")
+			want(cmd([]string{"exec"}, "--cwd", "/no/such/dir", "--", "pwd"), 125, "", "sous: exec: cannot start pwd: cwd: stat /no/such/dir: no such file or directory\n")
 
 			want(cmd([]string{"rpc"}, "server.ping"), 0, `"pong": true`, "")
 			o := cmd([]string{"rpc"}, "files.stat", `{"path":1}`)
