@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -107,6 +108,9 @@ wait up to --grace for it to die, then escalate to SIGKILL (unless
 		Args: exactArgs(1, "kill ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
+			if _, err := daemon.ParseSignal(signal); err != nil {
+				return usageErrorf("kill: --signal: unknown signal %q (a name such as TERM, INT, HUP or KILL, or a number)", signal)
+			}
 			return withConn(cmd.Context(), &t, func(ctx context.Context, c callConn) error {
 				params := map[string]any{"id": id}
 				if signal != "" {

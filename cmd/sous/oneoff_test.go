@@ -134,6 +134,7 @@ func TestOneOffCommands(t *testing.T) {
 
 			want(cmd([]string{"attach"}, "no-such-id"), 1, "", `no process with id "no-such-id"`)
 			want(cmd([]string{"kill"}, "no-such-id"), 1, "", "Process not found")
+			want(cmd([]string{"kill"}, "no-such-id", "--signal", "BOGUS"), 2, "", `kill: --signal: unknown signal "BOGUS"`)
 			want(cmd([]string{"kill"}, "no-such-id", "--wait"), 1, "", `no process with id "no-such-id"`)
 			want(cmd([]string{"ps"}), 0, "ID", "")
 
