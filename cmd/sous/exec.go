@@ -89,7 +89,7 @@ daemon that outlives it (--socket or --remote); follow it later with
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.id, "id", "", "process id on the daemon (default a fresh UUID)")
+	f.StringVar(&o.id, "id", "", "process id on the daemon (default a fresh UUID); refused while a process with that id runs")
 	f.StringVar(&o.cwd, "cwd", "", "working directory of the command on the daemon's host")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "set an environment variable (K=V; K= sets it empty; repeatable)")
 	f.BoolVar(&o.tty, "tty", false, "give the command a pseudo-terminal the size of yours (raw mode here while it runs)")
@@ -144,6 +144,8 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	id := o.id
 	if id == "" {
 		id = uuid.NewString()
+	} else if err := checkIDFree(ctx, conn, id); err != nil {
+		return err
 	}
 	cwd := o.cwd
 	if cwd != "" && isLocal(url) {
@@ -193,6 +195,25 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
 	}
 	return follow(ctx, streams, p, o.timeout, out, true)
+}
+
+// checkIDFree refuses an --id a running process has on the daemon: the
+// protocol lets a spawn replace it (and end it), which would lose a job to a
+// typo. Without process.list there is nothing to check with.
+func checkIDFree(ctx context.Context, conn *client.Conn, id string) error {
+	if ok, err := conn.HasFeature(ctx, wire.FeatureProcessList); err != nil || !ok {
+		return nil
+	}
+	var res wire.ProcessListResult
+	if err := conn.Call(ctx, "process.list", map[string]any{}, &res); err != nil {
+		return fmt.Errorf("exec: check --id %s: %w", id, err)
+	}
+	for _, p := range res.Processes {
+		if p.ID == id && p.Running {
+			return fmt.Errorf("exec: a process with id %q is running on %s; stop it first (sous kill --wait %s) or choose another --id", id, conn.Target(), id)
+		}
+	}
+	return nil
 }
 
 // notStarted is exec's error for a spawn that failed. When the daemon

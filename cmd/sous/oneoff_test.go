@@ -146,6 +146,9 @@ func TestOneOffCommands(t *testing.T) {
 			// kill, attach.
 			want(cmd([]string{"exec"}, "--detach", "--id", "napper", "--", "sh", "-c", "echo napping; exec sleep 30"), 0, "napper\n", "")
 			want(cmd([]string{"ps"}), 0, "napper", "")
+			// Its id is taken while it runs: a second spawn would replace it.
+			want(cmd([]string{"exec"}, "--detach", "--id", "napper", "--", "true"), 1, "", `exec: a process with id "napper" is running on unix://`)
+			want(cmd([]string{"ps"}), 0, "napper", "")
 			// An id with a newline stays in its cell, quoted.
 			want(cmd([]string{"exec"}, "--id", "two\nlines", "--", "true"), 0, "", "")
 			want(cmd([]string{"ps"}), 0, `"two\nlines"`, "")
