@@ -42,6 +42,9 @@ type queryCmd struct {
 	// human output: it refuses a result that would mislead (files read of
 	// a binary file).
 	verify func(ctx context.Context, c callConn, params map[string]any, res any) error
+	// guard, when set, runs on the connection before the call and can
+	// refuse it (exit 1): what would lose the user's work unasked.
+	guard func(ctx context.Context, c callConn, params map[string]any) error
 }
 
 func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any)) *cobra.Command {
@@ -84,6 +87,11 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 			}
 			return withConn(cmd.Context(), &t, func(ctx context.Context, c callConn) error {
 				res := q.result()
+				if q.guard != nil {
+					if err := q.guard(ctx, c, params); err != nil {
+						return &exitError{code: 1, err: fmt.Errorf("%s: %w", args[0], err)}
+					}
+				}
 				if q.before != nil && !asJSON {
 					q.before(ctx, c, params)
 				}
@@ -238,6 +246,7 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 	// (claustrum's contract), so create asks beforehand.
 	var branch, source string // the call's branchName and --source
 	existed := -1             // unknown; 0 no, 1 yes
+	var force bool            // remove --force
 	cmd.AddCommand(
 		queryCmd{
 			use: "create BRANCH PATH", short: "Create a worktree at PATH on BRANCH (created from --source when new)",
@@ -287,8 +296,8 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 			params["sourceBranch"] = &source
 		}),
 		queryCmd{
-			use: "remove PATH", short: "Remove the worktree at PATH",
-			example: "  sous git worktree remove ../wt/feature-x",
+			use: "remove PATH", short: "Remove the worktree at PATH (--force: even with uncommitted changes)",
+			example: "  sous git worktree remove ../wt/feature-x\n  sous git worktree remove --force ../wt/experiment",
 			nargs:   [2]int{1, 1}, method: "git.worktree_remove",
 			params: func(a []string, local bool) map[string]any {
 				return map[string]any{"worktreePath": pathArg(a, 0, local)}
@@ -301,9 +310,40 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 				return nil
 			},
 			check: worktreeFailed,
-		}.build(streams, repoFlag),
+			guard: func(ctx context.Context, c callConn, params map[string]any) error {
+				if force {
+					return nil
+				}
+				return removable(ctx, c, params["worktreePath"].(string))
+			},
+		}.build(streams, func(cmd *cobra.Command, params map[string]any) {
+			repoFlag(cmd, params)
+			cmd.Flags().BoolVar(&force, "force", false, "remove it even when it has uncommitted changes, or is not a worktree git knows")
+		}),
 	)
 	return cmd
+}
+
+// removable refuses, unless --force, to remove a worktree whose changes the
+// removal would lose (the protocol's git.worktree_remove forces), and a path
+// that is no worktree at all (the protocol lets that pass silently).
+func removable(ctx context.Context, c callConn, path string) error {
+	var st wire.GitStatusResult
+	if err := c.Call(ctx, "git.status", map[string]any{"path": path}, &st); err != nil {
+		return fmt.Errorf("git.status: %w", err)
+	}
+	switch {
+	case !st.IsRepo:
+		return errors.New("not a git worktree (--force asks the daemon to remove it anyway)")
+	case !st.Clean:
+		shown := st.Changes[:min(len(st.Changes), 5)]
+		more := ""
+		if len(st.Changes) > len(shown) {
+			more = fmt.Sprintf("\n  ... and %d more", len(st.Changes)-len(shown))
+		}
+		return fmt.Errorf("uncommitted changes that removing it would lose:\n  %s%s\n(--force removes it anyway)", strings.Join(shown, "\n  "), more)
+	}
+	return nil
 }
 
 // pathFlag is a flag whose value is a path on the daemon's host, made

@@ -87,7 +87,14 @@ func TestOneOffCommands(t *testing.T) {
 			want(cmd([]string{"git", "worktree", "remove"}, wt, "--repo", repo), 0, "removed", "")
 			// topic exists now: it is checked out, and --source does not apply.
 			want(cmd([]string{"git", "worktree", "create"}, "topic", wt, "--repo", repo, "--source", "main"), 0, "created "+wt+" on existing branch topic (--source main not used)\n", "")
-			want(cmd([]string{"git", "worktree", "remove"}, wt, "--repo", repo), 0, "removed", "")
+			// Work the removal would lose needs --force; so does a path that is no worktree.
+			os.WriteFile(filepath.Join(wt, "notes.txt"), []byte("unsaved"), 0o644)
+			want(cmd([]string{"git", "worktree", "remove"}, wt, "--repo", repo), 1, "", wt+": uncommitted changes that removing it would lose:\n  ?? notes.txt\n(--force removes it anyway)\n")
+			if _, err := os.Stat(filepath.Join(wt, "notes.txt")); err != nil {
+				t.Fatalf("the refused removal lost the file: %v", err)
+			}
+			want(cmd([]string{"git", "worktree", "remove"}, t.TempDir(), "--repo", repo), 1, "", "not a git worktree (--force asks")
+			want(cmd([]string{"git", "worktree", "remove"}, wt, "--repo", repo, "--force"), 0, "removed", "")
 			want(cmd([]string{"git", "worktree", "create"}, "x", wt, "--repo", t.TempDir()), 1, "", "not a git repository (not_a_repo)")
 
 			dir := t.TempDir()
