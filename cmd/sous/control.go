@@ -184,6 +184,9 @@ and print the result as indented JSON. A JSON-RPC error prints as
 					raw = b
 				}
 				raw = bytes.TrimSpace(raw)
+				if len(raw) == 0 {
+					return usageErrorf("rpc: params are empty: give a JSON value (or omit PARAMS for none)")
+				}
 				if !json.Valid(raw) {
 					return usageErrorf("rpc: params are not valid JSON: %s", truncate(string(raw), 80))
 				}

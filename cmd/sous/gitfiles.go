@@ -465,7 +465,7 @@ func newFilesCmd(streams *IO) *cobra.Command {
 			human: func(w io.Writer, res any) error {
 				r := res.(*wire.ExtractResult)
 				if r.Success && r.FileCount != nil {
-					fmt.Fprintf(w, "extracted %d files\n", *r.FileCount)
+					fmt.Fprintf(w, "extracted %d %s\n", *r.FileCount, plural(*r.FileCount, "file", "files"))
 				}
 				return nil
 			},
@@ -499,4 +499,12 @@ func refuseBinary(ctx context.Context, c callConn, params map[string]any, res an
 	}
 	return fmt.Errorf("not UTF-8 text (%d bytes on disk, %d after the bytes that are not UTF-8 were replaced): "+
 		"files read carries text only; copy a binary file with `sous exec -- cat PATH > COPY`", st.Size, len(r.Content))
+}
+
+// plural picks the word for n of something.
+func plural[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -133,7 +133,7 @@ func TestOneOffCommands(t *testing.T) {
 				t.Fatalf("tar: %v %s", err, out)
 			}
 			dest := filepath.Join(t.TempDir(), "dest")
-			want(cmd([]string{"files", "extract-tar"}, archive, dest), 0, "extracted 1 files", "")
+			want(cmd([]string{"files", "extract-tar"}, archive, dest), 0, "extracted 1 file\n", "")
 			if _, err := os.Stat(filepath.Join(dest, ".synced")); err != nil {
 				t.Errorf("no .synced marker: %v", err)
 			}
@@ -187,6 +187,8 @@ func TestOneOffCommands(t *testing.T) {
 // token and an unreachable daemon are one line naming what to fix.
 func TestOneOffBadInput(t *testing.T) {
 	sock, _ := socketDaemon(t, "right", daemonConfig(t))
+	emptyToken := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(emptyToken, nil, 0o600)
 	for _, tt := range []struct {
 		args      []string
 		code      int
@@ -197,6 +199,7 @@ func TestOneOffBadInput(t *testing.T) {
 		{[]string{"kill"}, 2, "want 1 argument(s), got 0"},
 		{[]string{"rpc"}, 2, "want METHOD"},
 		{[]string{"rpc", "files.stat", "{oops"}, 2, "params are not valid JSON"},
+		{[]string{"rpc", "files.stat", " "}, 2, "rpc: params are empty: give a JSON value"},
 		{[]string{"git", "worktree", "create", "only-branch"}, 2, "wrong number of arguments"},
 		{[]string{"files", "stat"}, 2, "wrong number of arguments"},
 		{[]string{"files", "extract-tar", "a.tar.gz"}, 2, "wrong number of arguments"},
@@ -211,6 +214,7 @@ func TestOneOffBadInput(t *testing.T) {
 		{[]string{"completion", "tcsh"}, 2, `unknown command "tcsh" for "sous completion"`},
 		{[]string{"git", "worktree", "create", "b"}, 2, "usage: sous git worktree create BRANCH PATH"},
 		{[]string{"rpc", "server.ping", "--socket", sock, "--token-file", "/no/such/token"}, 1, "read token file"},
+		{[]string{"rpc", "server.ping", "--socket", sock, "--token-file", emptyToken}, 1, "--token-file " + emptyToken + " is empty"},
 		{[]string{"rpc", "server.ping", "--socket", sock}, 1, "the daemon requires a token and none was given: set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN"},
 		{[]string{"ps", "--socket", filepath.Join(t.TempDir(), "none.sock")}, 1, "connect to daemon at"},
 	} {
@@ -221,6 +225,9 @@ func TestOneOffBadInput(t *testing.T) {
 		if tt.code == 1 && strings.Count(strings.TrimSpace(o.stderr), "\n") > 0 {
 			t.Errorf("sous %s: the error is not one line: %q", strings.Join(tt.args, " "), o.stderr)
 		}
+	}
+	if o := sous(t, "--version"); o.code != 0 || !strings.HasPrefix(o.stdout, "sous ") || strings.Count(o.stdout, "\n") != 1 {
+		t.Errorf("sous --version: exit %d, stdout %q", o.code, o.stdout)
 	}
 }
 

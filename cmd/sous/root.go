@@ -167,7 +167,10 @@ one over a Unix socket, ssh or a WebSocket.`,
 		SilenceErrors: true,
 		// A bare "sous" prints help; an unknown subcommand gets suggestions.
 		SuggestionsMinimumDistance: 2,
+		// sous --version, as most tools answer; 'sous version' says more.
+		Version: currentBuild().Version,
 	}
+	root.SetVersionTemplate("sous {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &flagError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ func (t *targetFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&t.socket, "socket", "", "talk to the daemon on this Unix socket (default $SOUS_SOCKET, else the embedded daemon)")
 	f.StringVar(&t.remote, "remote", "", "talk to a remote daemon: ssh://[user@]host[:port][/socket] or ws://host:port[/path] (default $SOUS_REMOTE)")
-	f.StringVar(&t.tokenFile, "token-file", "", "read the daemon's token from this file (default $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN)")
+	f.StringVar(&t.tokenFile, "token-file", "", "read the daemon's token from this file (without it, the token is $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN)")
 	f.StringVar(&t.bridgeCmd, "bridge-cmd", "", `with --remote ssh://: the remote relay command, the socket path appended (default $SOUS_BRIDGE_CMD, else "sous daemon bridge --socket"; "claustrum -bridge -socket" for claustrum hosts)`)
 }
 
@@ -78,7 +79,11 @@ func (t *targetFlags) url() (string, error) {
 // token reads the token for a socket or remote daemon.
 func (t *targetFlags) token() (string, error) {
 	if t.tokenFile != "" {
-		return client.ReadTokenFile(t.tokenFile)
+		tok, err := client.ReadTokenFile(t.tokenFile)
+		if err == nil && tok == "" {
+			err = fmt.Errorf("--token-file %s is empty", t.tokenFile)
+		}
+		return tok, err
 	}
 	return client.TokenFromEnv(os.Getenv), nil
 }
