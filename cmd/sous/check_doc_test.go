@@ -70,6 +70,11 @@ func TestDocOfOneName(t *testing.T) {
 	}
 	sous(t, "doc", "wiat").expect(t, 2, `no builtin named "wiat"`)
 	sous(t, "doc", "Process.wai").expect(t, 2, "did you mean wait_all, Process.wait, Pending.wait?")
+	// Shell completion of NAME (what the completion scripts ask for).
+	o := sous(t, "__complete", "doc", "files.re")
+	if o.code != 0 || !strings.HasPrefix(o.stdout, "files.read\n:4\n") {
+		t.Errorf("completion of sous doc files.re: exit %d, %q", o.code, o.stdout)
+	}
 }
 
 func TestEveryCommandHasHelpWithAnExample(t *testing.T) {

@@ -404,6 +404,9 @@ forwarded to the daemon over a pipe, never through disk, argv or environment.`,
 		},
 	}
 	o.register(cmd)
+	// start needs its socket (it waits for it, and stop talks to it), so a
+	// WebSocket-only daemon is serve's alone.
+	cmd.Flags().Lookup("listen").Usage = "also serve JSON-RPC over WebSocket at `ws://HOST:PORT[/PATH]` (path default /; repeatable)"
 	cmd.Flags().StringVar(&o.logFile, "log-file", "", "file for the daemon's logs (default SOCKET.log)")
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the socket to accept")
 	return cmd

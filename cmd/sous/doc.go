@@ -31,6 +31,19 @@ builtins from, so it lists exactly what exists.`,
 			}
 			return nil
 		},
+		// Shell completion offers every name the reference has.
+		ValidArgsFunction: func(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, e := range builtins.DefaultTable().Entries() {
+				if strings.HasPrefix(e.Name, prefix) {
+					names = append(names, e.Name)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t := builtins.DefaultTable()
 			if len(args) == 0 {
