@@ -182,6 +182,9 @@ func (p *Process) result() (*Result, error) {
 		stderrTruncated: p.out[1].truncated(),
 		duration:        p.finished.Sub(p.started),
 	}
+	if p.proc != nil {
+		r.signal = p.proc.ExitSignal()
+	}
 	r.status = StatusOK
 	if r.exitCode != 0 {
 		r.status = StatusFailed

@@ -3,10 +3,12 @@ package builtins
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
+	"golang.org/x/sys/unix"
 )
 
 // The statuses of a Result.
@@ -29,6 +31,7 @@ type Result struct {
 	stages          []Stage
 	duration        time.Duration
 	timeout         time.Duration // the limit that was hit, for status "timeout"
+	signal          int           // the signal that ended it, where the daemon says (for messages only)
 }
 
 // Stage is one command of a pipeline (a run has one).
@@ -78,7 +81,11 @@ func (r *Result) failure(cmdline string) string {
 	case StatusDenied:
 		fmt.Fprintf(&b, "%s: denied (status %q)", cmdline, r.status)
 	default:
-		fmt.Fprintf(&b, "%s: exit code %d (status %q)", cmdline, r.exitCode, r.status)
+		fmt.Fprintf(&b, "%s: exit code %d", cmdline, r.exitCode)
+		if r.signal > 0 {
+			fmt.Fprintf(&b, ", killed by %s", unix.SignalName(syscall.Signal(r.signal)))
+		}
+		fmt.Fprintf(&b, " (status %q)", r.status)
 		for i, s := range r.stages {
 			if len(r.stages) > 1 && s.ExitCode != 0 {
 				fmt.Fprintf(&b, "; stage %d exit code %d", i+1, s.ExitCode)

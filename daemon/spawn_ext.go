@@ -31,6 +31,9 @@ import (
 //     daemon sends SIGTERM (and SIGCONT, for a paused group) to the group,
 //     then SIGKILL after a 3 s grace; the exit frame carries "timedOut": true
 //     after exitCode (and stageExitCodes), only when that happened.
+//   - process.spawn.exitsignal: {"exitSignal": true}. When a signal ends the
+//     process (a pipeline's last stage), the exit frame carries "signal": n
+//     after exitCode (which stays -1) and timedOut.
 //   - process.spawn.env.unset: {"env": {"NAME": null}} unsets an inherited
 //     variable (claustrum sets it to "").
 //   - process.spawn.tty: {"tty": true, "size": {"rows": r, "cols": c}}
@@ -119,6 +122,7 @@ func (s *Server) spawnSpec(p wire.ProcessParams) (proc.Spec, error) {
 			return spec, wire.InvalidParams("size is only valid with tty")
 		}
 	}
+	spec.ExitSignal = p.ExitSignal && s.enabled(wire.FeatureSpawnExitSignal)
 	if p.TimeoutMs != nil && s.enabled(wire.FeatureSpawnTimeout) {
 		if *p.TimeoutMs <= 0 {
 			return spec, wire.InvalidParams("timeoutMs must be a positive number of milliseconds")

@@ -56,8 +56,10 @@ spawn); other output is streamed to sous and written by it.
 Ctrl-C (and SIGTERM) are forwarded to the command's process group; a second
 Ctrl-C within 2 s sends SIGKILL. A command killed by a signal makes sous exit
 with 128+n for the signal sous sent (130 for Ctrl-C, 143 for SIGTERM, 137 for
-SIGKILL) and 255 when something else killed it. --timeout stops the whole
-process group (SIGTERM, then SIGKILL after 3 s) and exits 124; the daemon
+SIGKILL); one that something else killed gives 128+n too, with a line naming
+the signal (139 for SIGSEGV), where the daemon says which (else 255).
+--timeout stops the whole process group (SIGTERM, then SIGKILL after 3 s) and
+exits 124; the daemon
 enforces it when it can (process.spawn.timeout), so it holds even if sous is
 gone. A command that never started exits as in a shell: 127 when the program
 is not found, 126 when it cannot be executed, and 125 when the daemon could
@@ -407,6 +409,11 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 				// (Mirror.Direct), it got SIGPIPE from the kernel before
 				// sous saw the reader go.
 				return &exitError{code: 128 + int(syscall.SIGPIPE)}
+			case code == -1 && p.ExitSignal() > 0:
+				// What a shell reports, and a line that names the
+				// signal: SIGSEGV is a crash, SIGKILL often the OOM killer.
+				sig := syscall.Signal(p.ExitSignal())
+				return &exitError{code: 128 + int(sig), err: fmt.Errorf("the command was killed by %s (%v)", unix.SignalName(sig), sig)}
 			case code == -1:
 				return &exitError{code: 255, err: errors.New("the command was killed by a signal")}
 			case code != 0:

@@ -229,7 +229,9 @@ func TestExecLeavesWhenTheDaemonDies(t *testing.T) {
 	pidFile := filepath.Join(dir, "pid")
 	t.Cleanup(func() { killPidFile(pidFile) })
 	cmd := d.sousCmd(t, d.clientEnv("SOUS_RECONNECT_TIMEOUT=60s"), "exec", "--socket", d.socket, "--",
-		"sh", "-c", "echo $$ > "+pidFile+"; echo started >&2; exec sleep 60")
+		// The pause lets the spawn's answer reach exec before the daemon is
+		// killed: exec handles signals once it follows the command.
+		"sh", "-c", "echo $$ > "+pidFile+"; sleep 0.5; echo started >&2; exec sleep 60")
 	stderr, done := startAndWaitLine(t, cmd, "started", 30*time.Second)
 	d.cmd.Process.Kill()
 	deadline := time.Now().Add(5 * time.Second)

@@ -50,6 +50,8 @@ func TestOneOffCommands(t *testing.T) {
 			want(cmd([]string{"exec"}, "--", "sh", "-c", "echo out; echo err >&2; exit 3"), 3, "out\n", "err\n")
 			want(cmd([]string{"exec"}, "-e", "GREETING=hi", "--cwd", "/", "--", "sh", "-c", `echo "$GREETING from $PWD"`), 0, "hi from /\n", "")
 			want(cmd([]string{"exec"}, "--timeout", "200ms", "--", "sleep", "5"), 124, "", "timed out after 200ms")
+			// Killed by a signal sous did not send: 128+n, and a line naming it.
+			want(cmd([]string{"exec"}, "--", "sh", "-c", "kill -SEGV $$"), 139, "", "sous: the command was killed by SIGSEGV (segmentation fault)\n")
 			// A command that never started exits as in a shell (or env).
 			want(cmd([]string{"exec"}, "--", "no-such-program-here"), 127, "", "sous: exec: cannot start no-such-program-here: executable file not found in $PATH\n")
 			want(cmd([]string{"exec"}, "--", t.TempDir()), 126, "", "permission denied")
@@ -167,15 +169,16 @@ func TestOneOffCommands(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			want(cmd([]string{"kill"}, "napper", "--wait", "--grace", "2s"), 0, "napper exited", "")
-			// Killed by a signal attach did not send: 255, and a one-line reason.
+			// Killed by a signal attach did not send: 128+n, and a line naming it
+			// (exec asked the daemon to say which, process.spawn.exitsignal).
 			o = cmd([]string{"attach"}, "napper")
-			if o.code != 255 || o.stdout != "napping\n" || o.stderr != "sous: the command was killed by a signal\n" {
+			if o.code != 143 || o.stdout != "napping\n" || o.stderr != "sous: the command was killed by SIGTERM (terminated)\n" {
 				t.Errorf("attach of a killed process: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
 			}
 			// Frame 1 is the only output: replay after it has none. From the
 			// exit frame (2) on, or past it, attach still learns how it ended.
 			for _, from := range []string{"1", "2", "50"} {
-				if o = cmd([]string{"attach"}, "napper", "--from-seq", from); o.code != 255 || o.stdout != "" {
+				if o = cmd([]string{"attach"}, "napper", "--from-seq", from); o.code != 143 || o.stdout != "" {
 					t.Errorf("attach --from-seq %s: exit %d, stdout %q, stderr %q", from, o.code, o.stdout, o.stderr)
 				}
 			}

@@ -260,6 +260,21 @@ run("sh", ["-c", "for i in $(seq 1 15); do echo line$i >&2; done; exit 2"], echo
 	}
 }
 
+// A command a signal ended fails with exit code -1, as the contract has it,
+// and the message names the signal (a crash reads as one).
+func TestRunCheckNamesTheSignal(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, `
+r = sh("kill -SEGV $$", check=False)
+print(r.exit_code, r.status)
+sh("kill -SEGV $$")
+`)
+	o.expect(t, 1, "main.star:4:3", "sh: `kill -SEGV $$`: exit code -1, killed by SIGSEGV (status \"failed\")")
+	if !strings.HasPrefix(o.stderr, "-1 failed\n") {
+		t.Errorf("log:\n%s", o.stderr)
+	}
+}
+
 func TestRunTimeoutKillsTheGroup(t *testing.T) {
 	t.Parallel()
 	o, dir := runStar(t, `

@@ -82,6 +82,7 @@ type Proc struct {
 	reattached bool // a reconnect found it on the daemon
 	stageCodes []int
 	timedOut   bool
+	signal     int         // the exit frame's Signal
 	tty        bool        // spawned with a terminal by this client
 	identified bool        // Pid and StartTime are known
 	earlyGone  []wire.Gone // Gone notifications read before the spawn or reattach answer was
@@ -292,6 +293,7 @@ func (p *Proc) deliver(f *wire.Frame) {
 		p.exited, p.exitCode = true, f.ExitCode
 		p.stageCodes = append([]int(nil), f.StageCodes...)
 		p.timedOut = p.timedOut || f.TimedOut
+		p.signal = f.Signal
 		close(p.done)
 		p.mu.Unlock()
 		p.c.unregister(p)

@@ -91,6 +91,13 @@ func (c *Client) prepareSpawn(ctx context.Context, spec *SpawnSpec) (spawnExt, e
 	if ext.pipeline {
 		ext.params["pipeline"] = spec.Pipeline
 	}
+	// Always asked where the daemon can: which signal ended a process
+	// (ExitSignal) is what tells a crash or the OOM killer from the rest.
+	if ok, err := c.HasFeature(ctx, wire.FeatureSpawnExitSignal); err != nil {
+		return ext, err
+	} else if ok {
+		ext.params["exitSignal"] = true
+	}
 	return ext, nil
 }
 
@@ -207,6 +214,16 @@ func (p *Proc) StageExitCodes() []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stageCodes
+}
+
+// ExitSignal is the signal that ended the process (its last stage, for a
+// pipeline), from its exit frame, or 0: it exited, is still running, or the
+// daemon does not say (without process.spawn.exitsignal, or for a process
+// another client spawned without asking).
+func (p *Proc) ExitSignal() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.signal
 }
 
 // TimedOut reports whether the process was stopped because its Timeout

@@ -29,12 +29,14 @@ type output struct {
 // extState is what the extensions record about a process; set by launch,
 // read-only afterwards.
 type extState struct {
-	pipeline bool
-	stages   [][]string // a pipeline's stages, as spawned
-	tty      *os.File   // the terminal's master side (also the stdout output), for resize
+	pipeline   bool
+	stages     [][]string // a pipeline's stages, as spawned
+	tty        *os.File   // the terminal's master side (also the stdout output), for resize
+	exitSignal bool       // Spec.ExitSignal
 }
 
 func (e *extState) init(spec Spec, outputs []output) {
+	e.exitSignal = spec.ExitSignal
 	if spec.Pipeline != nil {
 		e.pipeline = true
 		e.stages = make([][]string, len(spec.Pipeline))
@@ -84,11 +86,12 @@ func (r *Registry) spawnExt(spec Spec, env []string, dir string, follow bool) (*
 }
 
 // exitFrame is the process's last frame: its exit code, and for the
-// extensions the stages' codes and whether the timeout ended it.
+// extensions the stages' codes, whether the timeout ended it and the signal
+// that did.
 func (p *Process) exitFrame() wire.Frame {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return wire.Frame{Stream: wire.Exit, ExitCode: p.exitCode, StageCodes: p.stageCodes, TimedOut: p.timedOut}
+	return wire.Frame{Stream: wire.Exit, ExitCode: p.exitCode, StageCodes: p.stageCodes, TimedOut: p.timedOut, Signal: p.signal}
 }
 
 // shellStatus is a stage's status as a shell reports it: the exit code, or

@@ -201,6 +201,9 @@ type Spec struct {
 	Pipeline [][]string     // stages [command, args...] joined by pipes in one group; Command and Args unused
 	TTY      *wire.TermSize // a pseudo-terminal of this size as the child's controlling terminal
 	Timeout  time.Duration  // kill the group (TERM, KILL after the grace) once this passes; 0: never
+	// ExitSignal puts the signal that ended the process (its last stage)
+	// on the exit frame (Frame.Signal).
+	ExitSignal bool
 
 	// Sandbox confines the child (every stage of a pipeline, a terminal's
 	// child too); nil: unsandboxed. See package sandbox.
@@ -309,6 +312,7 @@ type Process struct {
 	exitCode    int
 	stageCodes  []int         // a pipeline's, set when reaped
 	timedOut    bool          // killed because Spec.Timeout passed
+	signal      int           // the signal that ended it, when Spec.ExitSignal asked
 	reapedCh    chan struct{} // closed once reaped
 	exitedAt    time.Time     // when the exit frame went in (retain.go)
 	queued      bool          // in the registry's exit queue; guarded by the registry's mu
@@ -625,6 +629,9 @@ func (p *Process) reap() {
 		p.exitCode = codes[n-1]
 		if p.ext.pipeline {
 			p.stageCodes = shell
+		}
+		if p.ext.exitSignal && codes[n-1] == -1 && shell[n-1] > 128 {
+			p.signal = shell[n-1] - 128
 		}
 		p.reaped = true
 		close(p.reapedCh)

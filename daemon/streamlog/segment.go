@@ -21,7 +21,8 @@ import (
 // consecutive from first. The extension members ride in space the frame
 // does not otherwise use: an output frame's Stage in the exit code's place;
 // an exit frame's StageCodes as its data (4 bytes each) and TimedOut as the
-// stream byte's high bit; an output frame's Mirrored as its next bit. A record whose stream byte is padStream is no
+// stream byte's high bit, and its Signal, when set, as 4 more bytes of data
+// marked by the stream byte's next bit; an output frame's Mirrored as its next bit. A record whose stream byte is padStream is no
 // frame: its data only fills the file up to a block boundary.
 //
 // The file is written with O_DIRECT where the filesystem allows it. Spilling
@@ -55,6 +56,7 @@ type indexEntry struct {
 
 const (
 	timedOutBit  = 0x80 // of an exit frame
+	signalBit    = 0x40 // of an exit frame: its data ends with the signal
 	mirroredBit  = 0x40 // of an output frame
 	padStream    = 0x7f
 	recordHeader = 9
@@ -138,6 +140,10 @@ func (s *segment) append(fr *wire.Frame) error {
 		}
 		if fr.TimedOut {
 			h[0] |= timedOutBit
+		}
+		if fr.Signal > 0 {
+			h[0] |= signalBit
+			data = binary.BigEndian.AppendUint32(data, uint32(fr.Signal))
 		}
 	} else {
 		binary.BigEndian.PutUint32(h[1:5], uint32(int32(fr.Stage)))
@@ -274,6 +280,10 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 			code := int(int32(binary.BigEndian.Uint32(h[1:5])))
 			if fr.Stream == wire.Exit {
 				fr.ExitCode, fr.TimedOut = code, h[0]&timedOutBit != 0
+				if h[0]&signalBit != 0 && len(data) >= 4 {
+					fr.Signal = int(binary.BigEndian.Uint32(data[len(data)-4:]))
+					data = data[:len(data)-4]
+				}
 				for i := 0; i+4 <= len(data); i += 4 {
 					fr.StageCodes = append(fr.StageCodes, int(int32(binary.BigEndian.Uint32(data[i:]))))
 				}

@@ -8,7 +8,7 @@ import (
 )
 
 // Spilled frames keep the extension members: a pipeline stage's stderr,
-// the stage codes and timeout of an exit frame, and the Mirrored mark.
+// the stage codes, timeout and signal of an exit frame, and the Mirrored mark.
 func TestSegmentKeepsExtensionMembers(t *testing.T) {
 	s, err := newSegment(t.TempDir(), 1)
 	if err != nil {
@@ -21,6 +21,8 @@ func TestSegmentKeepsExtensionMembers(t *testing.T) {
 		{Seq: 3, Stream: wire.Stderr, Data: []byte("plain"), Mirrored: true},
 		{Seq: 4, Stream: wire.Exit, ExitCode: -1, StageCodes: []int{141, 0, -1, 143}, TimedOut: true},
 		{Seq: 5, Stream: wire.Exit, ExitCode: 3},
+		{Seq: 6, Stream: wire.Exit, ExitCode: -1, Signal: 11},
+		{Seq: 7, Stream: wire.Exit, ExitCode: -1, StageCodes: []int{0, 137}, TimedOut: true, Signal: 9},
 	}
 	for i := range in {
 		if err := s.append(&in[i]); err != nil {

@@ -70,6 +70,10 @@ type Frame struct {
 	// its timeoutMs passed (wire member "timedOut", sent only when true;
 	// process.spawn.timeout).
 	TimedOut bool
+	// Signal is the signal that ended the process, on its exit frame (wire
+	// member "signal", sent only when a signal ended it and the spawn asked
+	// for it; process.spawn.exitsignal).
+	Signal int
 
 	// Mirrored marks output the daemon also wrote to the mirror its
 	// spawner gave (proc.Spec.Mirror), as it read it: that spawner must not
@@ -120,6 +124,10 @@ func AppendFrame(dst, quotedID []byte, f *Frame) []byte {
 		if f.TimedOut {
 			dst = append(dst, `,"timedOut":true`...)
 		}
+		if f.Signal > 0 {
+			dst = append(dst, `,"signal":`...)
+			dst = strconv.AppendInt(dst, int64(f.Signal), 10)
+		}
 	} else {
 		if f.Mirrored {
 			// The spawner has the bytes already: only their seq travels.
@@ -163,8 +171,8 @@ var ErrNotFrame = errors.New("not a stream frame")
 // process id. The id is returned as a slice of line (or of scratch storage
 // when it had escapes): callers that keep it must copy it. Members may come
 // in any order; unknown members are skipped. The extension members "stage",
-// "stageExitCodes", "timedOut" and "mirrored" are read into Stage,
-// StageCodes, TimedOut and Mirrored.
+// "stageExitCodes", "timedOut", "signal" and "mirrored" are read into Stage,
+// StageCodes, TimedOut, Signal and Mirrored.
 func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 	p := parser{b: line}
 	p.ws()
@@ -175,7 +183,7 @@ func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 	var rawData []byte
 	var dataEscaped bool
 	f.Seq, f.ExitCode, f.Stream = 0, 0, 0
-	f.Stage, f.StageCodes, f.TimedOut, f.Mirrored = 0, f.StageCodes[:0], false, false
+	f.Stage, f.StageCodes, f.TimedOut, f.Signal, f.Mirrored = 0, f.StageCodes[:0], false, 0, false
 	for first := true; ; first = false {
 		p.ws()
 		if p.eat('}') {
@@ -263,6 +271,15 @@ func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 				return nil, err
 			}
 			f.TimedOut = b
+		case "signal":
+			n, err := p.int()
+			if err != nil {
+				return nil, err
+			}
+			if n < 0 || n > maxSignal {
+				return nil, p.errf("signal out of range")
+			}
+			f.Signal = int(n)
 		case "mirrored":
 			b, err := p.bool()
 			if err != nil {
@@ -454,6 +471,10 @@ func (p *parser) int() (int64, error) {
 
 // maxStages bounds the stage index a frame may name.
 const maxStages = 1 << 16
+
+// maxSignal bounds the signal number an exit frame may name (Linux's are
+// 1-64).
+const maxSignal = 127
 
 // ints scans an array of integers (or null) into *dst, reusing its storage.
 func (p *parser) ints(dst *[]int) error {

@@ -20,6 +20,8 @@ func TestFrameExtensionMembers(t *testing.T) {
 		{Frame{Seq: 4, Stream: Exit, ExitCode: -1, TimedOut: true}, `{"type":"stream","processId":"p","stream":"exit","seq":4,"exitCode":-1,"timedOut":true}`},
 		{Frame{Seq: 4, Stream: Exit, ExitCode: -1, StageCodes: []int{143}, TimedOut: true}, `{"type":"stream","processId":"p","stream":"exit","seq":4,"exitCode":-1,"stageExitCodes":[143],"timedOut":true}`},
 		{Frame{Seq: 4, Stream: Exit, ExitCode: 0, StageCodes: []int{}}, `{"type":"stream","processId":"p","stream":"exit","seq":4,"exitCode":0}`},
+		{Frame{Seq: 4, Stream: Exit, ExitCode: -1, Signal: 11}, `{"type":"stream","processId":"p","stream":"exit","seq":4,"exitCode":-1,"signal":11}`},
+		{Frame{Seq: 4, Stream: Exit, ExitCode: -1, StageCodes: []int{137}, TimedOut: true, Signal: 9}, `{"type":"stream","processId":"p","stream":"exit","seq":4,"exitCode":-1,"stageExitCodes":[137],"timedOut":true,"signal":9}`},
 	} {
 		line := AppendFrame(nil, id, &tc.f)
 		if string(line) != tc.want+"\n" {
@@ -30,7 +32,7 @@ func TestFrameExtensionMembers(t *testing.T) {
 		}
 		var back Frame
 		if _, err := ParseFrame(line, &back); err != nil || back.Stage != tc.f.Stage*boolInt(tc.f.Stream != Exit) ||
-			back.TimedOut != tc.f.TimedOut || !slices.Equal(back.StageCodes, tc.f.StageCodes) && len(tc.f.StageCodes) > 0 {
+			back.TimedOut != tc.f.TimedOut || back.Signal != tc.f.Signal || !slices.Equal(back.StageCodes, tc.f.StageCodes) && len(tc.f.StageCodes) > 0 {
 			t.Errorf("%s parsed back as %+v (%v)", line, back, err)
 		}
 	}
@@ -49,6 +51,9 @@ func TestFrameExtensionMembers(t *testing.T) {
 		`{"type":"stream","processId":"p","stream":"exit","seq":1,"stageExitCodes":[1 2]}`,
 		`{"type":"stream","processId":"p","stream":"exit","seq":1,"timedOut":"yes"}`,
 		`{"type":"stream","processId":"p","stream":"exit","seq":1,"timedOut":tru}`,
+		`{"type":"stream","processId":"p","stream":"exit","seq":1,"signal":-1}`,
+		`{"type":"stream","processId":"p","stream":"exit","seq":1,"signal":999}`,
+		`{"type":"stream","processId":"p","stream":"exit","seq":1,"signal":"SEGV"}`,
 	} {
 		if _, err := ParseFrame([]byte(bad), &f); err == nil {
 			t.Errorf("%s: accepted", bad)

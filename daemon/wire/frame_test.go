@@ -117,6 +117,7 @@ func FuzzParseFrame(f *testing.F) {
 		`{"type":"stream","processId":"p","stream":"stderr","seq":2,"data":"ZQ==","stage":2}`,
 		`{"type":"stream","processId":"p","stream":"exit","seq":4,"exitCode":-1,"stageExitCodes":[143,0],"timedOut":true}`,
 		`{"type":"stream","processId":"p","stream":"stdout","seq":5,"mirrored":true}`,
+		`{"type":"stream","processId":"p","stream":"exit","seq":6,"exitCode":-1,"timedOut":true,"signal":9}`,
 		`{"type":"stream","processId":"p","stream":"stdout","seq":5,"data":"aGk=","mirrored":true}`,
 	} {
 		f.Add([]byte(s))
@@ -155,7 +156,7 @@ func FuzzParseFrame(f *testing.F) {
 		}
 		// The extension members round trip on the frames that carry them.
 		if fr.Stream != Exit && (back.Stage != fr.Stage || back.Mirrored != fr.Mirrored) ||
-			fr.Stream == Exit && (back.TimedOut != fr.TimedOut || !slices.Equal(back.StageCodes, fr.StageCodes)) {
+			fr.Stream == Exit && (back.TimedOut != fr.TimedOut || back.Signal != fr.Signal || !slices.Equal(back.StageCodes, fr.StageCodes)) {
 			t.Fatalf("extensions %q -> %q: %+v vs %+v", line, out, back, fr)
 		}
 	})

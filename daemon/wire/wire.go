@@ -112,6 +112,11 @@ const (
 	// process.spawn {"timeoutMs": n}: the daemon kills the group (TERM, then
 	// KILL after 3 s) once n ms pass; the exit frame then carries "timedOut":true.
 	FeatureSpawnTimeout = "process.spawn.timeout"
+	// process.spawn {"exitSignal": true}: when a signal ends the process
+	// (its last stage, for a pipeline), the exit frame carries "signal": n
+	// after exitCode (-1, as always), so the spawner can tell a crash
+	// (SIGSEGV) or the OOM killer (SIGKILL) from the rest.
+	FeatureSpawnExitSignal = "process.spawn.exitsignal"
 	// process.spawn {"env": {"NAME": null}} unsets an inherited variable
 	// (claustrum would set it to "").
 	FeatureSpawnEnvUnset = "process.spawn.env.unset"
@@ -296,6 +301,7 @@ type ProcessParams struct {
 	Close      bool   `json:"close,omitempty"` // process.stdin.close extension
 	Signal     string `json:"signal,omitempty"`
 	TimeoutMs  *int64 `json:"timeoutMs,omitempty"`
+	ExitSignal bool   `json:"exitSignal,omitempty"`
 	Escalate   *bool  `json:"escalate,omitempty"`
 	FromSeq    int64  `json:"fromSeq,omitempty"`
 	// Extensions of process.spawn (timeoutMs above is also spawn's limit).
