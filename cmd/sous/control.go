@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -47,6 +48,55 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// completeProcessIDs completes an ID argument with the ids of the processes
+// on the daemon the command's target flags name (process.list), running ones
+// first. Without a daemon (the embedded one has no processes yet) or on any
+// error it offers nothing, quietly: completion must not print errors.
+func completeProcessIDs(t *targetFlags) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		none := cobra.ShellCompDirectiveNoFileComp
+		if len(args) > 0 {
+			return nil, none
+		}
+		if url, err := t.url(); err != nil || url == "embedded" {
+			return nil, none
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		var ids []string
+		err := withConn(ctx, t, func(ctx context.Context, c callConn) error {
+			var res wire.ProcessListResult
+			if err := c.Call(ctx, "process.list", map[string]any{}, &res); err != nil {
+				return err
+			}
+			slices.SortStableFunc(res.Processes, func(a, b wire.ProcessInfo) int {
+				return cmpBool(b.Running, a.Running)
+			})
+			for _, p := range res.Processes {
+				if strings.HasPrefix(p.ID, prefix) {
+					ids = append(ids, p.ID)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, none
+		}
+		return ids, none
+	}
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 func newPsCmd(streams *IO) *cobra.Command {
@@ -105,7 +155,8 @@ wait up to --grace for it to die, then escalate to SIGKILL (unless
 --no-escalate), and print what happened.`,
 		Example: `  sous kill --socket /tmp/sous.sock nightly
   sous kill --socket /tmp/sous.sock nightly --signal INT --wait --grace 10s`,
-		Args: exactArgs(1, "kill ID"),
+		Args:              exactArgs(1, "kill ID"),
+		ValidArgsFunction: completeProcessIDs(&t),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			if _, err := daemon.ParseSignal(signal); err != nil {

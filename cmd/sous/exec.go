@@ -654,7 +654,8 @@ When the reader of attach's output goes away (| head), attach exits 141 and
 leaves the process running: it only watches.`,
 		Example: `  sous attach --socket /tmp/sous.sock nightly
   sous attach --remote ssh://build nightly --from-seq 120`,
-		Args: exactArgs(1, "attach ID"),
+		Args:              exactArgs(1, "attach ID"),
+		ValidArgsFunction: completeProcessIDs(&o.target),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAttach(cmd.Context(), streams, &o, args[0])
 		},

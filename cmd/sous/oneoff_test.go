@@ -155,6 +155,9 @@ func TestOneOffCommands(t *testing.T) {
 			// kill, attach.
 			want(cmd([]string{"exec"}, "--detach", "--id", "napper", "--", "sh", "-c", "echo napping; exec sleep 30"), 0, "napper\n", "")
 			want(cmd([]string{"ps"}), 0, "napper", "")
+			// Shell completion offers the daemon's ids.
+			want(cmd([]string{"__complete", "attach"}, "nap"), 0, "napper\n:4\n", "")
+			want(cmd([]string{"__complete", "kill"}, "nap"), 0, "napper\n:4\n", "")
 			// Its id is taken while it runs: a second spawn would replace it.
 			want(cmd([]string{"exec"}, "--detach", "--id", "napper", "--", "true"), 1, "", `exec: a process with id "napper" is running on unix://`)
 			want(cmd([]string{"ps"}), 0, "napper", "")
