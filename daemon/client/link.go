@@ -391,7 +391,9 @@ loop:
 		return
 	}
 	l.reading = false
-	if !l.hints.idle() {
+	if l.closing || !l.hints.idle() {
+		// Someone must read on: for what is expected, or to the failure
+		// that ends a closed link and its parked reader goroutine.
 		l.ensureReader()
 	}
 	l.rmu.Unlock()
