@@ -101,7 +101,7 @@ git.worktree_create("x", args["wt"] + "2", repo="/")
 	want := `True main True True False
 True ["feature", "main"]
 topic main True topic
-False [" M README"]
+False ["M README"]
 ["feature", "main", "topic"]
 False
 `

@@ -140,12 +140,13 @@ func (g *Git) originDefaultBranch(ctx context.Context, dir string) (string, erro
 
 // Status implements git.status.
 //
-// changes are `git status --porcelain` (v1) lines exactly as git prints them,
-// leading space included: " M a.txt" is modified in the work tree, "M  a.txt"
-// is staged. The two status columns are the whole point of porcelain v1 and
-// trimming would make those two indistinguishable, so nothing is trimmed.
-// Paths are relative to the top level even when path is a subdirectory, and
-// the whole repository is reported, as git does.
+// changes are the lines of `git status --porcelain` (v1), the output trimmed
+// as a whole, as the contract's example shows: a file modified in the work
+// tree only, " M a.txt" from git, reads "M a.txt" when it is the first line
+// (["M a.txt","?? new"]), and keeps its leading space further down. The
+// columns still tell it from a staged change, "M  a.txt" (two spaces). Paths
+// are relative to the top level even when path is a subdirectory, and the
+// whole repository is reported, as git does.
 //
 // Outside a repository the result is {isRepo:false,clean:false}. A bare
 // repository has no work tree to report on and git's refusal is returned as
@@ -162,7 +163,7 @@ func (g *Git) Status(ctx context.Context, path string) (wire.GitStatusResult, er
 	if err != nil {
 		return wire.GitStatusResult{}, fmt.Errorf("git status of %s: %w", dir, err)
 	}
-	changes := splitLines(out)
+	changes := splitLines(strings.TrimSpace(out))
 	return wire.GitStatusResult{IsRepo: true, Clean: len(changes) == 0, Changes: changes}, nil
 }
 

@@ -210,6 +210,32 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// The contract's own example: a tracked file modified in the work tree and
+// an untracked one give exactly ["M a.txt","?? new"]; further down, a line
+// keeps git's leading space.
+func TestStatusContractExample(t *testing.T) {
+	t.Parallel()
+	repo := newRepoWithCommit(t, "main")
+	writeFile(t, filepath.Join(repo, "a.txt"), "changed\n")
+	writeFile(t, filepath.Join(repo, "new"), "n\n")
+	g := &Git{}
+	res, err := g.Status(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := jsonOf(t, res), `{"isRepo":true,"clean":false,"changes":["M a.txt","?? new"]}`; got != want {
+		t.Errorf("Status = %s, want %s", got, want)
+	}
+	commitFile(t, repo, "b.txt", "b\n")
+	writeFile(t, filepath.Join(repo, "b.txt"), "changed\n")
+	if res, err = g.Status(context.Background(), repo); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"M a.txt", " M b.txt", "?? new"}; !slices.Equal(res.Changes, want) {
+		t.Errorf("Status.Changes = %q, want %q", res.Changes, want)
+	}
+}
+
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	repo := newRepoWithCommit(t, "main")
@@ -232,7 +258,7 @@ func TestStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"isRepo":true,"clean":false,"changes":[" M a.txt","M  b.txt","?? new"]}`
+	want := `{"isRepo":true,"clean":false,"changes":["M a.txt","M  b.txt","?? new"]}`
 	if got := jsonOf(t, res); got != want {
 		t.Errorf("dirty Status = %s, want %s", got, want)
 	}
@@ -244,7 +270,7 @@ func TestStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wantCh := []string{" M a.txt", "M  b.txt", "?? new", "?? sub/"}; !slices.Equal(res.Changes, wantCh) {
+	if wantCh := []string{"M a.txt", "M  b.txt", "?? new", "?? sub/"}; !slices.Equal(res.Changes, wantCh) {
 		t.Errorf("Status(sub).Changes = %q, want %q", res.Changes, wantCh)
 	}
 }
