@@ -368,8 +368,9 @@ func (c *Client) await(ctx context.Context, id uint64, cl *call) (json.RawMessag
 }
 
 // selfReader is a link on which a caller can read its own answer (see
-// streamLink), and which must be told when a call goes out that nobody will
-// read the answer of (ensureRead).
+// streamLink): checked before a call goes out on it (probe), read by the
+// caller while it waits (readUntil), and told when a call goes out whose
+// waiter will not read (wakeReader).
 type selfReader interface {
 	readUntil(ctx context.Context, done <-chan struct{})
 	probe() bool

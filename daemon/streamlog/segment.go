@@ -19,11 +19,15 @@ import (
 // Record layout: stream (1 byte), exit code (4 bytes, big endian), data
 // length (4 bytes), data. Seqs are implicit: a segment's frames are
 // consecutive from first. The extension members ride in space the frame
-// does not otherwise use: an output frame's Stage in the exit code's place;
-// an exit frame's StageCodes as its data (4 bytes each) and TimedOut as the
-// stream byte's high bit, and its Signal, when set, as 4 more bytes of data
-// marked by the stream byte's next bit; an output frame's Mirrored as its next bit. A record whose stream byte is padStream is no
-// frame: its data only fills the file up to a block boundary.
+// does not otherwise use:
+//   - an output frame's Stage in the exit code's place, and its Mirrored as
+//     the stream byte's second-highest bit;
+//   - an exit frame's StageCodes as its data (4 bytes each), TimedOut as the
+//     stream byte's high bit, and its Signal, when set, as 4 more bytes of
+//     data marked by the second-highest bit.
+//
+// A record whose stream byte is padStream is no frame: its data only fills
+// the file up to a block boundary.
 //
 // The file is written with O_DIRECT where the filesystem allows it. Spilling
 // is the one place the daemon writes every byte of a child's output to a
