@@ -128,11 +128,24 @@ func (c *Client) unregister(p *Proc) {
 	exited := p.exited
 	p.mu.Unlock()
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.strayed = c.strayed || !exited
+	c.dropProc(p)
+}
+
+// forgetProc stops routing frames to p, which the daemon does not stream
+// (a reattach found no such process). Called without c.mu.
+func (c *Client) forgetProc(p *Proc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropProc(p)
+}
+
+// dropProc removes p from the followed processes. Called with c.mu held.
+func (c *Client) dropProc(p *Proc) {
 	if c.procs[p.ID] == p {
 		delete(c.procs, p.ID)
 	}
-	c.strayed = c.strayed || !exited
-	c.mu.Unlock()
 }
 
 // Spawn starts a process and follows its output from the first frame.
@@ -234,7 +247,7 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 		return nil, res, err
 	}
 	if !res.Found {
-		c.unregister(p)
+		c.forgetProc(p) // nothing to stream: the daemon does not know it
 		return nil, res, nil
 	}
 	p.identify(res.Pid, res.StartTime)

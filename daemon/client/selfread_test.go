@@ -70,6 +70,15 @@ func TestCallerReadsItsOwnAnswer(t *testing.T) {
 	if n := client.SelfReads(c) - before; n < 45 {
 		t.Errorf("after the process exited, callers read %d of 50 answers themselves", n)
 	}
+	// A reattach that finds nothing leaves nothing streaming either.
+	if p, res, err := c.Reattach(ctx, "no-such-process", 0, nil); err != nil || p != nil || res.Found {
+		t.Fatalf("reattach of an unknown id: %v %v %+v", p, err, res)
+	}
+	before = client.SelfReads(c)
+	ping(50)
+	if n := client.SelfReads(c) - before; n < 45 {
+		t.Errorf("after a reattach that found nothing, callers read %d of 50 answers themselves", n)
+	}
 }
 
 // fakeDaemon serves NDJSON on a Unix socket with answer deciding each
