@@ -363,86 +363,148 @@ func (l *streamLink) readUntil(ctx context.Context, done <-chan struct{}) {
 		})
 	}
 	var err error
-loop:
+	// Deferred, so that a frame handler that panics on this goroutine (one
+	// dispatched after another goroutine started following a process), and
+	// is recovered up the stack, still leaves the reading to someone and no
+	// deadline on the socket.
+	defer func() {
+		if !stop() {
+			<-interrupted
+			l.uc.SetReadDeadline(time.Time{})
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = nil // ctx ended, not the link
+			}
+		}
+		l.rmu.Lock()
+		if err != nil {
+			l.fail(err)
+			return
+		}
+		l.release()
+		l.rmu.Unlock()
+	}()
 	for {
 		select {
 		case <-done:
 			l.selfReads.Add(1)
-			break loop
+			return
 		default:
 		}
 		if !l.hints.quiet() {
-			break // a process to follow now: the reader goroutine's job
+			return // a process to follow now: the reader goroutine's job
 		}
 		if err = l.step(); err != nil {
-			break
+			return
 		}
 	}
-	if !stop() {
-		<-interrupted
-		l.uc.SetReadDeadline(time.Time{})
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			err = nil // ctx ended, not the link
-		}
-	}
-	l.rmu.Lock()
-	if err != nil {
-		l.fail(err)
-		return
-	}
+}
+
+// release gives up the reading role a caller held. Someone must read on when
+// anything is expected, or to the failure that ends a closed link and its
+// parked reader goroutine. Called with rmu held.
+func (l *streamLink) release() {
 	l.reading = false
 	if l.closing || !l.hints.idle() {
-		// Someone must read on: for what is expected, or to the failure
-		// that ends a closed link and its parked reader goroutine.
 		l.ensureReader()
 	}
-	l.rmu.Unlock()
 }
 
 // probe checks, before a call is sent on a link nobody reads, that the
 // daemon has not closed it meanwhile: the reader goroutine would have seen
 // that at once and reconnected, and a call that cannot be resent must not
-// go out on a dead connection when a live one is a dial away. It reports
-// false when the link broke (the receiver has been told).
+// go out on a dead connection when a live one is a dial away. Lines nobody
+// expected (answers to calls given up on) may stand before the close, so
+// they are read first. It reports false when the link broke (the receiver
+// has been told).
 func (l *streamLink) probe() bool {
 	if l.hints == nil {
 		return true
 	}
 	l.rmu.Lock()
-	if l.reading || l.ended {
-		ok := !l.ended
-		l.rmu.Unlock()
-		return ok
+	for {
+		if l.reading || l.ended {
+			ok := !l.ended
+			l.rmu.Unlock()
+			return ok
+		}
+		waiting, err := l.peek()
+		if err == nil && !waiting {
+			l.rmu.Unlock()
+			return true // open, nothing waiting
+		}
+		l.reading = true
+		if err == nil {
+			l.rmu.Unlock()
+			err = l.drain()
+			l.rmu.Lock()
+			if err == nil {
+				l.release() // to the reader goroutine, if a caller waits meanwhile
+				continue    // look again
+			}
+		}
+		l.fail(err)
+		return false
+	}
+}
+
+// peek reports whether bytes wait on the socket, without reading them or
+// waiting: io.EOF when the daemon closed it and nothing is left.
+func (l *streamLink) peek() (bool, error) {
+	rc, err := l.uc.SyscallConn()
+	if err != nil {
+		return false, err // closed on this side
 	}
 	var n int
 	var perr error
-	rc, err := l.uc.SyscallConn()
-	if err == nil {
+	if err := rc.Control(func(fd uintptr) {
 		var b [1]byte
-		err = rc.Control(func(fd uintptr) {
+		for {
 			n, _, perr = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		})
+			if perr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return false, err
 	}
 	switch {
-	case err != nil:
-		// Closed on this side: fail below.
-	case perr == unix.EAGAIN || perr == unix.EINTR:
-		l.rmu.Unlock()
-		return true // open, nothing waiting
-	case perr == nil && n > 0:
-		// Something arrived that nobody expected (the answer to a call
-		// given up on): let the reader goroutine take it.
-		l.ensureReader()
-		l.rmu.Unlock()
-		return true
-	case perr == nil:
-		err = io.EOF
-	default:
-		err = perr
+	case perr == unix.EAGAIN:
+		return false, nil
+	case perr != nil:
+		return false, perr
+	case n == 0:
+		return false, io.EOF
 	}
-	l.reading = true
-	l.fail(err)
-	return false
+	return true, nil
+}
+
+// drainWait bounds how long drain waits for the rest of a line it found
+// begun.
+const drainWait = 100 * time.Millisecond
+
+// drain reads and dispatches what waits on the socket without waiting for
+// more, then returns nil; or the error that ends the link (io.EOF for a
+// daemon that closed it). Only the reading role's holder calls it.
+func (l *streamLink) drain() error {
+	l.uc.SetReadDeadline(time.Now().Add(drainWait))
+	defer l.uc.SetReadDeadline(time.Time{})
+	for {
+		if err := l.step(); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil // a line cut short stays in carry for the next reader
+			}
+			return err
+		}
+		if l.r.Buffered() > 0 {
+			continue
+		}
+		switch waiting, err := l.peek(); {
+		case err != nil:
+			return err
+		case !waiting:
+			return nil
+		}
+	}
 }
 
 // lineDispatcher routes what the daemon sends, a response or a stream frame

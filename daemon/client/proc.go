@@ -223,7 +223,12 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			ext.started(p)
 			return p, nil // the daemon had started it before the connection broke
 		}
-		c.unregister(p)
+		var refused *wire.Error
+		if errors.As(err, &refused) {
+			c.forgetProc(p) // the daemon answered no: nothing started, nothing streams
+		} else {
+			c.unregister(p)
+		}
 		if errors.Is(err, ErrConnectionLost) && attempt == 0 && c.Err() == nil {
 			continue // it never started: the reconnect did not find it
 		}

@@ -70,7 +70,16 @@ func TestCallerReadsItsOwnAnswer(t *testing.T) {
 	if n := client.SelfReads(c) - before; n < 45 {
 		t.Errorf("after the process exited, callers read %d of 50 answers themselves", n)
 	}
-	// A reattach that finds nothing leaves nothing streaming either.
+	// Neither does a spawn the daemon refuses, nor a reattach that finds
+	// nothing: nothing streams for them.
+	if _, err := c.Spawn(ctx, client.SpawnSpec{ID: "refused", Command: "true", Cwd: "/no/such/dir"}, nil); err == nil {
+		t.Fatal("a spawn in a missing cwd started")
+	}
+	before = client.SelfReads(c)
+	ping(50)
+	if n := client.SelfReads(c) - before; n < 45 {
+		t.Errorf("after a refused spawn, callers read %d of 50 answers themselves", n)
+	}
 	if p, res, err := c.Reattach(ctx, "no-such-process", 0, nil); err != nil || p != nil || res.Found {
 		t.Fatalf("reattach of an unknown id: %v %v %+v", p, err, res)
 	}
@@ -182,6 +191,47 @@ func TestIdleConnectionClosedByTheDaemon(t *testing.T) {
 	var res struct{ Spawned bool }
 	if err := c.Call(context.Background(), "process.spawn", map[string]any{"id": "x", "command": "true"}, &res); err != nil || !res.Spawned {
 		t.Fatalf("a call after the daemon closed the idle connection: %v %+v", err, res)
+	}
+}
+
+// The same with answers nobody waits for any more in front of the close:
+// two calls given up on get their answers late, the second after the
+// reader goroutine parked again, and then the daemon closes the connection.
+// The next call reads past the stale answer to the close before it goes
+// out. (Found by review: the peek saw bytes and took the link for alive.)
+func TestIdleConnectionClosedBehindStaleAnswers(t *testing.T) {
+	sock := fakeDaemon(t, func(conn int, w net.Conn, id json.RawMessage, method string) {
+		switch method {
+		case "server.ping":
+			w.Write([]byte(pong(id)))
+		case "slow1":
+			time.Sleep(200 * time.Millisecond)
+			w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}` + "\n"))
+		case "slow2":
+			time.Sleep(300 * time.Millisecond)
+			w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}` + "\n"))
+			time.Sleep(50 * time.Millisecond)
+			w.Close()
+		case "process.spawn":
+			w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"spawned":true}}` + "\n"))
+		}
+	})
+	c := dialProxy(t, sock)
+	var wg sync.WaitGroup
+	for _, m := range []string{"slow1", "slow2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			c.Call(ctx, m, nil, nil)
+		}()
+	}
+	wg.Wait()
+	time.Sleep(900 * time.Millisecond) // both answers and the close are in
+	var res struct{ Spawned bool }
+	if err := c.Call(context.Background(), "process.spawn", map[string]any{"id": "x", "command": "true"}, &res); err != nil || !res.Spawned {
+		t.Fatalf("a call after stale answers and the daemon's close: %v %+v", err, res)
 	}
 }
 
