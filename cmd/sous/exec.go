@@ -57,13 +57,16 @@ Ctrl-C (and SIGTERM) are forwarded to the command's process group; a second
 Ctrl-C within 2 s sends SIGKILL. A command killed by a signal makes sous exit
 with 128+n for the signal sous sent (130 for Ctrl-C, 143 for SIGTERM, 137 for
 SIGKILL); one that something else killed gives 128+n too, with a line naming
-the signal (139 for SIGSEGV), where the daemon says which (else 255).
+the signal (139 for SIGSEGV), where the daemon says which (else 255). When
+the connection to a daemon drops, sous says so and reconnects; a signal while
+an earlier one has gone unanswered for a second makes it leave instead.
+
 --timeout stops the whole process group (SIGTERM, then SIGKILL after 3 s) and
-exits 124; the daemon
-enforces it when it can (process.spawn.timeout), so it holds even if sous is
-gone. A command that never started exits as in a shell: 127 when the program
-is not found, 126 when it cannot be executed, and 125 when the daemon could
-not start it for another reason (a missing --cwd).
+exits 124; the daemon enforces it when it can (process.spawn.timeout), so it
+holds even if sous is gone. A command that never started exits as in a
+shell: 127 when the program is not found, 126 when it cannot be executed,
+and 125 when the daemon could not start it for another reason (a missing
+--cwd).
 
 With --tty the command gets a pseudo-terminal the size of yours (24x80 when
 stdin and stdout are not terminals) and your TERM. Your terminal is put in raw
