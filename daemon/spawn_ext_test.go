@@ -209,28 +209,28 @@ func TestSpawnTimeout(t *testing.T) {
 }
 
 // process.spawn.exitsignal: the exit frame names the signal that ended the
-// process when the spawn asked, and stays claustrum's otherwise; the
-// signal survives a spill and a replay.
+// process when the spawn asked, and stays claustrum's otherwise; a replay
+// to another connection keeps it. (That a spill keeps it too is
+// TestSegmentKeepsExtensionMembers.)
 func TestSpawnExitSignal(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
 	c := d.dial()
-	exitLine := func(id string) string { return exitFrameLine(c, id) }
 	c.result("process.spawn", `{"id":"segv","command":"sh","args":["-c","kill -SEGV $$"],"exitSignal":true}`)
-	if got, want := exitLine("segv"), `{"type":"stream","processId":"segv","stream":"exit","seq":1,"exitCode":-1,"signal":11}`+"\n"; got != want {
+	if got, want := exitFrameLine(c, "segv"), `{"type":"stream","processId":"segv","stream":"exit","seq":1,"exitCode":-1,"signal":11}`+"\n"; got != want {
 		t.Errorf("exit frame\n got %s\nwant %s", got, want)
 	}
 	c.result("process.spawn", `{"id":"plain","command":"sh","args":["-c","kill -SEGV $$"]}`)
-	if got, want := exitLine("plain"), `{"type":"stream","processId":"plain","stream":"exit","seq":1,"exitCode":-1}`+"\n"; got != want {
+	if got, want := exitFrameLine(c, "plain"), `{"type":"stream","processId":"plain","stream":"exit","seq":1,"exitCode":-1}`+"\n"; got != want {
 		t.Errorf("without exitSignal\n got %s\nwant %s", got, want)
 	}
 	c.result("process.spawn", `{"id":"fine","command":"sh","args":["-c","exit 3"],"exitSignal":true}`)
-	if got, want := exitLine("fine"), `{"type":"stream","processId":"fine","stream":"exit","seq":1,"exitCode":3}`+"\n"; got != want {
+	if got, want := exitFrameLine(c, "fine"), `{"type":"stream","processId":"fine","stream":"exit","seq":1,"exitCode":3}`+"\n"; got != want {
 		t.Errorf("an exit, not a signal\n got %s\nwant %s", got, want)
 	}
 	// A pipeline's is its last stage's; the timeout's SIGTERM is named too.
 	c.result("process.spawn", `{"id":"pipe","pipeline":[["sleep","30"],["sleep","30"]],"timeoutMs":100,"exitSignal":true}`)
-	if got := exitLine("pipe"); !strings.HasSuffix(got, `"exitCode":-1,"stageExitCodes":[143,143],"timedOut":true,"signal":15}`+"\n") {
+	if got := exitFrameLine(c, "pipe"); !strings.HasSuffix(got, `"exitCode":-1,"stageExitCodes":[143,143],"timedOut":true,"signal":15}`+"\n") {
 		t.Errorf("pipeline exit frame %s", got)
 	}
 	// Replayed to another connection.

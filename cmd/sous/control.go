@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -71,12 +70,11 @@ func completeProcessIDs(t *targetFlags) cobra.CompletionFunc {
 			if err := c.Call(ctx, "process.list", map[string]any{}, &res); err != nil {
 				return err
 			}
-			slices.SortStableFunc(res.Processes, func(a, b wire.ProcessInfo) int {
-				return cmpBool(b.Running, a.Running)
-			})
-			for _, p := range res.Processes {
-				if strings.HasPrefix(p.ID, prefix) {
-					ids = append(ids, p.ID)
+			for _, running := range []bool{true, false} {
+				for _, p := range res.Processes {
+					if p.Running == running && strings.HasPrefix(p.ID, prefix) {
+						ids = append(ids, p.ID)
+					}
 				}
 			}
 			return nil
@@ -86,17 +84,6 @@ func completeProcessIDs(t *targetFlags) cobra.CompletionFunc {
 		}
 		return ids, none
 	}
-}
-
-// cmpBool orders false before true.
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
 
 func newPsCmd(streams *IO) *cobra.Command {

@@ -35,16 +35,15 @@ type queryCmd struct {
 	// again.
 	humanSaysFailure bool
 	// before, when set, runs on the connection before the call, with the
-	// call's params: what a human line needs to know of the state the
-	// call changes (worktree create: whether the branch existed).
-	before func(ctx context.Context, c callConn, params map[string]any)
+	// call's params: it learns what a human line needs to know of the
+	// state the call changes (worktree create: whether the branch
+	// existed), or refuses a call that would lose the user's work unasked
+	// (worktree remove of a dirty worktree): an error is exit 1.
+	before func(ctx context.Context, c callConn, params map[string]any) error
 	// verify, when set, runs on the connection after the call, before the
 	// human output: it refuses a result that would mislead (files read of
 	// a binary file).
 	verify func(ctx context.Context, c callConn, params map[string]any, res any) error
-	// guard, when set, runs on the connection before the call and can
-	// refuse it (exit 1): what would lose the user's work unasked.
-	guard func(ctx context.Context, c callConn, params map[string]any) error
 }
 
 func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any)) *cobra.Command {
@@ -86,25 +85,26 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 				params[k] = v
 			}
 			return withConn(cmd.Context(), &t, func(ctx context.Context, c callConn) error {
-				res := q.result()
-				if q.guard != nil {
-					if err := q.guard(ctx, c, params); err != nil {
-						return &exitError{code: 1, err: fmt.Errorf("%s: %w", args[0], err)}
-					}
+				// What a message names: the path, made absolute, else the
+				// first argument.
+				subject := ""
+				if p, ok := params["path"].(string); ok {
+					subject = p
+				} else if len(args) > 0 {
+					subject = args[0]
 				}
-				if q.before != nil && !asJSON {
-					q.before(ctx, c, params)
+				res := q.result()
+				if q.before != nil {
+					if err := q.before(ctx, c, params); err != nil {
+						return &exitError{code: 1, err: fmt.Errorf("%s: %w", subject, err)}
+					}
 				}
 				if err := c.Call(ctx, q.method, params, res); err != nil {
 					return fmt.Errorf("%s: %w", q.method, err)
 				}
-				subject := args
-				if p, ok := params["path"].(string); ok {
-					subject = []string{p} // what the message names: the path, made absolute
-				}
 				if q.verify != nil && !asJSON {
 					if err := q.verify(ctx, c, params, res); err != nil {
-						return &exitError{code: 1, err: fmt.Errorf("%s: %w", subject[0], err)}
+						return &exitError{code: 1, err: fmt.Errorf("%s: %w", subject, err)}
 					}
 				}
 				if asJSON {
@@ -119,7 +119,7 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 						if q.humanSaysFailure && !asJSON {
 							return &exitError{code: 1}
 						}
-						return &exitError{code: 1, err: fmt.Errorf("%s: %w", subject[0], err)}
+						return &exitError{code: 1, err: fmt.Errorf("%s: %w", subject, err)}
 					}
 				}
 				return nil
@@ -256,7 +256,7 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 				return map[string]any{"branchName": a[0], "worktreePath": pathArg(a, 1, local)}
 			},
 			result: func() any { return &wire.WorktreeResult{} },
-			before: func(ctx context.Context, c callConn, params map[string]any) {
+			before: func(ctx context.Context, c callConn, params map[string]any) error {
 				branch, _ = params["branchName"].(string)
 				repo, ok := params["baseRepo"].(string)
 				if !ok {
@@ -269,6 +269,7 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 						existed = 1
 					}
 				}
+				return nil // without an answer, the line just says less
 			},
 			human: func(w io.Writer, res any) error {
 				r := res.(*wire.WorktreeResult)
@@ -310,7 +311,7 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 				return nil
 			},
 			check: worktreeFailed,
-			guard: func(ctx context.Context, c callConn, params map[string]any) error {
+			before: func(ctx context.Context, c callConn, params map[string]any) error {
 				if force {
 					return nil
 				}
@@ -502,7 +503,7 @@ func refuseBinary(ctx context.Context, c callConn, params map[string]any, res an
 }
 
 // plural picks the word for n of something.
-func plural[N int | int64](n N, one, many string) string {
+func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

@@ -50,8 +50,9 @@ type receiver interface {
 // waiting for its answer reads the stream itself (readUntil), and the reader
 // goroutine parks while nothing at all is expected. A round trip then wakes
 // one goroutine, the caller, where handing each answer over from the reader
-// goroutine cost a second wake-up on another thread: 20 of a server.ping's
-// 45 µs here (the same run, alternated: 23 µs reading directly).
+// goroutine woke a second one on the other CPU: client.Call took 40-46 µs
+// against 20-23 µs for a raw round trip to the same daemon (three
+// alternated runs), and takes 23-29 µs reading directly.
 type streamLink struct {
 	rwc  io.ReadWriteCloser
 	recv receiver
