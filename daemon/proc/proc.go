@@ -105,6 +105,14 @@ type Registry struct {
 	// Shutdown would wait for them forever.
 	stopping     chan struct{}
 	stoppingOnce sync.Once
+
+	// spawning counts the spawns between their start and their entry in
+	// procs, so that Shutdown waits for them before it decides what to stop:
+	// a child started just before would otherwise be neither killed nor
+	// kept, only leaked. shutting, once set, refuses new spawns. Add and
+	// the flag are guarded by mu.
+	spawning sync.WaitGroup
+	shutting bool
 }
 
 // NewRegistry returns an empty registry.
@@ -337,6 +345,14 @@ func (r *Registry) SpawnFollowed(spec Spec) (*Process, *streamlog.Cursor, error)
 }
 
 func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, error) {
+	r.mu.Lock()
+	if r.shutting {
+		r.mu.Unlock()
+		return nil, nil, fmt.Errorf("spawn %s: the daemon is shutting down", spec.Command)
+	}
+	r.spawning.Add(1)
+	r.mu.Unlock()
+	defer r.spawning.Done() // launch has put the process in procs by then, or it never started
 	env := envlist.Merge(r.opt.Env, spec.Env)
 	dir := spec.Cwd
 	if dir == "" {
@@ -765,6 +781,10 @@ func (r *Registry) List() []*Process {
 // were running, and waits for the registry's goroutines.
 func (r *Registry) Shutdown(keep bool, grace time.Duration) int {
 	r.stoppingOnce.Do(func() { close(r.stopping) })
+	r.mu.Lock()
+	r.shutting = true
+	r.mu.Unlock()
+	r.spawning.Wait() // every child started is in procs now
 	r.mu.Lock()
 	r.noExpiry = true
 	if r.expiry != nil {

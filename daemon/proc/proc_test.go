@@ -288,3 +288,55 @@ while os.read(0, 1 << 20): pass
 		t.Error("none of the written buffers came back to the pool")
 	}
 }
+
+// Spawns racing Shutdown: every child a spawn started is stopped (or, with
+// keep, counted as left running), and a spawn after Shutdown began is
+// refused. A child started just before Shutdown looked at the processes, but
+// not yet in them, was neither: it outlived the daemon, and the keep-children
+// count missed it (TestCloseKeepChildren failed that way once in CI).
+func TestShutdownWaitsForSpawnsUnderWay(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		for round := range 20 {
+			r := NewRegistry(Options{DrainAfterExit: 50 * time.Millisecond})
+			started := make(chan *Process, 8)
+			var refused int
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := range 8 {
+					p, err := r.Spawn(Spec{ID: string(rune('a' + i)), Command: "sleep", Args: []string{"60"}})
+					if err != nil {
+						if !strings.Contains(err.Error(), "the daemon is shutting down") {
+							t.Errorf("spawn: %v", err)
+						}
+						refused++
+						continue
+					}
+					started <- p
+				}
+			}()
+			time.Sleep(time.Duration(round) * 200 * time.Microsecond)
+			kept := r.Shutdown(keep, 100*time.Millisecond)
+			<-done
+			close(started)
+			var pids []int
+			for p := range started {
+				pids = append(pids, p.Pid)
+			}
+			if len(pids)+refused != 8 {
+				t.Fatalf("%d started and %d refused of 8", len(pids), refused)
+			}
+			for _, pid := range pids {
+				if keep {
+					syscall.Kill(-pid, syscall.SIGKILL)
+				} else if testutil.Alive(pid) {
+					syscall.Kill(-pid, syscall.SIGKILL)
+					t.Fatalf("round %d: pid %d outlived Shutdown", round, pid)
+				}
+			}
+			if keep && kept != len(pids) {
+				t.Fatalf("round %d: Shutdown(keep) counted %d running of the %d started", round, kept, len(pids))
+			}
+		}
+	}
+}
