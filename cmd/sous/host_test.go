@@ -129,7 +129,7 @@ sleep(30)
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(10 * time.Second)
-			for !strings.Contains(stderr.String(), "started") || !fileExists(dir+"/child.pid") {
+			for !strings.Contains(stderr.String(), "started") || !lineWritten(dir+"/child.pid") {
 				if time.Now().After(deadline) {
 					t.Fatalf("the recipe did not start: %s", stderr.String())
 				}
@@ -156,4 +156,11 @@ sleep(30)
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// lineWritten reports whether the file at p holds a whole line: the shell
+// creates it (a redirection) before echo writes to it.
+func lineWritten(p string) bool {
+	b, err := os.ReadFile(p)
+	return err == nil && strings.HasSuffix(string(b), "\n")
 }
