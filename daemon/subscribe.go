@@ -66,6 +66,9 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 		return nil
 	}
 	old := se.subs[p.ID] // a concurrent follow of the same id won
+	if ownsMirror {
+		cur.SkipMirroredData() // what it sends of them has none
+	}
 	sub := &subscription{proc: p, cur: cur, notifyGone: notifyGone, ownsMirror: ownsMirror, done: make(chan struct{})}
 	se.subs[p.ID] = sub
 	se.pumps.Add(1)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -72,7 +73,7 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 			}
 			// Reading from the middle, through the sparse index.
 			from, pos := s.locate(seq / 2)
-			mid, err := s.read(nil, from, pos, s.size, seq/2, 1<<30)
+			mid, err := s.read(nil, from, pos, s.size, seq/2, 1<<30, false)
 			if err != nil || len(mid) != int(seq-seq/2+1) || mid[0].Seq != seq/2 {
 				t.Fatalf("read from %d: %d frames from %v, err %v", seq/2, len(mid), mid[0].Seq, err)
 			}
@@ -83,7 +84,7 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 // checkSegment reads s whole and checks it holds frames 1..last.
 func checkSegment(t *testing.T, s *segment, last int64) []wire.Frame {
 	t.Helper()
-	fs, err := s.read(nil, s.first, 0, s.size, s.first, 1<<30)
+	fs, err := s.read(nil, s.first, 0, s.size, s.first, 1<<30, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,4 +157,59 @@ func TestSpillReaderChasesWriter(t *testing.T) {
 	}
 	// Replay from the start is exact too.
 	readAll(t, l.NewCursor(0), 64<<10)
+}
+
+// A spill file that stops taking writes (here its descriptor is closed
+// under it, as a full or failing disk would refuse) degrades the log to
+// truncation: appends go on, replay starts later, honestly reported, and
+// holds exact frames only; no buffer is handed back to the writer twice.
+func TestSpillWriteFailureDegrades(t *testing.T) {
+	const frame = 32 << 10
+	var mu sync.Mutex
+	free := map[*byte]bool{} // buffers the writer may reuse
+	var twice int
+	l := New(Options{MemLimit: 256 << 10, SpillDir: t.TempDir(), Recycle: func(b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if free[&b[0]] {
+			twice++
+		}
+		free[&b[0]] = true
+	}})
+	defer l.Close()
+	take := func() []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		for p := range free {
+			delete(free, p)
+			return unsafe.Slice(p, frame)
+		}
+		return alignedBuffer(frame)[:frame]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for seq := int64(1); seq <= 400; seq++ {
+		if seq == 150 {
+			l.mu.Lock()
+			l.segs[len(l.segs)-1].f.Close()
+			l.mu.Unlock()
+		}
+		data := take()
+		copy(data, payload(seq, frame))
+		if _, err := l.Append(ctx, wire.Frame{Stream: wire.Stdout, Data: data}); err != nil {
+			t.Fatalf("append %d: %v", seq, err)
+		}
+	}
+	appendExit(t, l, 0)
+	if twice != 0 {
+		t.Fatalf("%d buffers handed back twice", twice)
+	}
+	st := l.Stats()
+	if st.FirstSeq <= 150 || st.LastSeq != 401 {
+		t.Fatalf("stats after the failure: %+v", st)
+	}
+	fs := readAll(t, l.NewCursor(0), 1<<20)
+	if fs[0].Seq != st.FirstSeq {
+		t.Fatalf("replay starts at %d, FirstSeq says %d", fs[0].Seq, st.FirstSeq)
+	}
 }

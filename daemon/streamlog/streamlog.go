@@ -389,10 +389,12 @@ func (l *Log) spill(f *wire.Frame) error {
 			return err
 		}
 		if n > 0 {
-			if err := l.flushSegment(l.segs[n-1], true); err != nil {
+			prev := l.segs[n-1]
+			if err := l.flushSegment(prev, false); err != nil {
 				s.remove()
 				return err
 			}
+			s.inherit(prev) // which seals it
 		}
 		l.segs = append(l.segs, s)
 		seg = s
@@ -488,6 +490,9 @@ type Cursor struct {
 	watch        func()
 	watchMu      sync.Mutex  // held by the goroutine running watch
 	watchPending atomic.Bool // a change that goroutine has not looked at yet
+	// skipMirrored (SkipMirroredData) leaves the data of Mirrored frames
+	// read back from disk unread.
+	skipMirrored bool
 }
 
 // runWatch runs fn (the cursor's Watch function) unless another goroutine
@@ -513,6 +518,21 @@ func (l *Log) NewCursor(fromSeq int64) *Cursor {
 		l.cursors[c] = struct{}{}
 	}
 	return c
+}
+
+// SkipMirroredData says the reader has no use for the data of frames marked
+// Mirrored (the spawner, which got it through its own pipe): read back from
+// disk, they come without it, and from the segment's runs (mirroredRun)
+// without reading the file at all. A spawner whose cursor fell behind the
+// memory window (the CPUs busy with its child and the child's reader) read
+// each frame back from disk into a fresh buffer only to send it without
+// its data, slower than the child wrote: once behind, it stayed behind.
+// Side by side (8 runs of a 1 GiB stream through a socket daemon), the
+// runs where it fell behind took 1.5-2.3 s against 1.2-1.3 s.
+func (c *Cursor) SkipMirroredData() {
+	c.log.mu.Lock()
+	c.skipMirrored = true
+	c.log.mu.Unlock()
 }
 
 // Release tells the log that the reader is done with the frames Next last
@@ -676,6 +696,17 @@ func (c *Cursor) read(ctx context.Context, buf []wire.Frame, maxBytes int, wait 
 		l.mu.Unlock()
 		return buf, errors.New("stream log: retained frame missing") // a bug, not a state
 	}
+	if run, ok := seg.mirroredRun(c.next); ok && c.skipMirrored {
+		// Known without reading the file: all it would give is seqs.
+		last := min(run.last, c.next+int64(max(maxBytes/frameOverhead, 1))-1)
+		for seq := c.next; seq <= last; seq++ {
+			buf = append(buf, wire.Frame{Seq: seq, Stream: run.stream, Stage: run.stage, Mirrored: true})
+		}
+		c.next = last + 1
+		l.broadcast()
+		l.mu.Unlock()
+		return buf, nil
+	}
 	if err := l.flushSegment(seg, false); err != nil {
 		l.mu.Unlock()
 		return buf, err
@@ -685,7 +716,7 @@ func (c *Cursor) read(ctx context.Context, buf []wire.Frame, maxBytes int, wait 
 	l.mu.Unlock()
 
 	n0 := len(buf)
-	buf, err := seg.read(buf, from, pos, end, c.next, maxBytes)
+	buf, err := seg.read(buf, from, pos, end, c.next, maxBytes, c.skipMirrored)
 	if err != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
