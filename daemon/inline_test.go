@@ -171,3 +171,77 @@ func TestInlineReattachAnswersWhileTheChildWrites(t *testing.T) {
 		t.Fatal("reattach did not answer while the child kept writing")
 	}
 }
+
+// batchSink records each batch it is sent, as a socket's connection
+// would write it; it is not an InlineSink, so a pump delivers to it.
+type batchSink struct {
+	mu      sync.Mutex
+	frames  []wire.Frame
+	batches int
+	exited  chan struct{}
+}
+
+func (s *batchSink) SendFrames(_ string, _ []byte, fs []wire.Frame) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches++
+	for _, f := range fs {
+		f.Data = append([]byte(nil), f.Data...)
+		s.frames = append(s.frames, f)
+		if f.Stream == wire.Exit {
+			close(s.exited)
+		}
+	}
+	return nil
+}
+
+func (s *batchSink) SendGone([]byte, wire.Gone) error { return nil }
+
+// The spawner of a mirrored stream gets its frames' seqs paced into few
+// batches, every seq once and in order, marked, and then the exit; so does
+// the spawner of a short output, which no pacing holds up.
+func TestSpawnerFramesPaced(t *testing.T) {
+	srv, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, size string
+		paced      bool
+	}{{"stream", "67108864", true}, {"short", "100", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &batchSink{exited: make(chan struct{})}
+			se := srv.Local(sink)
+			defer se.Close()
+			r, w := testutil.Pipe(t)
+			go io.Copy(io.Discard, r)
+			spawn := `{"id":"` + tc.name + `","command":"head","args":["-c","` + tc.size + `","/dev/zero"],"mirror":["stdout"]}`
+			start := time.Now()
+			if _, err := se.Call(WithFiles(context.Background(), w), "process.spawn", json.RawMessage(spawn)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-sink.exited:
+			case <-time.After(20 * time.Second):
+				t.Fatal("no exit frame")
+			}
+			took := time.Since(start)
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			for i, f := range sink.frames {
+				if f.Seq != int64(i+1) {
+					t.Fatalf("frame %d has seq %d", i, f.Seq)
+				}
+				if f.Stream != wire.Exit && !f.Mirrored {
+					t.Fatalf("frame %d is not marked mirrored", f.Seq)
+				}
+			}
+			n := len(sink.frames)
+			t.Logf("%d frames in %d batches, %v", n, sink.batches, took)
+			if tc.paced && sink.batches > n/paceFrames {
+				t.Errorf("%d frames came in %d batches: not paced", n, sink.batches)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
@@ -27,6 +28,7 @@ type subscription struct {
 	quoted []byte       // the id as a JSON string
 	frames []wire.Frame // the batch buffer, reused
 	ended  bool         // endSubscription ran
+	pace   bool         // the last batch was a stream's mirrored seqs: see pump
 }
 
 // InlineSink is a FrameSink that may be delivered to on whichever goroutine
@@ -112,6 +114,7 @@ func (se *Session) sendNext(sub *subscription, wait bool) (ended bool, err error
 		frames, err = sub.cur.Poll(sub.frames[:0], batchBytes)
 	}
 	var sendErr error
+	sub.pace = sub.ownsMirror && len(frames) >= paceFrames && allMirrored(frames)
 	if len(frames) > 0 {
 		if !sub.ownsMirror {
 			// The mark is the spawner's: to anyone else these are plain
@@ -150,12 +153,57 @@ func (se *Session) deliver(sub *subscription) {
 
 // pump delivers sub's frames from a goroutine of its own, for a sink that
 // is not an InlineSink.
+//
+// While the spawner's mirror carries a stream, the frames it gets are bare
+// seqs (the data went down its pipe), and it gets them paced: after a batch
+// of paceFrames or more such frames, the pump waits paceFor (or for the
+// exit) before taking the next, so one batch carries what came meanwhile.
+// Taken as they came, a 1 GiB stream was about 3000 batches, each waking
+// the pump and the client: 14,000 context switches in the client alone, on
+// the CPUs the child and the pipe's reader need.
 func (se *Session) pump(sub *subscription) {
+	var pacer *time.Timer
 	for {
 		if ended, _ := se.sendNext(sub, true); ended {
+			if pacer != nil {
+				pacer.Stop()
+			}
 			return
 		}
+		if !sub.pace {
+			continue
+		}
+		sub.cur.Release() // the appender may need its frames' room meanwhile
+		if pacer == nil {
+			pacer = time.NewTimer(paceFor)
+		} else {
+			pacer.Reset(paceFor)
+		}
+		select {
+		case <-pacer.C:
+		case <-sub.proc.Done():
+		case <-se.ctx.Done():
+		}
 	}
+}
+
+const (
+	// paceFrames is the batch of mirrored frames past which the pump paces
+	// a spawner's frames: a child's whole output in a few reads (`echo`,
+	// a short listing) comes as it is, with no delay before its exit.
+	paceFrames = 4
+	// paceFor is the pause between paced batches: at 1 GB/s, 60 frames.
+	paceFor = 2 * time.Millisecond
+)
+
+// allMirrored reports whether every frame is a Mirrored output frame.
+func allMirrored(frames []wire.Frame) bool {
+	for i := range frames {
+		if !frames[i].Mirrored {
+			return false
+		}
+	}
+	return true
 }
 
 // sayGone tells a client that asked for it (process.gone) that its

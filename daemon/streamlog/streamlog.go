@@ -673,7 +673,10 @@ func (c *Cursor) read(ctx context.Context, buf []wire.Frame, maxBytes int, wait 
 		size := 0
 		for ; i < len(l.mem) && (size == 0 || size < maxBytes); i++ {
 			buf = append(buf, l.mem[i])
-			size += len(l.mem[i].Data) + frameOverhead
+			size += frameOverhead
+			if !c.skipMirrored || !l.mem[i].Mirrored {
+				size += len(l.mem[i].Data)
+			}
 		}
 		c.held = c.next
 		l.holders[c] = struct{}{}
