@@ -95,8 +95,17 @@ const (
 	// common disks, and the page size.
 	blockSize = 4096
 	// writeSize is how much a segment gathers before writing: direct
-	// writes are synchronous, so they should be large.
-	writeSize = 1 << 20
+	// writes are synchronous, so they should be large. A segment that has
+	// written streamAfter gathers streamWriteSize instead, and only a
+	// sustained stream holds the larger buffers: each write blocks a
+	// thread, which the Go runtime then replaces, and the disk takes up to
+	// 4 MiB per request here. Side by side (10 alternated runs of a socket
+	// daemon spilling a 1 GiB stream), the daemon spent 820 ms of CPU
+	// (medians) against 985 in 1 MiB writes, and the stream took 1.17 s
+	// against 1.25.
+	writeSize       = 1 << 20
+	streamWriteSize = 4 << 20
+	streamAfter     = 8 << 20
 	// maxRuns bounds a segment's runs (32 bytes each): output that switches
 	// streams at every frame makes a run per frame, and past this many,
 	// the rest of the segment is read from the file.
@@ -269,9 +278,13 @@ func (s *segment) writePending() error {
 		defer close(w.done)
 		_, w.err = f.WriteAt(w.buf, w.off)
 	}(s.f)
+	size := writeSize
+	if s.queued >= streamAfter || cap(s.pending) > writeSize {
+		size = streamWriteSize
+	}
 	next := s.spare
-	if next == nil {
-		next = alignedBuffer(writeSize)
+	if cap(next) < size {
+		next = alignedBuffer(size)
 	}
 	s.spare = nil
 	s.pending = next[:copy(next[:cap(next)], s.pending[n:])]

@@ -56,6 +56,17 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 					}
 				}
 			}
+			// A stream long enough for the larger writes.
+			for range streamAfter / (64 << 10) {
+				seq++
+				fr := wire.Frame{Seq: seq, Stream: wire.Stdout, Data: payload(seq, 64<<10)}
+				if err := s.append(&fr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if cap(s.pending) != streamWriteSize {
+				t.Fatalf("a streaming segment writes %d bytes at a time, want %d", cap(s.pending), streamWriteSize)
+			}
 			seq++
 			exit := wire.Frame{Seq: seq, Stream: wire.Exit, ExitCode: 7, StageCodes: []int{0, 7}}
 			if err := s.append(&exit); err != nil {
