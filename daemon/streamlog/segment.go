@@ -43,8 +43,8 @@ import (
 // records must become readable before a block is full, the block is padded.
 //
 // Writes run on goroutines of their own, one at a time per segment, while
-// the appender goes on into a second buffer (so a spilling log holds two of
-// writeSize): a direct write waits for the disk, and a socket daemon
+// the appender goes on into a second buffer (so a spilling log holds two
+// write buffers): a direct write waits for the disk, and a socket daemon
 // spilling 1 GiB spent half its time in that wait when the appender (the
 // reader of the child's pipe) made it, holding the child back. Side by side
 // (8 alternated runs of `sous exec` streaming 1 GiB through a socket
