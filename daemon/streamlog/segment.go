@@ -160,12 +160,29 @@ func (s *segment) setDirect(on bool) error {
 	return err
 }
 
-// alignedBuffer returns an empty slice of capacity n whose memory starts at
-// a block boundary, as O_DIRECT requires of the memory written from.
-func alignedBuffer(n int) []byte {
+// writeBuffer returns an empty write buffer of capacity n whose memory
+// starts at a page boundary, as O_DIRECT requires of the memory written
+// from. It is mapped outside the Go heap, where the garbage collector would
+// count it twice over: the heap may grow to twice what is live before a
+// collection, and a streaming log holds 8 MiB of these (the daemon's peak
+// RSS while a child wrote 2 GiB went from 42 to 53 MiB when they grew from
+// 1 to 4 MiB). Should the mapping fail, it comes from the heap. The caller
+// gives it back with freeBuffer.
+func writeBuffer(n int) []byte {
+	if b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err == nil {
+		return b[:0]
+	}
 	b := make([]byte, n+blockSize)
 	skip := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (blockSize - 1))
 	return b[skip : skip : skip+n]
+}
+
+// freeBuffer gives back a writeBuffer (nil is none), which nothing may use
+// afterwards: no write may be under way from it.
+func freeBuffer(b []byte) {
+	if cap(b) > 0 {
+		_ = unix.Munmap(b[:cap(b)]) // EINVAL for one from the heap: the collector's
+	}
 }
 
 func (s *segment) append(fr *wire.Frame) error {
@@ -242,7 +259,7 @@ func (s *segment) mirroredRun(seq int64) (mirroredRun, bool) {
 // put adds b to the segment, writing out the pending buffer as it fills.
 func (s *segment) put(b []byte) error {
 	if s.pending == nil {
-		s.pending = alignedBuffer(writeSize) // sealed, and written to again
+		s.pending = writeBuffer(writeSize) // sealed, and written to again
 	}
 	for len(b) > 0 {
 		if len(s.pending) == cap(s.pending) {
@@ -284,7 +301,8 @@ func (s *segment) writePending() error {
 	}
 	next := s.spare
 	if cap(next) < size {
-		next = alignedBuffer(size)
+		freeBuffer(next)
+		next = writeBuffer(size)
 	}
 	s.spare = nil
 	s.pending = next[:copy(next[:cap(next)], s.pending[n:])]
@@ -308,6 +326,7 @@ func (s *segment) wait() error {
 		_, err = s.f.WriteAt(w.buf, w.off)
 	}
 	if err != nil {
+		freeBuffer(w.buf)
 		if s.failed == nil {
 			s.failed = fmt.Errorf("spill: %w", err)
 		}
@@ -350,10 +369,17 @@ func (s *segment) flush() error {
 // no more: a new segment every SegmentSize bytes allocated them afresh.
 func (s *segment) inherit(prev *segment) {
 	if len(prev.pending) == 0 {
-		s.pending = prev.pending
+		s.pending, prev.pending = prev.pending, nil
 	}
-	s.spare = prev.spare
-	prev.pending, prev.spare = nil, nil
+	s.spare, prev.spare = prev.spare, nil
+	prev.freeBuffers()
+}
+
+// freeBuffers gives back the write buffers; no write may be under way.
+func (s *segment) freeBuffers() {
+	freeBuffer(s.pending)
+	freeBuffer(s.spare)
+	s.pending, s.spare = nil, nil
 }
 
 // seal flushes the segment and, once that succeeded, lets its buffer go:
@@ -362,7 +388,7 @@ func (s *segment) seal() error {
 	if err := s.flush(); err != nil {
 		return err
 	}
-	s.pending, s.spare = nil, nil
+	s.freeBuffers()
 	return nil
 }
 
@@ -432,7 +458,8 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 }
 
 func (s *segment) remove() {
-	s.wait() // nothing may write to the file once it is closed
+	s.wait() // nothing may write to the file, or from the buffers, after
+	s.freeBuffers()
 	s.f.Close()
 	s.r.Close()
 }
