@@ -59,7 +59,10 @@ with 128+n for the signal sous sent (130 for Ctrl-C, 143 for SIGTERM, 137 for
 SIGKILL); one that something else killed gives 128+n too, with a line naming
 the signal (139 for SIGSEGV), where the daemon says which (else 255). When
 the connection to a daemon drops, sous says so and reconnects; a signal while
-an earlier one has gone unanswered for a second makes it leave instead.
+an earlier one has gone unanswered for a second makes it leave instead. A
+Ctrl-C before the spawn is answered (sous waiting to reconnect, say) makes
+sous exit 130 too, after sending the signal to the command in case the daemon
+started it; if the daemon cannot be told, sous names the id to kill.
 
 --timeout stops the whole process group (SIGTERM, then SIGKILL after 3 s) and
 exits 124; the daemon enforces it when it can (process.spawn.timeout), so it
@@ -139,9 +142,20 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if o.detach && url == "embedded" {
 		return usageErrorf("exec: --detach needs a daemon that outlives sous: pass --socket or --remote (or set SOUS_SOCKET)")
 	}
+	// Signals are caught from here on, not only once the command runs: a
+	// Ctrl-C while sous connects or its spawn waits (for a reconnect, say)
+	// ended sous by the signal's default action, and a spawn the daemon had
+	// started ran on with nobody following it.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	startCtx, started := cancelOnSignal(ctx, sigs)
 	o.target.notices = streams.ErrOut
-	conn, err := o.target.open(ctx)
+	conn, err := o.target.open(startCtx)
 	if err != nil {
+		if sig := started(); sig != nil {
+			return &exitError{code: 128 + int(sig.(syscall.Signal))}
+		}
 		return err
 	}
 	defer conn.Shutdown()
@@ -149,7 +163,10 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	id := o.id
 	if id == "" {
 		id = uuid.NewString()
-	} else if err := checkIDFree(ctx, conn, id); err != nil {
+	} else if err := checkIDFree(startCtx, conn, id); err != nil {
+		if sig := started(); sig != nil {
+			return &exitError{code: 128 + int(sig.(syscall.Signal))}
+		}
 		return err
 	}
 	cwd := o.cwd
@@ -175,8 +192,19 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 				Stdin: inputFile(streams.In), Direct: direct}
 		}
 	}
-	p, err := conn.Spawn(ctx, spec, handler)
-	if err != nil {
+	p, err := conn.Spawn(startCtx, spec, handler)
+	switch sig := started(); {
+	case sig != nil && (err != nil || o.detach):
+		// Interrupted before the caller learned what runs: the spawn may
+		// have reached the daemon all the same, so the signal goes after
+		// it, as it would to a command sous follows.
+		return interruptedSpawn(ctx, streams, conn, id, sig.(syscall.Signal))
+	case sig != nil:
+		select { // follow forwards it to the command, as any other
+		case sigs <- sig:
+		default: // four more came meanwhile
+		}
+	case err != nil:
 		return notStarted(argv[0], err)
 	}
 	if o.detach {
@@ -184,7 +212,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		return nil
 	}
 	if o.tty {
-		return followTTY(ctx, streams, p, o.timeout) // exec_tty.go
+		return followTTY(ctx, streams, p, o.timeout, sigs) // exec_tty.go
 	}
 	if p.OutputPassed() {
 		stop := out.watchReaders(spec.Mirror.Stdout, spec.Mirror.Stderr)
@@ -199,7 +227,52 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		// A command that is already done (true, echo) needs no stdin.
 		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
 	}
-	return follow(ctx, streams, p, o.timeout, out, true)
+	return follow(ctx, streams, p, o.timeout, out, true, sigs)
+}
+
+// cancelOnSignal returns a context that the first signal on sigs cancels,
+// and started, which stops watching and says which signal that was (nil:
+// none). A signal that comes after started stays on sigs.
+func cancelOnSignal(ctx context.Context, sigs <-chan os.Signal) (context.Context, func() os.Signal) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := make(chan struct{})
+	caught := make(chan os.Signal, 1)
+	go func() {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+			cancel()
+		case <-stop:
+		}
+		caught <- sig
+	}()
+	var once sync.Once
+	var sig os.Signal
+	return ctx, func() os.Signal {
+		once.Do(func() {
+			close(stop)
+			sig = <-caught
+			cancel()
+		})
+		return sig
+	}
+}
+
+// interruptedSpawn sends sig after a spawn that a signal interrupted (or,
+// with --detach, that it came during): the command may be running on the
+// daemon with nobody to follow it or to know its id. A daemon that cannot
+// be told within killStuck gets named with the id instead.
+func interruptedSpawn(ctx context.Context, streams *IO, conn *client.Conn, id string, sig syscall.Signal) error {
+	ctx, cancel := context.WithTimeout(ctx, killStuck)
+	defer cancel()
+	err := conn.Call(ctx, "process.kill", map[string]any{"id": id, "signal": signalName(sig)}, nil)
+	switch {
+	case err == nil:
+		fmt.Fprintf(streams.ErrOut, "sous: interrupted; %s had started, and got %s\n", id, unix.SignalName(sig))
+	case !isNotRunning(err):
+		fmt.Fprintf(streams.ErrOut, "sous: interrupted while starting %s, which may still start or run on the daemon (%v); stop it with: sous kill %s\n", id, err, id)
+	}
+	return &exitError{code: 128 + int(sig)}
 }
 
 // checkIDFree refuses an --id a running process has on the daemon: the
@@ -356,14 +429,16 @@ func isNotRunning(err error) bool {
 // ignores it goes on (its stdout may still have a reader). Unlike in a
 // shell, its later writes to stderr do not fail, since they go to the
 // daemon's pipe; they are dropped.
-func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter, own bool) error {
+func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter, own bool, sigs chan os.Signal) error {
 	var broken, brokenErr <-chan struct{} // nil, never ready, without out (a terminal's output)
 	if out != nil {
 		broken, brokenErr = out.broken, out.brokenErr
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	if sigs == nil { // the caller catches none
+		sigs = make(chan os.Signal, 2)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+	}
 	var sent syscall.Signal
 	var lastInt time.Time
 	// Signals are forwarded on goroutines of their own: while the
@@ -697,7 +772,7 @@ func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) er
 	if res.FirstSeq > o.fromSeq+1 {
 		fmt.Fprintf(streams.ErrOut, "sous: attach: output before seq %d is no longer retained by the daemon\n", res.FirstSeq)
 	}
-	return follow(ctx, streams, p, 0, out, false) // attach watches: a viewer going away leaves the process be
+	return follow(ctx, streams, p, 0, out, false, nil) // attach watches: a viewer going away leaves the process be
 }
 
 // exactArgs is cobra.ExactArgs with a usage error (exit code 2) that shows

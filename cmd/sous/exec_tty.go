@@ -63,7 +63,7 @@ func localSize(streams *IO) (rows, cols int, ok bool) {
 // followTTY runs the local side of a terminal session: raw mode while it
 // lasts, keys forwarded as raw bytes, size changes forwarded, then the exit
 // code as follow gives it.
-func followTTY(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration) error {
+func followTTY(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, sigs chan os.Signal) error {
 	if fd, ok := terminalFd(streams.In); ok {
 		state, rerr := term.MakeRaw(fd)
 		if rerr != nil {
@@ -96,5 +96,5 @@ func followTTY(ctx context.Context, streams *IO, p *client.Proc, timeout time.Du
 		}
 	}()
 	go forwardStdin(ctx, p, streams.In, streams.ErrOut) // raw bytes: one key at a time from a raw terminal
-	return follow(ctx, streams, p, timeout, nil, true)
+	return follow(ctx, streams, p, timeout, nil, true, sigs)
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -499,5 +501,169 @@ func TestDaemonStopRefused(t *testing.T) {
 	case <-d.exited:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the daemon did not stop with the right token")
+	}
+}
+
+// spawnHolder relays connections to a daemon socket line by line and holds
+// up the first process.spawn: with holdRequest the request never reaches
+// the daemon; without, it does, but nothing the daemon sends after it
+// reaches the client. Either way the spawn waits, as one does while the
+// client reconnects.
+type spawnHolder struct {
+	path string
+	seen chan struct{} // closed once the spawn came by
+}
+
+func startSpawnHolder(t *testing.T, target string, holdRequest bool) *spawnHolder {
+	t.Helper()
+	h := &spawnHolder{path: filepath.Join(testutil.ShortTempDir(t), "hold.sock"), seen: make(chan struct{})}
+	ln, err := net.Listen("unix", h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var once sync.Once
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("unix", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); d.Close() })
+			var mute atomic.Bool
+			go func() { // client to daemon
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadBytes('\n')
+					if err != nil {
+						d.Close()
+						return
+					}
+					if bytes.Contains(line, []byte(`"method":"process.spawn"`)) {
+						first := false
+						once.Do(func() { first = true; close(h.seen) })
+						if first && holdRequest {
+							continue
+						}
+						if first {
+							mute.Store(true) // before the request: its answer comes after
+						}
+					}
+					if _, err := d.Write(line); err != nil {
+						return
+					}
+				}
+			}()
+			go func() { // daemon to client
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := d.Read(buf)
+					if n > 0 && !mute.Load() {
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						c.Close()
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return h
+}
+
+// fileText is a file's path whose String is its content, for messages.
+type fileText string
+
+func (f fileText) String() string {
+	b, _ := os.ReadFile(string(f))
+	return string(b)
+}
+
+// A Ctrl-C while exec's spawn waits for its answer ends exec with 130, as
+// one while it follows the command does, instead of killing it by the
+// signal's default action; and a command the daemon started meanwhile gets
+// the signal rather than running on with nobody to follow it.
+func TestExecInterruptedWhileStarting(t *testing.T) {
+	t.Parallel()
+	d := startServe(t, "exec-interrupted-token")
+	for _, tc := range []struct {
+		name        string
+		holdRequest bool
+	}{{"spawn not sent", true}, {"answer not received", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := startSpawnHolder(t, d.socket, tc.holdRequest)
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "pid")
+			t.Cleanup(func() { killPidFile(pidFile) })
+			// Files, not pipes: exec would pass pipes to the daemon, which
+			// this relay cannot carry.
+			out, err := os.Create(filepath.Join(dir, "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			stderr := fileText(filepath.Join(dir, "err"))
+			errFile, err := os.Create(string(stderr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer errFile.Close()
+			cmd := d.sousCmd(t, d.clientEnv(), "exec", "--socket", h.path, "--", "sh", "-c", "echo $$ > "+pidFile+"; exec sleep 60")
+			cmd.Stdout, cmd.Stderr = out, errFile
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-h.seen:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("no spawn came by; stderr:\n%s", stderr.String())
+			}
+			pid := 0
+			if !tc.holdRequest {
+				deadline := time.Now().Add(10 * time.Second)
+				for !lineWritten(pidFile) {
+					if time.Now().After(deadline) {
+						cmd.Process.Kill()
+						t.Fatal("the command did not start")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				pid = readPid(t, pidFile)
+			}
+			cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("exec still waits 10 s after Ctrl-C; stderr:\n%s", stderr.String())
+			}
+			if code := exitCode(err); code != 130 {
+				t.Fatalf("exit %v (code %d), want code 130; stderr:\n%s", err, code, stderr.String())
+			}
+			if pid != 0 && !strings.Contains(stderr.String(), "stop it with: sous kill ") {
+				// The kill's answer is held up too: exec cannot know it worked.
+				t.Errorf("stderr does not say what may still run:\n%s", stderr.String())
+			}
+			if pid != 0 {
+				deadline := time.Now().Add(10 * time.Second)
+				for syscall.Kill(pid, 0) == nil {
+					if time.Now().After(deadline) {
+						t.Fatalf("the command the daemon started (pid %d) still runs after exec left; stderr:\n%s", pid, stderr.String())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
 	}
 }
