@@ -150,6 +150,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	startCtx, started := cancelOnSignal(ctx, sigs)
+	defer started() // idempotent: ends the watch on every way out
 	o.target.notices = streams.ErrOut
 	conn, err := o.target.open(startCtx)
 	if err != nil {
