@@ -527,8 +527,8 @@ func (l *Log) NewCursor(fromSeq int64) *Cursor {
 // memory window (the CPUs busy with its child and the child's reader) read
 // each frame back from disk into a fresh buffer only to send it without
 // its data, slower than the child wrote: once behind, it stayed behind.
-// Side by side (8 runs of a 1 GiB stream through a socket daemon), the
-// runs where it fell behind took 1.5-2.3 s against 1.2-1.3 s.
+// In 10 runs of a 1 GiB stream through a socket daemon, the 4 where it
+// fell behind took 1.5-2.3 s against 1.2-1.3 s.
 func (c *Cursor) SkipMirroredData() {
 	c.log.mu.Lock()
 	c.skipMirrored = true
