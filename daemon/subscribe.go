@@ -157,7 +157,8 @@ func (se *Session) deliver(sub *subscription) {
 // While the spawner's mirror carries a stream, the frames it gets are bare
 // seqs (the data went down its pipe), and it gets them paced: after a batch
 // of paceFrames or more such frames, the pump waits paceFor (or for the
-// exit) before taking the next, so one batch carries what came meanwhile.
+// exit, or until the child waits for room its unread frames hold) before
+// taking the next, so one batch carries what came meanwhile.
 // Taken as they came, a 1 GiB stream was about 3000 batches, each waking
 // the pump and the client: 14,000 context switches in the client alone, on
 // the CPUs the child and the pipe's reader need.
@@ -173,6 +174,9 @@ func (se *Session) pump(sub *subscription) {
 		if !sub.pace {
 			continue
 		}
+		// Where the log cannot spill, frames this cursor has not read
+		// hold the child back: the pause ends as soon as they do.
+		roomWanted := sub.cur.RoomWanted()
 		sub.cur.Release() // the appender may need its frames' room meanwhile
 		if pacer == nil {
 			pacer = time.NewTimer(paceFor)
@@ -181,6 +185,7 @@ func (se *Session) pump(sub *subscription) {
 		}
 		select {
 		case <-pacer.C:
+		case <-roomWanted:
 		case <-sub.proc.Done():
 		case <-se.ctx.Done():
 		}

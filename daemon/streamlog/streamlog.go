@@ -101,6 +101,10 @@ type Log struct {
 	// change. Copied on write, so a snapshot can be walked unlocked.
 	watched  []*Cursor
 	spillErr error // the first spill failure; spilling stops after it
+	// roomWanted (RoomWanted) is closed when an appender starts waiting
+	// for room; blocked counts the appenders waiting.
+	roomWanted chan struct{}
+	blocked    int
 }
 
 // New returns an empty Log.
@@ -162,6 +166,11 @@ func (l *Log) AppendAll(ctx context.Context, frames []wire.Frame) (int, error) {
 				break
 			}
 			l.broadcast() // what is in already may be what the reader waits for
+			if l.roomWanted != nil {
+				close(l.roomWanted)
+				l.roomWanted = nil
+			}
+			l.blocked++
 			wait := l.waitChan()
 			watched := l.watched
 			l.mu.Unlock()
@@ -169,9 +178,13 @@ func (l *Log) AppendAll(ctx context.Context, frames []wire.Frame) (int, error) {
 			select {
 			case <-wait:
 			case <-ctx.Done():
+				l.mu.Lock()
+				l.blocked--
+				l.mu.Unlock()
 				return i, ctx.Err()
 			}
 			l.mu.Lock()
+			l.blocked--
 		}
 		l.last++
 		f.Seq = l.last
@@ -533,6 +546,25 @@ func (c *Cursor) SkipMirroredData() {
 	c.log.mu.Lock()
 	c.skipMirrored = true
 	c.log.mu.Unlock()
+}
+
+// RoomWanted returns a channel that is closed once an appender waits for
+// room that this log's readers hold up (at once if one does already): a
+// reader that pauses on purpose, to take more per batch, stops pausing
+// then, since the child is held back meanwhile.
+func (c *Cursor) RoomWanted() <-chan struct{} {
+	l := c.log
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.roomWanted == nil {
+		l.roomWanted = make(chan struct{})
+	}
+	ch := l.roomWanted
+	if l.blocked > 0 {
+		close(ch)
+		l.roomWanted = nil
+	}
+	return ch
 }
 
 // Release tells the log that the reader is done with the frames Next last

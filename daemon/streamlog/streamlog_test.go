@@ -782,3 +782,47 @@ func TestShed(t *testing.T) {
 		}
 	})
 }
+
+// RoomWanted tells a reader that pauses on purpose when an appender waits
+// for room the reader's unread frames hold (a log that cannot spill): the
+// channel closes as the appender starts waiting, and one asked for while it
+// waits is closed already.
+func TestRoomWanted(t *testing.T) {
+	l := New(Options{MemLimit: 8 << 10})
+	defer l.Close()
+	c := l.NewCursor(0)
+	wanted := c.RoomWanted()
+	appendN(t, l, 7, 1000) // fits
+	select {
+	case <-wanted:
+		t.Fatal("closed while the appender had room")
+	default:
+	}
+	appended := make(chan error, 1)
+	go func() {
+		_, err := l.Append(context.Background(), wire.Frame{Stream: wire.Stdout, Data: payload(9, 4000)})
+		appended <- err
+	}()
+	select {
+	case <-wanted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not closed while the appender waits for room")
+	}
+	select {
+	case <-c.RoomWanted():
+	default:
+		t.Fatal("asked for while the appender waits, not closed")
+	}
+	if _, err := c.Next(context.Background(), nil, 1<<20); err != nil { // the room
+		t.Fatal(err)
+	}
+	c.Release()
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.RoomWanted():
+		t.Fatal("closed with nobody waiting")
+	default:
+	}
+}
