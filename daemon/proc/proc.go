@@ -141,8 +141,18 @@ func NewRegistry(opt Options) *Registry {
 	r := &Registry{opt: opt, procs: make(map[string]*Process), stopping: make(chan struct{})}
 	r.opt.Log.Recycle = r.putBuf
 	r.opt.Log.OnDisk = r.spilledChanged
+	if r.opt.Log.WriteSlots == nil {
+		r.opt.Log.WriteSlots = streamlog.NewWriteSlots(maxStreamingSpills)
+	}
 	return r
 }
+
+// maxStreamingSpills bounds the processes whose replay spills through 4 MiB
+// write buffers at once (streamlog.WriteSlots): each holds two until its
+// spill file is sealed (it exits, or the file reaches its size), so a
+// process that streamed once and then idles keeps them; the others write
+// 1 MiB at a time.
+const maxStreamingSpills = 4
 
 // frameBuf is one read's worth of output. Buffers go round from readPipe to
 // the stream log and back (streamlog.Options.Recycle): a fresh 32 KiB buffer

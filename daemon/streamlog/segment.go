@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -66,10 +67,12 @@ type segment struct {
 	// them from here, without reading the file (mirroredRun).
 	runs []mirroredRun
 
-	writing *segWrite // the write under way, if any
-	queued  int64     // the offset after it: flushed plus its size
-	spare   []byte    // the write buffer the last finished write gave back
-	failed  error     // the first write that failed; the segment is given up
+	slots   *WriteSlots // where big comes from; nil: no bound
+	big     bool        // the segment holds a slot: its buffers are streamWriteSize
+	writing *segWrite   // the write under way, if any
+	queued  int64       // the offset after it: flushed plus its size
+	spare   []byte      // the write buffer the last finished write gave back
+	failed  error       // the first write that failed; the segment is given up
 }
 
 // segWrite is a write under way (writePending).
@@ -113,7 +116,9 @@ const (
 	maxRuns = 2048
 )
 
-func newSegment(dir string, first int64) (*segment, error) {
+// newSegment creates a segment file in dir for frames from first on; its
+// larger write buffers come from slots (nil: unbounded).
+func newSegment(dir string, first int64, slots *WriteSlots) (*segment, error) {
 	f, err := os.CreateTemp(dir, fmt.Sprintf("seg-%d-*", first))
 	if err != nil {
 		return nil, fmt.Errorf("spill: %w", err)
@@ -131,7 +136,7 @@ func newSegment(dir string, first int64) (*segment, error) {
 		}
 		return nil, fmt.Errorf("spill: %w", err)
 	}
-	s := &segment{f: f, r: r, first: first, last: first - 1}
+	s := &segment{f: f, r: r, first: first, last: first - 1, slots: slots}
 	s.direct = s.setDirect(true) == nil // tmpfs before Linux 6.6, for one, refuses
 	return s, nil
 }
@@ -296,8 +301,11 @@ func (s *segment) writePending() error {
 		defer close(w.done)
 		_, w.err = f.WriteAt(w.buf, w.off)
 	}(s.f)
+	if !s.big && s.queued >= streamAfter && s.slots.take() {
+		s.big = true
+	}
 	size := writeSize
-	if s.queued >= streamAfter || cap(s.pending) > writeSize {
+	if s.big {
 		size = streamWriteSize
 	}
 	next := s.spare
@@ -369,6 +377,7 @@ func (s *segment) flush() error {
 // inherit takes the write buffers of prev, which is flushed and written to
 // no more: a new segment every SegmentSize bytes allocated them afresh.
 func (s *segment) inherit(prev *segment) {
+	s.big, prev.big = prev.big, false
 	if len(prev.pending) == 0 {
 		s.pending, prev.pending = prev.pending, nil
 	}
@@ -381,6 +390,39 @@ func (s *segment) freeBuffers() {
 	freeBuffer(s.pending)
 	freeBuffer(s.spare)
 	s.pending, s.spare = nil, nil
+	if s.big {
+		s.slots.give()
+		s.big = false
+	}
+}
+
+// WriteSlots bounds how many logs spill through streamWriteSize buffers at
+// once (Options.WriteSlots): past it, a stream writes writeSize at a time,
+// so that many streams together do not hold 8 MiB each. Safe for
+// concurrent use; the nil WriteSlots bounds nothing.
+type WriteSlots struct {
+	max  int32
+	used atomic.Int32
+}
+
+// NewWriteSlots returns WriteSlots for n logs at once.
+func NewWriteSlots(n int) *WriteSlots { return &WriteSlots{max: int32(n)} }
+
+func (w *WriteSlots) take() bool {
+	if w == nil {
+		return true
+	}
+	if w.used.Add(1) > w.max {
+		w.used.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (w *WriteSlots) give() {
+	if w != nil {
+		w.used.Add(-1)
+	}
 }
 
 // seal flushes the segment and, once that succeeded, lets its buffer go:

@@ -14,7 +14,7 @@ import (
 // Spilled frames keep the extension members: a pipeline stage's stderr,
 // the stage codes, timeout and signal of an exit frame, and the Mirrored mark.
 func TestSegmentKeepsExtensionMembers(t *testing.T) {
-	s, err := newSegment(t.TempDir(), 1)
+	s, err := newSegment(t.TempDir(), 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestSkipMirroredData(t *testing.T) {
 // mark, and no more than maxRuns of them (what follows is read from the
 // file).
 func TestMirroredRuns(t *testing.T) {
-	s, err := newSegment(t.TempDir(), 1)
+	s, err := newSegment(t.TempDir(), 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 	for _, direct := range []bool{true, false} {
 		name := map[bool]string{true: "direct", false: "buffered"}[direct]
 		t.Run(name, func(t *testing.T) {
-			s, err := newSegment(t.TempDir(), 1)
+			s, err := newSegment(t.TempDir(), 1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,4 +223,39 @@ func TestSpillWriteFailureDegrades(t *testing.T) {
 	if fs[0].Seq != st.FirstSeq {
 		t.Fatalf("replay starts at %d, FirstSeq says %d", fs[0].Seq, st.FirstSeq)
 	}
+}
+
+// Logs sharing WriteSlots take the larger write buffers of a stream up to
+// their number; the rest write writeSize at a time, and a slot comes back
+// once its log's stream ends.
+func TestWriteSlotsBoundLargeBuffers(t *testing.T) {
+	slots := NewWriteSlots(1)
+	logs := make([]*Log, 2)
+	for i := range logs {
+		logs[i] = New(Options{MemLimit: 256 << 10, SpillDir: t.TempDir(), WriteSlots: slots})
+		defer logs[i].Close()
+	}
+	stream := func(l *Log) {
+		appendN(t, l, int(streamAfter/(64<<10))+40, 64<<10)
+	}
+	pendingCap := func(l *Log) int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return cap(l.segs[len(l.segs)-1].pending)
+	}
+	stream(logs[0])
+	stream(logs[1])
+	if got, other := pendingCap(logs[0]), pendingCap(logs[1]); got != streamWriteSize || other != writeSize {
+		t.Fatalf("write buffers of %d and %d bytes, want %d and %d", got, other, streamWriteSize, writeSize)
+	}
+	appendExit(t, logs[0], 0) // seals its segment: the slot comes back
+	stream(logs[1])
+	if got := pendingCap(logs[1]); got != streamWriteSize {
+		t.Fatalf("the second stream writes %d bytes at a time after the first ended, want %d", got, streamWriteSize)
+	}
+	appendExit(t, logs[1], 0)
+	if n := slots.used.Load(); n != 0 {
+		t.Fatalf("%d slots still taken after both streams ended", n)
+	}
+	readAll(t, logs[1].NewCursor(0), 1<<20)
 }

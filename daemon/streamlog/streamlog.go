@@ -45,6 +45,9 @@ type Options struct {
 	// buffer. A buffer still being delivered is left to the garbage
 	// collector instead.
 	Recycle func([]byte)
+	// WriteSlots, when set, bounds the logs sharing it that spill through
+	// the larger write buffers of a sustained stream at once.
+	WriteSlots *WriteSlots
 	// OnDisk, when set, is told every change of the bytes spilled to disk
 	// (positive as segments grow, negative as they are dropped), so that an
 	// owner of many logs can bound their total. It is called with the log
@@ -397,7 +400,7 @@ func (l *Log) spill(f *wire.Frame) error {
 	if n := len(l.segs); n > 0 && l.segs[n-1].size < l.opt.SegmentSize {
 		seg = l.segs[n-1]
 	} else {
-		s, err := newSegment(l.opt.SpillDir, f.Seq)
+		s, err := newSegment(l.opt.SpillDir, f.Seq, l.opt.WriteSlots)
 		if err != nil {
 			return err
 		}
