@@ -148,10 +148,10 @@ func NewRegistry(opt Options) *Registry {
 }
 
 // maxStreamingSpills bounds the processes whose replay spills through 4 MiB
-// write buffers at once (streamlog.WriteSlots): each holds two until its
-// spill file is sealed (it exits, or the file reaches its size), so a
-// process that streamed once and then idles keeps them; the others write
-// 1 MiB at a time.
+// write buffers at once (streamlog.WriteSlots): each holds two until it
+// exits (the next spill file takes them over from a full one), so a process
+// that streamed once and then idles keeps them; the others write 1 MiB at a
+// time.
 const maxStreamingSpills = 4
 
 // frameBuf is one read's worth of output. Buffers go round from readPipe to
