@@ -446,8 +446,10 @@ func (s *segment) locate(seq int64) (int64, int64) {
 
 // read scans records from (seq, off), skips those before want, and appends
 // frames up to about maxBytes of data, stopping at end. With skipMirrored,
-// output frames marked Mirrored come without their data.
-func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int, skipMirrored bool) ([]wire.Frame, error) {
+// output frames marked Mirrored come without their data. The data goes into
+// the room left in *arena, each frame's capped to its own length, and into
+// fresh buffers once that is full (or arena is nil).
+func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int, skipMirrored bool, arena *[]byte) ([]wire.Frame, error) {
 	r := io.NewSectionReader(s.r, off, end-off)
 	var h [recordHeader]byte
 	size := 0
@@ -473,7 +475,14 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 			buf = append(buf, wire.Frame{Seq: seq, Stream: stream, Stage: int(int32(binary.BigEndian.Uint32(h[1:5]))), Mirrored: true})
 			size += frameOverhead
 		} else {
-			data := make([]byte, n)
+			var data []byte
+			if arena != nil && int64(cap(*arena)-len(*arena)) >= n {
+				a, k := *arena, len(*arena)
+				data = a[k : k+int(n) : k+int(n)]
+				*arena = a[:k+int(n)]
+			} else {
+				data = make([]byte, n)
+			}
 			if _, err := io.ReadFull(r, data); err != nil {
 				return buf, fmt.Errorf("spill read: %w", err)
 			}

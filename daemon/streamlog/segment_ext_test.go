@@ -36,7 +36,7 @@ func TestSegmentKeepsExtensionMembers(t *testing.T) {
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.read(nil, 1, 0, s.size, 1, 1<<20, false)
+	out, err := s.read(nil, 1, 0, s.size, 1, 1<<20, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestSegmentKeepsExtensionMembers(t *testing.T) {
 	}
 	// Skipping mirrored data leaves the rest as it was: an exit frame's
 	// timeout and signal bits are not the mark.
-	skipped, err := s.read(nil, 1, 0, s.size, 1, 1<<20, true)
+	skipped, err := s.read(nil, 1, 0, s.size, 1, 1<<20, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

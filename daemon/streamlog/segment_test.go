@@ -84,7 +84,7 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 			}
 			// Reading from the middle, through the sparse index.
 			from, pos := s.locate(seq / 2)
-			mid, err := s.read(nil, from, pos, s.size, seq/2, 1<<30, false)
+			mid, err := s.read(nil, from, pos, s.size, seq/2, 1<<30, false, nil)
 			if err != nil || len(mid) != int(seq-seq/2+1) || mid[0].Seq != seq/2 {
 				t.Fatalf("read from %d: %d frames from %v, err %v", seq/2, len(mid), mid[0].Seq, err)
 			}
@@ -95,7 +95,7 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 // checkSegment reads s whole and checks it holds frames 1..last.
 func checkSegment(t *testing.T, s *segment, last int64) []wire.Frame {
 	t.Helper()
-	fs, err := s.read(nil, s.first, 0, s.size, s.first, 1<<30, false)
+	fs, err := s.read(nil, s.first, 0, s.size, s.first, 1<<30, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,4 +258,37 @@ func TestWriteSlotsBoundLargeBuffers(t *testing.T) {
 		t.Fatalf("%d slots still taken after both streams ended", n)
 	}
 	readAll(t, logs[1].NewCursor(0), 1<<20)
+}
+
+// Frames read back into an arena each have a slice of their own: appending
+// to one does not reach the next, and those past the arena's room get
+// buffers of their own.
+func TestSegmentReadArena(t *testing.T) {
+	s, err := newSegment(t.TempDir(), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.remove()
+	for seq := int64(1); seq <= 3; seq++ {
+		if err := s.append(&wire.Frame{Seq: seq, Stream: wire.Stdout, Data: payload(seq, 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	arena := make([]byte, 0, 250) // room for two
+	fs, err := s.read(nil, 1, 0, s.size, 1, 1<<20, false, &arena)
+	if err != nil || len(fs) != 3 {
+		t.Fatalf("read %d frames, %v", len(fs), err)
+	}
+	_ = append(fs[0].Data, 'x')
+	for _, f := range fs {
+		if !bytes.Equal(f.Data, payload(f.Seq, 100)) {
+			t.Fatalf("frame %d data differs", f.Seq)
+		}
+	}
+	if len(arena) != 200 {
+		t.Fatalf("the arena holds %d bytes, want the two frames that fit", len(arena))
+	}
 }

@@ -61,6 +61,9 @@ func readAll(t *testing.T, c *Cursor, maxBytes int) []wire.Frame {
 		if len(all) == n0 && err == nil {
 			t.Fatal("Next returned nothing")
 		}
+		for i := n0; i < len(all); i++ { // valid until the next call only
+			all[i].Data = bytes.Clone(all[i].Data)
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
