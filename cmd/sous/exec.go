@@ -146,18 +146,21 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	// Ctrl-C while sous connects or its spawn waits (for a reconnect, say)
 	// ended sous by the signal's default action, and a spawn the daemon had
 	// started ran on with nobody following it.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	sigs, stopSignals := catchSignals()
+	defer stopSignals()
 	startCtx, started := cancelOnSignal(ctx, sigs)
 	defer started() // idempotent: ends the watch on every way out
+	// unlessInterrupted is err, or the exit of a signal that cut it short.
+	unlessInterrupted := func(err error) error {
+		if sig := started(); sig != 0 {
+			return &exitError{code: 128 + int(sig)}
+		}
+		return err
+	}
 	o.target.notices = streams.ErrOut
 	conn, err := o.target.open(startCtx)
 	if err != nil {
-		if sig := started(); sig != nil {
-			return &exitError{code: 128 + int(sig.(syscall.Signal))}
-		}
-		return err
+		return unlessInterrupted(err)
 	}
 	defer conn.Shutdown()
 
@@ -165,10 +168,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	if id == "" {
 		id = uuid.NewString()
 	} else if err := checkIDFree(startCtx, conn, id); err != nil {
-		if sig := started(); sig != nil {
-			return &exitError{code: 128 + int(sig.(syscall.Signal))}
-		}
-		return err
+		return unlessInterrupted(err)
 	}
 	cwd := o.cwd
 	if cwd != "" && isLocal(url) {
@@ -195,12 +195,12 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	}
 	p, err := conn.Spawn(startCtx, spec, handler)
 	switch sig := started(); {
-	case sig != nil && (err != nil || o.detach):
+	case sig != 0 && (err != nil || o.detach):
 		// Interrupted before the caller learned what runs: the spawn may
 		// have reached the daemon all the same, so the signal goes after
 		// it, as it would to a command sous follows.
-		return interruptedSpawn(ctx, streams, conn, id, sig.(syscall.Signal))
-	case sig != nil:
+		return interruptedSpawn(ctx, streams, conn, id, sig)
+	case sig != 0:
 		select { // follow forwards it to the command, as any other
 		case sigs <- sig:
 		default: // four more came meanwhile
@@ -231,25 +231,36 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 	return follow(ctx, streams, p, o.timeout, out, true, sigs)
 }
 
-// cancelOnSignal returns a context that the first signal on sigs cancels,
-// and started, which stops watching and says which signal that was (nil:
-// none). A signal that comes after started stays on sigs.
-func cancelOnSignal(ctx context.Context, sigs <-chan os.Signal) (context.Context, func() os.Signal) {
+// catchSignals catches the signals exec and attach act on (follow) until
+// stop.
+func catchSignals() (sigs chan os.Signal, stop func()) {
+	sigs = make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	return sigs, func() { signal.Stop(sigs) }
+}
+
+// cancelOnSignal returns a context that the first signal on sigs (from
+// catchSignals) cancels, and started, which stops watching and says which
+// signal that was (0: none). A signal that comes after started stays on
+// sigs. (run's interruptible is the same for a run, which then lets the
+// signals' default action back instead of forwarding them.)
+func cancelOnSignal(ctx context.Context, sigs <-chan os.Signal) (context.Context, func() syscall.Signal) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := make(chan struct{})
-	caught := make(chan os.Signal, 1)
+	caught := make(chan syscall.Signal, 1)
 	go func() {
-		var sig os.Signal
+		var sig syscall.Signal
 		select {
-		case sig = <-sigs:
+		case s := <-sigs:
+			sig = s.(syscall.Signal)
 			cancel()
 		case <-stop:
 		}
 		caught <- sig
 	}()
 	var once sync.Once
-	var sig os.Signal
-	return ctx, func() os.Signal {
+	var sig syscall.Signal
+	return ctx, func() syscall.Signal {
 		once.Do(func() {
 			close(stop)
 			sig = <-caught
@@ -416,8 +427,9 @@ func isNotRunning(err error) bool {
 	return errors.As(err, &we) && (we.Message == "Process not running" || we.Message == "Process not found")
 }
 
-// follow waits for p's exit while forwarding signals, and turns the exit into
-// sous's own exit code. out may be nil (--tty writes the output itself).
+// follow waits for p's exit while forwarding the signals on sigs (caught by
+// the caller, catchSignals), and turns the exit into sous's own exit code.
+// out may be nil (--tty writes the output itself).
 //
 // own says the command is this sous's (exec), as opposed to one it only
 // watches (attach). When out.broken closes (the reader of sous's stdout
@@ -430,15 +442,10 @@ func isNotRunning(err error) bool {
 // ignores it goes on (its stdout may still have a reader). Unlike in a
 // shell, its later writes to stderr do not fail, since they go to the
 // daemon's pipe; they are dropped.
-func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter, own bool, sigs chan os.Signal) error {
+func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter, own bool, sigs <-chan os.Signal) error {
 	var broken, brokenErr <-chan struct{} // nil, never ready, without out (a terminal's output)
 	if out != nil {
 		broken, brokenErr = out.broken, out.brokenErr
-	}
-	if sigs == nil { // the caller catches none
-		sigs = make(chan os.Signal, 2)
-		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-		defer signal.Stop(sigs)
 	}
 	var sent syscall.Signal
 	var lastInt time.Time
@@ -773,7 +780,9 @@ func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) er
 	if res.FirstSeq > o.fromSeq+1 {
 		fmt.Fprintf(streams.ErrOut, "sous: attach: output before seq %d is no longer retained by the daemon\n", res.FirstSeq)
 	}
-	return follow(ctx, streams, p, 0, out, false, nil) // attach watches: a viewer going away leaves the process be
+	sigs, stopSignals := catchSignals()
+	defer stopSignals()
+	return follow(ctx, streams, p, 0, out, false, sigs) // attach watches: a viewer going away leaves the process be
 }
 
 // exactArgs is cobra.ExactArgs with a usage error (exit code 2) that shows

@@ -63,7 +63,7 @@ func localSize(streams *IO) (rows, cols int, ok bool) {
 // followTTY runs the local side of a terminal session: raw mode while it
 // lasts, keys forwarded as raw bytes, size changes forwarded, then the exit
 // code as follow gives it.
-func followTTY(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, sigs chan os.Signal) error {
+func followTTY(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, sigs <-chan os.Signal) error {
 	if fd, ok := terminalFd(streams.In); ok {
 		state, rerr := term.MakeRaw(fd)
 		if rerr != nil {
