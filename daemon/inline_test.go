@@ -199,7 +199,7 @@ func (s *batchSink) SendGone([]byte, wire.Gone) error { return nil }
 
 // The spawner of a mirrored stream gets its frames' seqs paced into few
 // batches, every seq once and in order, marked, and then the exit; so does
-// the spawner of a short output, which no pacing holds up.
+// the spawner of a short output.
 func TestSpawnerFramesPaced(t *testing.T) {
 	srv, err := New(Config{})
 	if err != nil {
