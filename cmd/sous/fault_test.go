@@ -579,14 +579,6 @@ func startSpawnHolder(t *testing.T, target string, holdRequest bool) *spawnHolde
 	return h
 }
 
-// fileText is a file's path whose String is its content, for messages.
-type fileText string
-
-func (f fileText) String() string {
-	b, _ := os.ReadFile(string(f))
-	return string(b)
-}
-
 // A Ctrl-C while exec's spawn waits for its answer ends exec with 130, as
 // one while it follows the command does, instead of killing it by the
 // signal's default action; and a command the daemon started meanwhile gets
@@ -610,14 +602,15 @@ func TestExecInterruptedWhileStarting(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer out.Close()
-			stderr := fileText(filepath.Join(dir, "err"))
-			errFile, err := os.Create(string(stderr))
+			errPath := filepath.Join(dir, "err")
+			errFile, err := os.Create(errPath)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer errFile.Close()
 			cmd := d.sousCmd(t, d.clientEnv(), "exec", "--socket", h.path, "--", "sh", "-c", "echo $$ > "+pidFile+"; exec sleep 60")
 			cmd.Stdout, cmd.Stderr = out, errFile
+			stderr := func() string { b, _ := os.ReadFile(errPath); return string(b) }
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -627,7 +620,7 @@ func TestExecInterruptedWhileStarting(t *testing.T) {
 			case <-h.seen:
 			case <-time.After(20 * time.Second):
 				cmd.Process.Kill()
-				t.Fatalf("no spawn came by; stderr:\n%s", stderr.String())
+				t.Fatalf("no spawn came by; stderr:\n%s", stderr())
 			}
 			pid := 0
 			if !tc.holdRequest {
@@ -646,20 +639,20 @@ func TestExecInterruptedWhileStarting(t *testing.T) {
 			case err = <-done:
 			case <-time.After(10 * time.Second):
 				cmd.Process.Kill()
-				t.Fatalf("exec still waits 10 s after Ctrl-C; stderr:\n%s", stderr.String())
+				t.Fatalf("exec still waits 10 s after Ctrl-C; stderr:\n%s", stderr())
 			}
 			if code := exitCode(err); code != 130 {
-				t.Fatalf("exit %v (code %d), want code 130; stderr:\n%s", err, code, stderr.String())
+				t.Fatalf("exit %v (code %d), want code 130; stderr:\n%s", err, code, stderr())
 			}
-			if pid != 0 && !strings.Contains(stderr.String(), "stop it with: sous kill ") {
+			if pid != 0 && !strings.Contains(stderr(), "stop it with: sous kill ") {
 				// The kill's answer is held up too: exec cannot know it worked.
-				t.Errorf("stderr does not say what may still run:\n%s", stderr.String())
+				t.Errorf("stderr does not say what may still run:\n%s", stderr())
 			}
 			if pid != 0 {
 				deadline := time.Now().Add(10 * time.Second)
 				for syscall.Kill(pid, 0) == nil {
 					if time.Now().After(deadline) {
-						t.Fatalf("the command the daemon started (pid %d) still runs after exec left; stderr:\n%s", pid, stderr.String())
+						t.Fatalf("the command the daemon started (pid %d) still runs after exec left; stderr:\n%s", pid, stderr())
 					}
 					time.Sleep(10 * time.Millisecond)
 				}
