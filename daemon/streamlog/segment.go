@@ -60,7 +60,10 @@ type segment struct {
 	size    int64 // bytes appended, including pending and padding
 	flushed int64 // bytes on the file (a multiple of blockSize when direct)
 	pending []byte
-	index   []indexEntry // sparse seq -> offset, one entry per indexEvery bytes
+	// tail holds, while the write buffers are let go (release), the
+	// pending bytes short of a whole block; the next put takes them back.
+	tail  []byte
+	index []indexEntry // sparse seq -> offset, one entry per indexEvery bytes
 
 	// runs are the segment's runs of consecutive Mirrored frames of one
 	// stream, up to maxRuns of them: a reader that skips their data reads
@@ -264,8 +267,9 @@ func (s *segment) mirroredRun(seq int64) (mirroredRun, bool) {
 
 // put adds b to the segment, writing out the pending buffer as it fills.
 func (s *segment) put(b []byte) error {
-	if s.pending == nil {
-		s.pending = writeBuffer(writeSize) // sealed, and written to again
+	if s.pending == nil { // sealed or released, and written to again
+		s.pending = append(writeBuffer(writeSize), s.tail...)
+		s.tail = nil
 	}
 	for len(b) > 0 {
 		if len(s.pending) == cap(s.pending) {
@@ -372,6 +376,26 @@ func (s *segment) flush() error {
 		return err
 	}
 	return s.wait()
+}
+
+// release lets the write buffers (and a large-buffer slot) go while no
+// frames come: what whole blocks the pending bytes hold is written, and the
+// rest kept in tail. Unlike seal it pads nothing, so a quiet process that
+// now and then writes a line past its memory window does not spend a block
+// on each.
+func (s *segment) release() error {
+	if s.pending == nil && s.spare == nil {
+		return s.failed
+	}
+	err := s.writePending()
+	if err == nil {
+		err = s.wait()
+	}
+	if err == nil {
+		s.tail = append([]byte(nil), s.pending...)
+	}
+	s.freeBuffers() // no write is under way: wait, or the failed one, saw to it
+	return err
 }
 
 // inherit takes the write buffers of prev, which is flushed and written to

@@ -260,6 +260,69 @@ func TestWriteSlotsBoundLargeBuffers(t *testing.T) {
 	readAll(t, logs[1].NewCursor(0), 1<<20)
 }
 
+// A log that stops spilling lets its write buffers and its large-buffer
+// slot go after Options.IdleRelease, without padding the spill file (a
+// quiet process that writes a line now and then must not spend a block on
+// each), and takes them again when frames come: replay stays exact.
+func TestIdleReleasesWriteBuffers(t *testing.T) {
+	slots := NewWriteSlots(1)
+	// A memory window of one frame: each append spills the frame before.
+	l := New(Options{MemLimit: 1, SpillDir: t.TempDir(), WriteSlots: slots, IdleRelease: 20 * time.Millisecond})
+	defer l.Close()
+	held := func() (pending, spare, tail int) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		s := l.segs[len(l.segs)-1]
+		return cap(s.pending), cap(s.spare), len(s.tail)
+	}
+	released := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for slots.used.Load() != 0 || func() bool { p, s, _ := held(); return p+s > 0 }() {
+			if time.Now().After(deadline) {
+				p, s, _ := held()
+				t.Fatalf("write buffers of %d and %d bytes and %d slots held a while after the last spill", p, s, slots.used.Load())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	appendN(t, l, int(streamAfter/(64<<10))+40, 64<<10)
+	appendN(t, l, 1, 1000)
+	appendN(t, l, 1, 1000) // spills the first: the spill's end is off a block boundary
+	if p, _, _ := held(); p != streamWriteSize || slots.used.Load() != 1 {
+		t.Fatalf("a stream writes %d bytes at a time with %d slots taken, want %d and 1", p, slots.used.Load(), streamWriteSize)
+	}
+	disk := l.Stats().Disk
+	released()
+	if _, _, tail := held(); tail == 0 || tail >= blockSize {
+		t.Fatalf("kept %d bytes short of a block, want the spill's last partial block", tail)
+	}
+	if got := l.Stats().Disk; got != disk {
+		t.Fatalf("letting the buffers go took the disk from %d to %d bytes: padded", disk, got)
+	}
+	// A quiet process writing a line at a time, each spilled (by the next)
+	// after an idle spell: they go on the file one after another, unpadded.
+	spilled := 1000
+	for range 3 {
+		before := l.Stats().Disk
+		appendN(t, l, 1, 100)
+		released()
+		if grew := l.Stats().Disk - before; grew != int64(recordHeader+spilled) {
+			t.Fatalf("spilling a %d-byte frame after an idle spell took %d bytes of disk", spilled, grew)
+		}
+		spilled = 100
+	}
+	appendN(t, l, int(streamAfter/(64<<10))+40, 64<<10) // streams again
+	appendExit(t, l, 0)
+	if n := slots.used.Load(); n != 0 {
+		t.Fatalf("%d slots still taken after the stream ended", n)
+	}
+	fs := readAll(t, l.NewCursor(0), 1<<20)
+	if fs[0].Seq != 1 {
+		t.Fatalf("replay starts at %d, want 1", fs[0].Seq)
+	}
+}
+
 // Frames read back into an arena each have a slice of their own: appending
 // to one does not reach the next, and those past the arena's room get
 // buffers of their own.

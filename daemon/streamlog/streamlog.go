@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -48,6 +49,11 @@ type Options struct {
 	// WriteSlots, when set, bounds the logs sharing it that spill through
 	// the larger write buffers of a sustained stream at once.
 	WriteSlots *WriteSlots
+	// IdleRelease is how long a spilling log goes without spilling before
+	// it lets its write buffers go (default 1 s): up to 8 MiB of them for
+	// a sustained stream, which a process that once streamed and then
+	// went quiet would otherwise hold until it exits.
+	IdleRelease time.Duration
 	// OnDisk, when set, is told every change of the bytes spilled to disk
 	// (positive as segments grow, negative as they are dropped), so that an
 	// owner of many logs can bound their total. It is called with the log
@@ -68,6 +74,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SegmentSize <= 0 {
 		o.SegmentSize = 64 << 20
+	}
+	if o.IdleRelease <= 0 {
+		o.IdleRelease = time.Second
 	}
 	if o.SegmentSize > o.DiskLimit {
 		// A segment file per frame or two (a DiskLimit of a few bytes)
@@ -108,6 +117,12 @@ type Log struct {
 	// for room; blocked counts the appenders waiting.
 	roomWanted chan struct{}
 	blocked    int
+	// idle fires every Options.IdleRelease while the last segment may
+	// hold write buffers (armIdle); when nothing was spilled or flushed
+	// in between (busy), the buffers go (releaseIdle).
+	idle      *time.Timer
+	idleArmed bool
+	busy      bool
 }
 
 // New returns an empty Log.
@@ -420,7 +435,46 @@ func (l *Log) spill(f *wire.Frame) error {
 		return err
 	}
 	l.addDisk(seg.size - before)
+	l.armIdle()
 	return nil
+}
+
+// armIdle notes that the last segment was written to, and so may hold
+// write buffers. It costs a flag on the hot path: the timer, once armed,
+// stays armed until a period passes without a call. Called with mu held.
+func (l *Log) armIdle() {
+	l.busy = true
+	if l.idleArmed {
+		return
+	}
+	l.idleArmed = true
+	if l.idle == nil {
+		l.idle = time.AfterFunc(l.opt.IdleRelease, l.releaseIdle)
+	} else {
+		l.idle.Reset(l.opt.IdleRelease)
+	}
+}
+
+// releaseIdle lets the last segment's write buffers go, unless it was
+// written to since the timer last fired.
+func (l *Log) releaseIdle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		l.idleArmed = false
+		return
+	}
+	if l.busy {
+		l.busy = false
+		l.idle.Reset(l.opt.IdleRelease)
+		return
+	}
+	l.idleArmed = false
+	if n := len(l.segs); n > 0 {
+		if err := l.segs[n-1].release(); err != nil && l.spillErr == nil {
+			l.spillErr = err
+		}
+	}
 }
 
 // flushSegment makes everything appended to seg readable from its file,
@@ -433,6 +487,7 @@ func (l *Log) flushSegment(seg *segment, seal bool) error {
 		err = seg.seal()
 	} else {
 		err = seg.flush()
+		l.armIdle() // a reader's flush takes buffers again
 	}
 	l.addDisk(seg.size - before)
 	if err != nil && l.spillErr == nil {
@@ -477,6 +532,9 @@ func (l *Log) Close() {
 		return
 	}
 	l.closed = true
+	if l.idle != nil {
+		l.idle.Stop()
+	}
 	for _, s := range l.segs {
 		s.remove()
 	}
