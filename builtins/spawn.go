@@ -99,8 +99,11 @@ func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Proces
 		return err
 	})
 	if err != nil {
-		// The daemon says "spawn PROGRAM: why"; the command is named here.
-		why := strings.TrimPrefix(daemonMessage(err), "spawn "+spec.argv[0]+": ")
+		// The command is named here, as the daemon names its program.
+		why, refused := client.SpawnRefused(err, spec.argv[0])
+		if !refused {
+			why = daemonMessage(err)
+		}
 		msg := fmt.Sprintf("cannot start %s: %s", spec.ext.describe(spec.argv), why)
 		var we *wire.Error
 		// A sandbox the daemon cannot set up is the recipe's error, not

@@ -313,11 +313,10 @@ func checkIDFree(ctx context.Context, conn *client.Conn, id string) error {
 // the JSON-RPC code. Anything else (the connection, a usage mistake the
 // daemon caught) exits 1.
 func notStarted(program string, err error) error {
-	var we *wire.Error
-	if !errors.As(err, &we) || !strings.HasPrefix(we.Message, "spawn ") {
+	why, refused := client.SpawnRefused(err, program)
+	if !refused {
 		return fmt.Errorf("exec %s: %w", program, err)
 	}
-	why := strings.TrimPrefix(we.Message, "spawn "+program+": ")
 	code := 125
 	switch {
 	case strings.Contains(why, "executable file not found"), strings.HasPrefix(why, "fork/exec") && strings.HasSuffix(why, "no such file or directory"):

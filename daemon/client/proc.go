@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -146,6 +147,17 @@ func (c *Client) dropProc(p *Proc) {
 	if c.procs[p.ID] == p {
 		delete(c.procs, p.ID)
 	}
+}
+
+// SpawnRefused reports whether err is a daemon's refusal to start program
+// (no such program, a cwd that is not there), which the daemon words
+// "spawn PROGRAM: why", and gives the why.
+func SpawnRefused(err error, program string) (why string, ok bool) {
+	var we *wire.Error
+	if !errors.As(err, &we) || !strings.HasPrefix(we.Message, "spawn ") {
+		return "", false
+	}
+	return strings.TrimPrefix(we.Message, "spawn "+program+": "), true
 }
 
 // Spawn starts a process and follows its output from the first frame.
