@@ -35,7 +35,10 @@ type pipeReader struct {
 	r    *Registry
 	f    *os.File
 	rc   syscall.RawConn
-	bufs [][]byte // the buffers the next read fills; len is how many
+	// bufs are the buffers the next read fills; len is how many. They are
+	// taken when there is something to read (fill) and given back while
+	// the pipe is empty (park).
+	bufs [][]byte
 	big  bool     // the pipe was grown (it holds a slot of r.bigPipes)
 
 	// mirror is the pipe that what is read is first teed to (Spec.Mirror),
@@ -55,10 +58,30 @@ func newPipeReader(r *Registry, f, mirror *os.File, done <-chan struct{}) (*pipe
 	if mirror != nil {
 		pr.mirrorTo(mirror)
 	}
-	for i := range pr.bufs {
-		pr.bufs[i] = r.getBuf()
-	}
 	return pr, nil
+}
+
+// fill takes the read buffers a read is about to fill.
+func (pr *pipeReader) fill() {
+	for i, b := range pr.bufs {
+		if b == nil {
+			pr.bufs[i] = pr.r.getBuf()
+		}
+	}
+}
+
+// park gives the read buffers back while the pipe is empty, and returns
+// false for rc.Read to wait: most processes are quiet most of the time, and
+// 300 of them, each printing a line and then sleeping, held 128 KiB of
+// buffers apiece (87% of the daemon's heap).
+func (pr *pipeReader) park() bool {
+	for i, b := range pr.bufs {
+		if b != nil {
+			pr.r.putBuf(b)
+			pr.bufs[i] = nil
+		}
+	}
+	return false
 }
 
 // mirrorTo sets up mirroring to m. If it cannot (out of descriptors), the
@@ -89,7 +112,7 @@ func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, e
 		if pr.mirror != nil {
 			switch t, terr := pr.tee(int(fd)); {
 			case terr == unix.EAGAIN:
-				return false // nothing to read yet
+				return pr.park() // nothing to read yet
 			case terr != nil:
 				// The mirror's reader went away (EPIPE), or it cannot be
 				// teed to: from here on the caller writes the frames.
@@ -98,16 +121,22 @@ func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, e
 				// An error comes back with the data before it; the
 				// caller then stops reading, as it must: what is left in
 				// the pipe went to the mirror already.
+				pr.fill()
 				n, rerr = pr.consume(int(fd), t)
 				mirrored = n > 0
 				return true
 			}
 			// t == 0: end of file, which the read below reports.
 		}
+		pr.fill()
 		for {
 			n, rerr = unix.Readv(int(fd), pr.bufs)
-			if rerr != unix.EINTR {
-				return rerr != unix.EAGAIN
+			switch rerr {
+			case unix.EINTR:
+			case unix.EAGAIN:
+				return pr.park()
+			default:
+				return true
 			}
 		}
 	})
@@ -126,7 +155,7 @@ func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, e
 		left -= k
 		if k >= wire.MaxFrameData/2 {
 			chunks = append(chunks, pr.bufs[i][:k])
-			pr.bufs[i] = pr.r.getBuf()
+			pr.bufs[i] = nil // the next fill takes another
 		} else {
 			// A small read is copied out so that it does not pin 32 KiB.
 			chunks = append(chunks, append([]byte(nil), pr.bufs[i][:k]...))
@@ -282,7 +311,7 @@ func (pr *pipeReader) grow() {
 	}
 	pr.big = true
 	for len(pr.bufs) < bigReadBufs {
-		pr.bufs = append(pr.bufs, pr.r.getBuf())
+		pr.bufs = append(pr.bufs, nil)
 	}
 }
 

@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"crypto/rand"
+	"errors"
 	"io"
 	"os"
 	"sync"
@@ -93,6 +94,72 @@ func TestPipeReaderGrowsForFastWriter(t *testing.T) {
 	pr.close()
 	if r.bigPipes.Load() != 0 {
 		t.Fatalf("bigPipes %d after close", r.bigPipes.Load())
+	}
+}
+
+// A reader waiting on an empty pipe holds no read buffers (a quiet
+// process's reader held 64-256 KiB of them), and takes them again when
+// output comes: mirrored or not, the bytes arrive exact.
+func TestPipeReaderParksBuffers(t *testing.T) {
+	for _, mirrored := range []bool{false, true} {
+		r := NewRegistry(Options{})
+		rf, wf := testutil.Pipe(t)
+		var mirror, mirrorOut *os.File
+		if mirrored {
+			mirrorOut, mirror = testutil.Pipe(t)
+		}
+		pr, err := newPipeReader(r, rf, mirror, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var chunks [][]byte
+		held := func() int {
+			n := 0
+			for _, b := range pr.bufs {
+				if b != nil {
+					n++
+				}
+			}
+			return n
+		}
+		for round, size := range []int{3, 100 << 10} {
+			want := make([]byte, size)
+			rand.Read(want)
+			go wf.Write(want) // more than the pipe holds
+			teed := make(chan []byte, 1)
+			if mirrored {
+				go func() {
+					b := make([]byte, size)
+					io.ReadFull(mirrorOut, b)
+					teed <- b
+				}()
+			}
+			var got []byte
+			for len(got) < size {
+				chunks, _, _, err = pr.read(chunks[:0])
+				if err != nil {
+					t.Fatalf("mirrored %v, round %d: %v", mirrored, round, err)
+				}
+				for _, c := range chunks {
+					got = append(got, c...)
+				}
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("mirrored %v, round %d: read %d bytes, not the %d written", mirrored, round, len(got), size)
+			}
+			if mirrored && !bytes.Equal(<-teed, want) {
+				t.Fatalf("round %d: the mirror got other bytes", round)
+			}
+			rf.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+			if _, n, _, err := pr.read(chunks[:0]); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("mirrored %v: read %d bytes from an empty pipe (%v)", mirrored, n, err)
+			}
+			rf.SetReadDeadline(time.Time{})
+			if n := held(); n != 0 {
+				t.Fatalf("mirrored %v, round %d: %d read buffers held while the pipe is empty", mirrored, round, n)
+			}
+		}
+		pr.close()
 	}
 }
 
