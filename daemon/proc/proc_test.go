@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -151,6 +152,52 @@ func TestExitCodes(t *testing.T) {
 			t.Errorf("%s: ExitCode %d %v", script, code, ok)
 		}
 	}
+}
+
+// Running children cost the daemon no OS thread each: waiting for an exit
+// in waitid held one per child (Go stops a program at 10,000 threads). The
+// children still end as they should, a pipeline's stages each reaped.
+func TestRunningChildrenHoldNoThreads(t *testing.T) {
+	r := newTestRegistry(t)
+	before := threads(t)
+	const n = 100
+	ps := make([]*Process, n)
+	for i := range ps {
+		var err error
+		ps[i], err = r.Spawn(Spec{ID: fmt.Sprint(i), Command: "sleep", Args: []string{"30"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipe, err := r.Spawn(Spec{ID: "pipe", Pipeline: [][]string{{"sleep", "30"}, {"sh", "-c", "read x; exit 3"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the reapers are waiting by now
+	if grew := threads(t) - before; grew > n/4 {
+		t.Fatalf("%d running children took %d more threads", n+1, grew)
+	}
+	for _, p := range append(ps, pipe) {
+		p.Signal(syscall.SIGKILL)
+	}
+	for _, p := range ps {
+		if last := frames(t, p); last[len(last)-1].ExitCode != -1 {
+			t.Fatalf("%s: exit frame %+v", p.ID, last[len(last)-1])
+		}
+	}
+	if code, ok := pipe.ExitCode(); !ok || code != -1 {
+		t.Fatalf("pipeline: exit code %d %v", code, ok)
+	}
+}
+
+// threads counts this process's OS threads.
+func threads(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
 }
 
 func TestNoSignalAfterReap(t *testing.T) {
