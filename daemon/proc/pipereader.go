@@ -32,14 +32,14 @@ const (
 // pipeReader reads one output pipe of a child a frame's worth of buffers at
 // a time: one readv fills up to bigReadBufs buffers of wire.MaxFrameData.
 type pipeReader struct {
-	r    *Registry
-	f    *os.File
-	rc   syscall.RawConn
+	r  *Registry
+	f  *os.File
+	rc syscall.RawConn
 	// bufs are the buffers the next read fills; len is how many. They are
 	// taken when there is something to read (fill) and given back while
 	// the pipe is empty (park).
 	bufs [][]byte
-	big  bool     // the pipe was grown (it holds a slot of r.bigPipes)
+	big  bool // the pipe was grown (it holds a slot of r.bigPipes)
 
 	// mirror is the pipe that what is read is first teed to (Spec.Mirror),
 	// until that fails; nil: none.
