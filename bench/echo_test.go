@@ -109,3 +109,23 @@ func (s *echoServer) roundTrips(t *testing.T, line string, n int) []time.Duratio
 	}
 	return lat
 }
+
+// caller returns a function that makes one round trip of line over a
+// connection of its own to the echo server.
+func (s *echoServer) caller(t *testing.T, line string) func() error {
+	t.Helper()
+	var d net.Dialer
+	c, err := d.DialContext(context.Background(), "unix", s.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r := bufio.NewReader(c)
+	return func() error {
+		if _, err := c.Write([]byte(line)); err != nil {
+			return err
+		}
+		_, err := r.ReadSlice('\n')
+		return err
+	}
+}
