@@ -417,7 +417,10 @@ func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
 				return fmt.Errorf("%s: %w", cl.method, ctx.Err())
 			}
 		}
-		if r, ok := l.(selfReader); ok && !r.probe() {
+		// A call that can be resent needs no probe: should the link have
+		// broken, the call goes again on the next one. The probe's peek is
+		// a syscall per call, on top of the write and the reads.
+		if r, ok := l.(selfReader); ok && !retryable[cl.method] && !r.probe() {
 			continue // it broke while nobody read it: wait for the next one
 		}
 		c.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,6 +192,33 @@ func TestIdleConnectionClosedByTheDaemon(t *testing.T) {
 	var res struct{ Spawned bool }
 	if err := c.Call(context.Background(), "process.spawn", map[string]any{"id": "x", "command": "true"}, &res); err != nil || !res.Spawned {
 		t.Fatalf("a call after the daemon closed the idle connection: %v %+v", err, res)
+	}
+}
+
+// A call that can be resent goes out without that look first; when the
+// connection turns out closed, it is resent on a new one.
+func TestIdleConnectionClosedRetryableCall(t *testing.T) {
+	var pings atomic.Int32
+	sock := fakeDaemon(t, func(conn int, w net.Conn, id json.RawMessage, method string) {
+		if method == "server.ping" {
+			pings.Add(1)
+			w.Write([]byte(pong(id)))
+			if conn == 0 {
+				w.Close()
+			}
+		}
+	})
+	c := dialProxy(t, sock)
+	time.Sleep(100 * time.Millisecond) // the close arrives while nobody reads
+	before := pings.Load()
+	for range 3 {
+		var res struct{ Pong bool }
+		if err := c.Call(context.Background(), "server.ping", nil, &res); err != nil || !res.Pong {
+			t.Fatalf("a ping after the daemon closed the idle connection: %v %+v", err, res)
+		}
+	}
+	if got := pings.Load() - before; got < 3 {
+		t.Fatalf("the daemon answered %d of 3 pings", got)
 	}
 }
 
