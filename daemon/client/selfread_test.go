@@ -195,8 +195,10 @@ func TestIdleConnectionClosedByTheDaemon(t *testing.T) {
 	}
 }
 
-// A call that can be resent goes out without that look first; when the
-// connection turns out closed, it is resent on a new one.
+// A call that can be resent goes out without that look first (transmit
+// skips the probe for it), so it is the resend that must carry it when the
+// connection turns out closed. This checks the resend; that the probe is
+// skipped shows only in syscalls.
 func TestIdleConnectionClosedRetryableCall(t *testing.T) {
 	var pings atomic.Int32
 	sock := fakeDaemon(t, func(conn int, w net.Conn, id json.RawMessage, method string) {

@@ -148,10 +148,10 @@ func NewRegistry(opt Options) *Registry {
 }
 
 // maxStreamingSpills bounds the processes whose replay spills through 4 MiB
-// write buffers at once (streamlog.WriteSlots): each holds two until it
-// exits (the next spill file takes them over from a full one), so a process
-// that streamed once and then idles keeps them; the others write 1 MiB at a
-// time.
+// write buffers at once (streamlog.WriteSlots): each holds two while it
+// spills (the next spill file takes them over from a full one), until it
+// exits or goes Options.IdleRelease without spilling; the others write
+// 1 MiB at a time.
 const maxStreamingSpills = 4
 
 // frameBuf is one read's worth of output. Buffers go round from readPipe to
@@ -676,7 +676,7 @@ func (p *Process) ExitCode() (int, bool) {
 // waitExited waits until the child pid has exited, without reaping it. It
 // waits on a pidfd through the runtime's poller where the kernel gives one
 // (Linux 5.10), rather than in waitid: a blocked waitid holds an OS thread,
-// so every running child cost the daemon a thread (300 quiet children, 306
+// so every running child cost the daemon a thread (300 quiet children, 307
 // threads), and Go ends a program that reaches 10,000 of them.
 func waitExited(pid int) {
 	if fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK); err == nil {

@@ -392,7 +392,7 @@ func (s *segment) release() error {
 		err = s.wait()
 	}
 	if err == nil {
-		s.tail = append([]byte(nil), s.pending...)
+		s.tail = append(s.tail, s.pending...) // empty unless released before, when pending is nil
 	}
 	s.freeBuffers() // no write is under way: wait, or the failed one, saw to it
 	return err

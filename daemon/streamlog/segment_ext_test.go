@@ -14,11 +14,7 @@ import (
 // Spilled frames keep the extension members: a pipeline stage's stderr,
 // the stage codes, timeout and signal of an exit frame, and the Mirrored mark.
 func TestSegmentKeepsExtensionMembers(t *testing.T) {
-	s, err := newSegment(t.TempDir(), 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.remove()
+	s := tempSegment(t)
 	in := []wire.Frame{
 		{Seq: 1, Stream: wire.Stdout, Data: []byte("out")},
 		{Seq: 2, Stream: wire.Stderr, Stage: 3, Data: []byte("err of stage 2")},
@@ -142,11 +138,7 @@ func TestSkipMirroredData(t *testing.T) {
 // mark, and no more than maxRuns of them (what follows is read from the
 // file).
 func TestMirroredRuns(t *testing.T) {
-	s, err := newSegment(t.TempDir(), 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.remove()
+	s := tempSegment(t)
 	frames := []wire.Frame{
 		{Stream: wire.Stdout, Mirrored: true}, {Stream: wire.Stdout, Mirrored: true}, // run 1-2
 		{Stream: wire.Stderr, Mirrored: true},                                                            // run 3

@@ -20,11 +20,7 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 	for _, direct := range []bool{true, false} {
 		name := map[bool]string{true: "direct", false: "buffered"}[direct]
 		t.Run(name, func(t *testing.T) {
-			s, err := newSegment(t.TempDir(), 1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.remove()
+			s := tempSegment(t)
 			if direct && !s.direct {
 				t.Skip("the temp dir's filesystem refuses O_DIRECT")
 			}
@@ -93,6 +89,18 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 }
 
 // checkSegment reads s whole and checks it holds frames 1..last.
+// tempSegment is a segment in a temp dir for frames from seq 1, removed
+// when the test ends.
+func tempSegment(t *testing.T) *segment {
+	t.Helper()
+	s, err := newSegment(t.TempDir(), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.remove)
+	return s
+}
+
 func checkSegment(t *testing.T, s *segment, last int64) []wire.Frame {
 	t.Helper()
 	fs, err := s.read(nil, s.first, 0, s.size, s.first, 1<<30, false, nil)
@@ -327,11 +335,7 @@ func TestIdleReleasesWriteBuffers(t *testing.T) {
 // to one does not reach the next, and those past the arena's room get
 // buffers of their own.
 func TestSegmentReadArena(t *testing.T) {
-	s, err := newSegment(t.TempDir(), 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.remove()
+	s := tempSegment(t)
 	for seq := int64(1); seq <= 3; seq++ {
 		if err := s.append(&wire.Frame{Seq: seq, Stream: wire.Stdout, Data: payload(seq, 100)}); err != nil {
 			t.Fatal(err)
