@@ -179,7 +179,9 @@ func (c *conn) serve() {
 		}
 		sem <- struct{}{}
 		c.handlers.Add(1)
-		go func() {
+		// req and perr are passed, not captured: captured, they would be
+		// on the heap for every request, the inline ones too.
+		go func(req wire.Request, perr error) {
 			defer func() { <-sem; c.handlers.Done() }()
 			if !decoded {
 				req, perr = decodeRequest(line)
@@ -196,7 +198,7 @@ func (c *conn) serve() {
 			if recycler != nil {
 				recycler.recycle(line)
 			}
-		}()
+		}(req, perr)
 	}
 	c.sess.Close() // stops subscriptions so handlers blocked on them return
 	c.handlers.Wait()
@@ -409,7 +411,7 @@ func (c *conn) handle(ticket uint64, req wire.Request, perr error, files []*os.F
 		c.writeResponse(req.ID, nil, toWireError(err))
 		return
 	}
-	raw, merr := json.Marshal(result)
+	raw, merr := encodeResult(result)
 	if merr != nil {
 		c.writeResponse(req.ID, nil, wire.Internal(merr))
 		return
@@ -558,11 +560,21 @@ func (se *Session) Call(ctx context.Context, method string, params json.RawMessa
 	if err != nil {
 		return nil, toWireError(err)
 	}
-	raw, err := json.Marshal(result)
+	raw, err := encodeResult(result)
 	if err != nil {
 		return nil, wire.Internal(err)
 	}
 	return raw, nil
+}
+
+// encodeResult is a handler's result as JSON. A handler that returns it
+// encoded already (json.RawMessage, such as pong) has it used as it is:
+// json.Marshal would check and compact it again.
+func encodeResult(result any) (json.RawMessage, error) {
+	if raw, ok := result.(json.RawMessage); ok {
+		return raw, nil
+	}
+	return json.Marshal(result)
 }
 
 // Close ends every subscription of the session. Processes keep running.

@@ -28,20 +28,20 @@ import (
 // parseRequestFast is json.Unmarshal(line, &req) for a well-formed request
 // object.
 func parseRequestFast(line []byte) (req wire.Request, ok bool) {
-	ok = forEachMember(line, func(key string, val []byte, esc bool) bool {
-		switch key {
+	ok = forEachMember(line, func(key, val []byte, esc bool) bool {
+		switch string(key) {
 		case "id":
 			req.ID = val
 		case "params":
 			req.Params = val
 		case "jsonrpc":
-			return fastString(val, esc, &req.JSONRPC)
+			return fastString(val, esc, &req.JSONRPC, knownVersions)
 		case "method":
-			return fastString(val, esc, &req.Method)
+			return fastString(val, esc, &req.Method, knownMethods)
 		case "auth":
-			return fastString(val, esc, &req.Auth)
+			return fastString(val, esc, &req.Auth, nil)
 		default:
-			return !foldsToAny(key, requestFields)
+			return !foldsToAny(string(key), requestFields)
 		}
 		return true
 	})
@@ -49,6 +49,23 @@ func parseRequestFast(line []byte) (req wire.Request, ok bool) {
 }
 
 var requestFields = []string{"jsonrpc", "id", "method", "params", "auth"}
+
+// knownVersions and knownMethods are the strings a request's jsonrpc and
+// method almost always hold, each mapped to itself, so that parsing one
+// takes the existing string instead of allocating a copy per request.
+var (
+	knownVersions = map[string]string{"2.0": "2.0"}
+	knownMethods  = func() map[string]string {
+		m := map[string]string{}
+		for ns, methods := range namespaces {
+			for name := range methods {
+				m[ns+"."+name] = ns + "." + name
+			}
+		}
+		m["server.shutdown"] = "server.shutdown" // answered by handle itself
+		return m
+	}()
+)
 
 // stdinParams are the fields process.stdin reads.
 type stdinParams struct {
@@ -64,10 +81,10 @@ type stdinParams struct {
 // themselves were fine).
 func decodeStdinFast(raw []byte, alloc func(n int) []byte) (p stdinParams, dataErr, ok bool) {
 	var data []byte
-	ok = forEachMember(raw, func(key string, val []byte, esc bool) bool {
-		switch key {
+	ok = forEachMember(raw, func(key, val []byte, esc bool) bool {
+		switch string(key) {
 		case "id":
-			return fastString(val, esc, &p.ID)
+			return fastString(val, esc, &p.ID, nil)
 		case "data":
 			if string(val) == "null" {
 				return true
@@ -99,7 +116,7 @@ func decodeStdinFast(raw []byte, alloc func(n int) []byte) (p stdinParams, dataE
 		default:
 			// Every other field of the namespace's struct is type-checked by
 			// the slow path; keys of no field are ignored.
-			return !foldsToAny(key, processFields)
+			return !foldsToAny(string(key), processFields)
 		}
 		return true
 	})
@@ -134,7 +151,7 @@ func jsonNames(t reflect.Type) []string {
 // an escape. It reports false when doc is not valid JSON or not an object,
 // when a key has an escape or a non-ASCII byte (encoding/json's key matching
 // is then subtle enough to leave to it), or when f returns false.
-func forEachMember(doc []byte, f func(key string, val []byte, esc bool) bool) bool {
+func forEachMember(doc []byte, f func(key, val []byte, esc bool) bool) bool {
 	s := scanner{b: doc}
 	s.ws()
 	if !s.eat('{') {
@@ -164,7 +181,7 @@ func forEachMember(doc []byte, f func(key string, val []byte, esc bool) bool) bo
 		s.ws()
 		vstart := s.i
 		s.esc = false
-		if !s.value(1) || !f(string(key), doc[vstart:s.i], s.esc) {
+		if !s.value(1) || !f(key, doc[vstart:s.i], s.esc) {
 			return false
 		}
 		s.ws()
@@ -177,17 +194,23 @@ func forEachMember(doc []byte, f func(key string, val []byte, esc bool) bool) bo
 	}
 }
 
-// fastString stores a JSON string without escapes in *dst; null leaves *dst
-// as it is (encoding/json does the same). Other values, and strings with
-// invalid UTF-8 (which encoding/json rewrites), are not for the fast path.
-func fastString(val []byte, esc bool, dst *string) bool {
+// fastString stores a JSON string without escapes in *dst, taken from
+// known when it is one of its keys; null leaves *dst as it is
+// (encoding/json does the same). Other values, and strings with invalid
+// UTF-8 (which encoding/json rewrites), are not for the fast path.
+func fastString(val []byte, esc bool, dst *string, known map[string]string) bool {
 	if string(val) == "null" {
 		return true
 	}
 	if val[0] != '"' || esc || !utf8.Valid(val) {
 		return false
 	}
-	*dst = string(val[1 : len(val)-1])
+	text := val[1 : len(val)-1]
+	if s, ok := known[string(text)]; ok {
+		*dst = s
+		return true
+	}
+	*dst = string(text)
 	return true
 }
 
