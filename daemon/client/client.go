@@ -417,10 +417,12 @@ func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
 				return fmt.Errorf("%s: %w", cl.method, ctx.Err())
 			}
 		}
-		// A call that can be resent needs no probe: should the link have
+		// A call that will be resent needs no probe: should the link have
 		// broken, the call goes again on the next one. The probe's peek is
-		// a syscall per call, on top of the write and the reads.
-		if r, ok := l.(selfReader); ok && !retryable[cl.method] && !r.probe() {
+		// a syscall per call, on top of the write and the reads. (cl.retry,
+		// not the method's retryability: a call carrying files is not
+		// resent, so it must not go out on a dead link.)
+		if r, ok := l.(selfReader); ok && !cl.retry && !r.probe() {
 			continue // it broke while nobody read it: wait for the next one
 		}
 		c.mu.Lock()
