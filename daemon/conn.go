@@ -127,7 +127,9 @@ func (t *streamTransport) remote() string {
 
 func newConn(s *Server, t transport) *conn {
 	c := &conn{s: s, t: t}
-	c.bufs.New = func() any { b := make([]byte, 0, 64<<10); return &b }
+	// Responses are short; a batch of frames grows its buffer, which the
+	// pool then keeps while the connection streams.
+	c.bufs.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	c.sess = newSession(s, c)
 	return c
 }
@@ -229,8 +231,12 @@ type lineReader struct {
 	pos, lineStart int64
 }
 
-// lineReaderSize is the buffer a connection starts with and returns to.
-const lineReaderSize = 64 << 10
+// lineReaderSize is the buffer a connection starts with and returns to,
+// which it holds for as long as it is open: ample for any request but
+// process.stdin's (and a 1 MiB one grows into a pooled bigLine in one
+// step). It was 64 KiB, nine tenths of an idle connection's heap: a
+// thousand clients connected to a daemon and waiting held 64 MiB.
+const lineReaderSize = 4 << 10
 
 // bigLine holds the longest line the daemon serves, its newline, and the
 // byte that tells an overlong line (see fill).
@@ -315,9 +321,14 @@ func (lr *lineReader) take(n, skip, limit int) ([]byte, error) {
 	}
 	line := lr.buf[lr.start : lr.start+n : end]
 	rest := lr.buf[lr.start+n+skip : lr.end]
-	if lr.pooled() && len(rest) <= len(lr.small) {
+	switch {
+	case lr.pooled() && len(rest) <= len(lr.small):
 		lr.buf = lr.small
-	} else {
+	case lr.pool != nil && len(rest) <= len(bigLine{}):
+		// Part of the next long line came with this one (a client keeps
+		// several process.stdin requests in flight).
+		lr.buf = takeBigLine(lr.pool)
+	default:
 		lr.buf = make([]byte, max(lineReaderSize, len(rest)))
 	}
 	lr.start, lr.end = 0, copy(lr.buf, rest)
@@ -329,19 +340,19 @@ func (lr *lineReader) pooled() bool {
 	return lr.pool != nil && len(lr.buf) == len(bigLine{})
 }
 
-// fill reads more, making room first: by moving the pending bytes to the
-// front, or by growing the buffer (up to what a line of limit bytes needs).
+// fill reads more, making room first: the pending bytes, the start of a
+// line (next calls fill only when no whole line is pending), move to the
+// front, as bufio does, so that a line that grows into a pooled buffer
+// starts at its start and can be handed over whole; and a full buffer grows
+// (up to what a line of limit bytes needs).
 func (lr *lineReader) fill(limit int) {
-	if lr.end == len(lr.buf) {
-		pending := lr.end - lr.start
-		if pending < len(lr.buf)/2 || len(lr.buf) >= limit+2 {
-			copy(lr.buf, lr.buf[lr.start:lr.end])
-		} else {
-			nb := lr.bigger(limit)
-			copy(nb, lr.buf[lr.start:lr.end])
-			lr.buf = nb
-		}
-		lr.start, lr.end = 0, pending
+	if lr.start > 0 {
+		lr.start, lr.end = 0, copy(lr.buf, lr.buf[lr.start:lr.end])
+	}
+	if lr.end == len(lr.buf) && len(lr.buf) < limit+2 {
+		nb := lr.bigger(limit)
+		lr.end = copy(nb, lr.buf[:lr.end])
+		lr.buf = nb
 	}
 	n, err := lr.r.Read(lr.buf[lr.end:])
 	lr.end += n

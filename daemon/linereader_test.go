@@ -74,18 +74,21 @@ func scribble(b []byte) {
 }
 
 // With a pool, a long line grows into a pooled buffer in one step and the
-// buffer comes back to the pool once recycled: a second long line reuses
-// it, and a short line leaves the reader on its own buffer.
+// buffer comes back to the pool once recycled: later long lines reuse the
+// buffers (two at most: the part of the next line read with one is carried
+// into another, as it would be while a handler holds the first), and a
+// short line leaves the reader on its own buffer unless what follows it
+// needs a big one.
 func TestLineReaderPool(t *testing.T) {
 	long := bytes.Repeat([]byte("l"), 700<<10)
 	var input []byte
-	for range 3 {
+	for range 4 {
 		input = append(append(append(input, long...), '\n'), "short\n"...)
 	}
 	pool := new(sync.Pool)
 	lr := newLineReader(iotest.HalfReader(bytes.NewReader(input)), pool)
-	var first *byte
-	for i := range 6 {
+	buffers := map[*byte]bool{}
+	for i := range 8 {
 		line, err := lr.next(wire.MaxLine)
 		if err != nil {
 			t.Fatal(err)
@@ -94,22 +97,21 @@ func TestLineReaderPool(t *testing.T) {
 			if string(line) != "short" {
 				t.Fatalf("line %d: %q", i, line)
 			}
-			if lr.pooled() {
-				t.Errorf("line %d: the reader kept a pooled buffer for short lines", i)
+			if lr.pooled() && lr.end-lr.start <= len(lr.small) {
+				t.Errorf("line %d: the reader kept a pooled buffer for %d pending bytes", i, lr.end-lr.start)
 			}
 			continue
 		}
 		if !bytes.Equal(line, long) || cap(line) != len(bigLine{}) {
 			t.Fatalf("line %d: %d bytes in a buffer of %d", i, len(line), cap(line))
 		}
-		// (The race detector makes sync.Pool drop some of what it is given.)
-		if first == nil {
-			first = &line[0]
-		} else if &line[0] != first && !testutil.RaceEnabled {
-			t.Errorf("line %d: a new buffer, not the recycled one", i)
-		}
+		buffers[&line[0]] = true
 		scribble(line)
 		lr.recycle(line)
+	}
+	// (The race detector makes sync.Pool drop some of what it is given.)
+	if len(buffers) > 2 && !testutil.RaceEnabled {
+		t.Errorf("4 long lines in %d buffers, want 2 at most", len(buffers))
 	}
 }
 

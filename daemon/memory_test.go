@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -325,5 +326,45 @@ func TestSpawnNothingLostBeforeSubscribe(t *testing.T) {
 	}
 	if got["noisy"] != 8<<20 || got["late"] != size || [32]byte(h.Sum(nil)) != sum {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// TestIdleConnectionHeap holds what a connected client that waits costs the
+// daemon's heap. It was 73 KiB, a 64 KiB read buffer each: a thousand
+// waiting clients held 64 MiB.
+func TestIdleConnectionHeap(t *testing.T) {
+	d := startDaemon(t, Config{})
+	const n = 300
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapInuse)
+	}
+	before := heap()
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"server.ping","auth":` + string(wire.QuoteID(testToken)) + "}\n")
+	for range n {
+		nc, err := net.Dial("unix", d.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, nc)
+		if _, err := nc.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bufio.NewReaderSize(nc, 256).ReadSlice('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	per := (heap() - before) / n
+	t.Logf("%d B of heap per idle connection", per)
+	if per > 16<<10 {
+		t.Errorf("an idle connection holds %d B of the daemon's heap, want 16 KiB at most", per)
 	}
 }
