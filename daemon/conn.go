@@ -324,7 +324,7 @@ func (lr *lineReader) take(n, skip, limit int) ([]byte, error) {
 	switch {
 	case lr.pooled() && len(rest) <= len(lr.small):
 		lr.buf = lr.small
-	case lr.pool != nil && len(rest) <= len(bigLine{}):
+	case lr.pooled():
 		// Part of the next long line came with this one (a client keeps
 		// several process.stdin requests in flight).
 		lr.buf = takeBigLine(lr.pool)
