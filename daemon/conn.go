@@ -238,6 +238,13 @@ type lineReader struct {
 // thousand clients connected to a daemon and waiting held 64 MiB.
 const lineReaderSize = 4 << 10
 
+// handOverLine is the length from which a line is handed over in the
+// buffer it was read into rather than copied out of it: copying a 1 MiB
+// process.stdin line would cost about what parsing it does, while a shorter
+// line's copy is cheaper than holding a pooled 1 MiB buffer until its
+// handler is done.
+const handOverLine = 64 << 10
+
 // bigLine holds the longest line the daemon serves, its newline, and the
 // byte that tells an overlong line (see fill).
 type bigLine = [wire.MaxLine + 2]byte
@@ -300,7 +307,7 @@ func (lr *lineReader) take(n, skip, limit int) ([]byte, error) {
 	lr.lineStart = lr.pos
 	lr.pos += int64(n + skip)
 	lr.scanned = 0
-	if n < lineReaderSize {
+	if n < handOverLine {
 		line := append([]byte(nil), lr.buf[lr.start:lr.start+n]...)
 		lr.start += n + skip
 		if lr.pooled() && lr.end-lr.start <= len(lr.small) {

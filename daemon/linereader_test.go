@@ -165,7 +165,7 @@ func TestLineReaderOwnership(t *testing.T) {
 }
 
 // A last line without its newline that fills the connection's own buffer
-// exactly is handed over whole, and the reader does not read into it again.
+// exactly comes back whole, and the reader does not read into it again.
 func TestLineReaderLastLineFillsTheBuffer(t *testing.T) {
 	for _, pool := range []*sync.Pool{nil, new(sync.Pool)} {
 		want := bytes.Repeat([]byte("z"), lineReaderSize)
@@ -180,5 +180,26 @@ func TestLineReaderLastLineFillsTheBuffer(t *testing.T) {
 		if &lr.buf[0] == &line[0] {
 			t.Errorf("pool %v: the reader kept the buffer it handed over", pool != nil)
 		}
+	}
+}
+
+// A line longer than the connection's own buffer but short of handOverLine
+// (a spawn with a large environment) grows into a pooled buffer to be read,
+// comes back as a copy, and the buffer goes back to the pool at once rather
+// than with the line's handler.
+func TestLineReaderMidSizeLine(t *testing.T) {
+	mid := bytes.Repeat([]byte("m"), 10<<10)
+	input := append(append(append([]byte(nil), mid...), '\n'), "x\n"...)
+	pool := new(sync.Pool)
+	lr := newLineReader(iotest.HalfReader(bytes.NewReader(input)), pool)
+	line, err := lr.next(wire.MaxLine)
+	if err != nil || !bytes.Equal(line, mid) {
+		t.Fatalf("%d bytes, %v", len(line), err)
+	}
+	if cap(line) == len(bigLine{}) || lr.pooled() {
+		t.Errorf("a %d-byte line holds a pooled buffer (line's capacity %d, the reader's pooled: %v)", len(line), cap(line), lr.pooled())
+	}
+	if line, err := lr.next(wire.MaxLine); err != nil || string(line) != "x" {
+		t.Fatalf("%q, %v", line, err)
 	}
 }
