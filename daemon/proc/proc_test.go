@@ -180,7 +180,7 @@ func TestRunningChildrenHoldNoThreads(t *testing.T) {
 	for _, p := range append(ps, pipe) {
 		p.Signal(syscall.SIGKILL)
 	}
-	for _, p := range ps {
+	for _, p := range append(ps, pipe) {
 		if last := frames(t, p); last[len(last)-1].ExitCode != -1 {
 			t.Fatalf("%s: exit frame %+v", p.ID, last[len(last)-1])
 		}
