@@ -39,8 +39,8 @@ func (r *Registry) startPipeline(stages [][]string, m Mirror, env []string, dir 
 	// open holds every descriptor the daemon still has open, so a failure
 	// can close them all.
 	open := map[*os.File]bool{}
-	pipe := func() (*os.File, *os.File, error) {
-		r, w, err := os.Pipe()
+	pipe := func(use pipeUse) (*os.File, *os.File, error) {
+		r, w, err := childPipe(use)
 		if err == nil {
 			open[r], open[w] = true, true
 		}
@@ -70,7 +70,7 @@ func (r *Registry) startPipeline(stages [][]string, m Mirror, env []string, dir 
 
 	in := m.Stdin
 	if in == nil {
-		if in, stdinW, err = pipe(); err != nil {
+		if in, stdinW, err = pipe(daemonWrites); err != nil {
 			return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
 		}
 	}
@@ -81,7 +81,7 @@ func (r *Registry) startPipeline(stages [][]string, m Mirror, env []string, dir 
 	outW := directOut
 	if outW == nil {
 		var outR *os.File
-		if outR, outW, err = pipe(); err != nil {
+		if outR, outW, err = pipe(daemonReads); err != nil {
 			return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
 		}
 		outputs = append(outputs, output{f: outR, stream: wire.Stdout})
@@ -90,14 +90,14 @@ func (r *Registry) startPipeline(stages [][]string, m Mirror, env []string, dir 
 		errW := directErr
 		if errW == nil {
 			var errR *os.File
-			if errR, errW, err = pipe(); err != nil {
+			if errR, errW, err = pipe(daemonReads); err != nil {
 				return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
 			}
 			outputs = append(outputs, output{f: errR, stream: wire.Stderr, stage: i + 1})
 		}
 		out, next := outW, (*os.File)(nil)
 		if i < len(stages)-1 {
-			if next, out, err = pipe(); err != nil {
+			if next, out, err = pipe(betweenStages); err != nil {
 				return nil, nil, nil, fmt.Errorf("spawn pipeline: %w", err)
 			}
 		}

@@ -387,3 +387,34 @@ func TestShutdownWaitsForSpawnsUnderWay(t *testing.T) {
 		}
 	}
 }
+
+// A child's stdio is in blocking mode, as a program expects of it (a read
+// of an empty non-blocking pipe fails with EAGAIN), while the daemon's ends
+// are non-blocking and polled (childPipe): for a spawn, and for a
+// pipeline, whose stages are also joined by pipes that only children hold.
+func TestChildStdioBlocking(t *testing.T) {
+	r := newTestRegistry(t)
+	// fdinfo's flags are octal; O_NONBLOCK is 04000.
+	const script = `for fd in 0 1 2; do f=$(sed -n 's/^flags:[[:space:]]*//p' /proc/self/fdinfo/$fd); ` +
+		`if [ $(( 0$f & 04000 )) -ne 0 ]; then echo "$1 fd $fd non-blocking" >&2; exit 1; fi; done`
+	single, err := r.Spawn(Spec{ID: "single", Command: "sh", Args: []string{"-c", script, "sh", "single"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline, err := r.Spawn(Spec{ID: "pipeline", Pipeline: [][]string{
+		{"sh", "-c", script, "sh", "first"}, {"sh", "-c", script, "sh", "middle"}, {"sh", "-c", script, "sh", "last"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*Process{single, pipeline} {
+		all := frames(t, p)
+		for _, f := range all {
+			if f.Stream == wire.Stderr {
+				t.Errorf("%s: %s", p.ID, f.Data)
+			}
+		}
+		if exit := all[len(all)-1]; exit.ExitCode != 0 {
+			t.Errorf("%s: exit frame %+v", p.ID, exit)
+		}
+	}
+}
