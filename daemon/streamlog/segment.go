@@ -482,23 +482,23 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 			return buf, fmt.Errorf("spill read: %w", err)
 		}
 		n := int64(binary.BigEndian.Uint32(h[5:9]))
-		if h[0] == padStream {
+		stream := wire.Stream(h[0] &^ (timedOutBit | mirroredBit))
+		code := int(int32(binary.BigEndian.Uint32(h[1:5]))) // a stage, or an exit code
+		mirrored := h[0]&mirroredBit != 0 && stream != wire.Exit
+		switch {
+		case h[0] == padStream, seq < want, skipMirrored && mirrored:
 			if _, err := r.Seek(n, io.SeekCurrent); err != nil {
 				return buf, fmt.Errorf("spill read: %w", err)
 			}
-			off += recordHeader + n
-			continue
-		} else if seq < want {
-			if _, err := r.Seek(n, io.SeekCurrent); err != nil {
-				return buf, fmt.Errorf("spill read: %w", err)
+			if h[0] == padStream {
+				off += recordHeader + n
+				continue // padding has no seq
 			}
-		} else if stream := wire.Stream(h[0] &^ (timedOutBit | mirroredBit)); skipMirrored && stream != wire.Exit && h[0]&mirroredBit != 0 {
-			if _, err := r.Seek(n, io.SeekCurrent); err != nil {
-				return buf, fmt.Errorf("spill read: %w", err)
+			if seq >= want { // a Mirrored frame, without its data
+				buf = append(buf, wire.Frame{Seq: seq, Stream: stream, Stage: code, Mirrored: true})
+				size += frameOverhead
 			}
-			buf = append(buf, wire.Frame{Seq: seq, Stream: stream, Stage: int(int32(binary.BigEndian.Uint32(h[1:5]))), Mirrored: true})
-			size += frameOverhead
-		} else {
+		default:
 			var data []byte
 			if arena != nil && int64(cap(*arena)-len(*arena)) >= n {
 				a, k := *arena, len(*arena)
@@ -511,7 +511,6 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 				return buf, fmt.Errorf("spill read: %w", err)
 			}
 			fr := wire.Frame{Seq: seq, Stream: stream}
-			code := int(int32(binary.BigEndian.Uint32(h[1:5])))
 			if fr.Stream == wire.Exit {
 				fr.ExitCode, fr.TimedOut = code, h[0]&timedOutBit != 0
 				if h[0]&signalBit != 0 && len(data) >= 4 {
@@ -522,7 +521,7 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 					fr.StageCodes = append(fr.StageCodes, int(int32(binary.BigEndian.Uint32(data[i:]))))
 				}
 			} else {
-				fr.Stage, fr.Data, fr.Mirrored = code, data, h[0]&mirroredBit != 0
+				fr.Stage, fr.Data, fr.Mirrored = code, data, mirrored
 			}
 			buf = append(buf, fr)
 			size += int(n) + frameOverhead

@@ -88,7 +88,6 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 	}
 }
 
-// checkSegment reads s whole and checks it holds frames 1..last.
 // tempSegment is a segment in a temp dir for frames from seq 1, removed
 // when the test ends.
 func tempSegment(t *testing.T) *segment {
@@ -101,6 +100,7 @@ func tempSegment(t *testing.T) *segment {
 	return s
 }
 
+// checkSegment reads s whole and checks it holds frames 1..last.
 func checkSegment(t *testing.T, s *segment, last int64) []wire.Frame {
 	t.Helper()
 	fs, err := s.read(nil, s.first, 0, s.size, s.first, 1<<30, false, nil)

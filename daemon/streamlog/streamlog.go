@@ -796,16 +796,18 @@ func (c *Cursor) read(ctx context.Context, buf []wire.Frame, maxBytes int, wait 
 		l.mu.Unlock()
 		return buf, errors.New("stream log: retained frame missing") // a bug, not a state
 	}
-	if run, ok := seg.mirroredRun(c.next); ok && c.skipMirrored {
-		// Known without reading the file: all it would give is seqs.
-		last := min(run.last, c.next+int64(max(maxBytes/frameOverhead, 1))-1)
-		for seq := c.next; seq <= last; seq++ {
-			buf = append(buf, wire.Frame{Seq: seq, Stream: run.stream, Stage: run.stage, Mirrored: true})
+	if c.skipMirrored {
+		if run, ok := seg.mirroredRun(c.next); ok {
+			// Known without reading the file: all it would give is seqs.
+			last := min(run.last, c.next+int64(max(maxBytes/frameOverhead, 1))-1)
+			for seq := c.next; seq <= last; seq++ {
+				buf = append(buf, wire.Frame{Seq: seq, Stream: run.stream, Stage: run.stage, Mirrored: true})
+			}
+			c.next = last + 1
+			l.broadcast()
+			l.mu.Unlock()
+			return buf, nil
 		}
-		c.next = last + 1
-		l.broadcast()
-		l.mu.Unlock()
-		return buf, nil
 	}
 	if err := l.flushSegment(seg, false); err != nil {
 		l.mu.Unlock()
