@@ -89,20 +89,11 @@ func (e *env) startEcho(t *testing.T) *echoServer {
 // connection to the echo server, one at a time.
 func (s *echoServer) roundTrips(t *testing.T, line string, n int) []time.Duration {
 	t.Helper()
-	var d net.Dialer
-	c, err := d.DialContext(context.Background(), "unix", s.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	call := s.caller(t, line)
 	lat := make([]time.Duration, 0, n)
 	for range n {
 		start := time.Now()
-		if _, err := c.Write([]byte(line)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.ReadSlice('\n'); err != nil {
+		if err := call(); err != nil {
 			t.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
