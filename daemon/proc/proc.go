@@ -910,7 +910,8 @@ const (
 // childPipe is os.Pipe for a pipe to children: only the end the daemon
 // keeps is non-blocking and in the runtime's poller. os.Pipe puts both ends
 // there, so a child's end was switched back to blocking for exec and taken
-// out of the poller again when closed: 12 syscalls of a spawn's three pipes.
+// out of the poller again when closed: 11 syscalls a spawn (strace -c over
+// 600 spawns).
 func childPipe(use pipeUse) (r, w *os.File, err error) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {

@@ -389,9 +389,12 @@ func TestShutdownWaitsForSpawnsUnderWay(t *testing.T) {
 }
 
 // A child's stdio is in blocking mode, as a program expects of it (a read
-// of an empty non-blocking pipe fails with EAGAIN), while the daemon's ends
-// are non-blocking and polled (childPipe): for a spawn, and for a
+// of an empty non-blocking pipe fails with EAGAIN): for a spawn, and for a
 // pipeline, whose stages are also joined by pipes that only children hold.
+// childPipe makes only the daemon's end non-blocking; os.Pipe made both so
+// and exec switched the child's back, which this guards now that nothing
+// does. (That the daemon's ends are polled, every test that reads output
+// relies on.)
 func TestChildStdioBlocking(t *testing.T) {
 	r := newTestRegistry(t)
 	// fdinfo's flags are octal; O_NONBLOCK is 04000.
