@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -192,6 +193,7 @@ const wsReadBuffer = 64 << 10
 
 var (
 	errBinaryMessage = errors.New("binary message")
+	errNotUTF8       = errors.New("text message is not UTF-8")
 	errPeerGone      = errors.New("peer did not answer a ping")
 )
 
@@ -249,6 +251,12 @@ func (t *wsTransport) next() ([]byte, error) {
 	if len(msg) > wire.MaxLine {
 		return nil, errLineTooLong
 	}
+	// RFC 6455 (section 8.1) has an endpoint fail a text message that is
+	// not UTF-8, with 1007. Answering it would echo the bytes (a raw id)
+	// into a text message of our own, which a browser then refuses.
+	if !utf8.Valid(msg) {
+		return nil, errNotUTF8
+	}
 	if n < wsReadBuffer {
 		return append([]byte(nil), msg...), nil
 	}
@@ -300,6 +308,8 @@ func (t *wsTransport) close(why error) {
 			code, reason = websocket.StatusMessageTooBig, "request over 1 MiB"
 		case errors.Is(why, errBinaryMessage):
 			code, reason = websocket.StatusUnsupportedData, "send JSON-RPC requests as text messages"
+		case errors.Is(why, errNotUTF8):
+			code, reason = websocket.StatusInvalidFramePayloadData, "text message is not UTF-8"
 		default:
 			t.ws.CloseNow()
 			return

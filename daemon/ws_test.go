@@ -466,6 +466,17 @@ func TestWebSocketMessageLimit(t *testing.T) {
 	if got := websocket.CloseStatus(err); got != websocket.StatusUnsupportedData {
 		t.Errorf("binary: %v; want a close with status 1003", err)
 	}
+	// Text that is not UTF-8 is refused with 1007 (RFC 6455 section 8.1),
+	// not answered with the bytes echoed back.
+	ws, err = d.dialWSConn(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.Write(context.Background(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":"`+"\xff"+`","method":"server.ping","auth":"`+testToken+`"}`))
+	_, msg, err := ws.Read(context.Background())
+	if got := websocket.CloseStatus(err); got != websocket.StatusInvalidFramePayloadData {
+		t.Errorf("invalid UTF-8: read %q, %v; want a close with status 1007", msg, err)
+	}
 }
 
 func TestWebSocketGoingAwayOnClose(t *testing.T) {
