@@ -409,6 +409,49 @@ func TestEmbeddedChildrenDieWithSous(t *testing.T) {
 	}
 }
 
+// What a recipe's processes leave running in their groups (`sh -c 'server
+// &'`) is stopped when the recipe ends, as the processes still running are;
+// and stop() of a process whose leader exited reaches what it left.
+func TestRecipeEndStopsWhatChildrenLeft(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	dir := t.TempDir()
+	recipe := filepath.Join(dir, "r.star")
+	script := `r = run("sh", ["-c", "sleep 60 & echo $!"])
+print("left", r.stdout.strip())
+p = spawn("sh", ["-c", "sleep 61 & echo $!"], echo=False)
+p.wait()
+p.stop()
+print("stopped", p.output().strip())
+`
+	if err := os.WriteFile(recipe, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", recipe)
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sous run: %v\n%s", err, out)
+	}
+	pids := map[string]int{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && (f[0] == "left" || f[0] == "stopped") {
+			pids[f[0]], _ = strconv.Atoi(f[1])
+		}
+	}
+	if pids["left"] == 0 || pids["stopped"] == 0 {
+		t.Fatalf("no pids in the output:\n%s", out)
+	}
+	for what, pid := range pids {
+		for deadline := time.Now().Add(5 * time.Second); testutil.Alive(pid); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("the background sleep (%s, pid %d) outlived the recipe", what, pid)
+			}
+		}
+	}
+}
+
 // --replay-disk-limit 0 spills nothing: a replay from the start keeps only
 // the memory window, and says so, while the default spill replays it all.
 // Negative limits are usage errors.

@@ -113,6 +113,10 @@ type Registry struct {
 	// the flag are guarded by mu.
 	spawning sync.WaitGroup
 	shutting bool
+
+	// strays are the groups reaped leaders left members in, for Shutdown
+	// (strays.go); guarded by mu.
+	strays []*strayGroup
 }
 
 // NewRegistry returns an empty registry.
@@ -332,6 +336,7 @@ type Process struct {
 	timedOut    bool          // killed because Spec.Timeout passed
 	signal      int           // the signal that ended it, when Spec.ExitSignal asked
 	reapedCh    chan struct{} // closed once reaped
+	strays      *strayGroup   // what the leader left of its group, once reaped (strays.go)
 	exitedAt    time.Time     // when the exit frame went in (retain.go)
 	queued      bool          // in the registry's exit queue; guarded by the registry's mu
 	retainedMem int           // its log's memory while queued, in Registry.exitedMem; guarded likewise
@@ -526,7 +531,7 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	}
 	r.wg.Add(2)
 	go func() { defer r.wg.Done(); r.supervise(p) }()
-	go func() { defer r.wg.Done(); p.reap() }()
+	go func() { defer r.wg.Done(); r.addStrays(p.reap()) }()
 	if spec.Timeout > 0 {
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); r.enforceTimeout(p, spec.Timeout) }() // ext.go
@@ -619,10 +624,12 @@ func (r *Registry) readPipe(p *Process, o output) {
 // the lock that signalling takes, so no signal can reach a recycled pgid.
 // A pipeline's leader (its first stage, whose pid is the group's id) is
 // reaped last, after the other stages: until then it holds the group's id,
-// alive or as a zombie.
-func (p *Process) reap() {
+// alive or as a zombie. It returns what the leader left of its group, if
+// anything (strays.go).
+func (p *Process) reap() *strayGroup {
 	n := len(p.cmds)
 	codes, shell := make([]int, n), make([]int, n)
+	held := false // the group outlived its leader
 	for k := range n {
 		i := (k + 1) % n // 1, 2, ..., n-1, then 0
 		waitExited(p.cmds[i].Process.Pid)
@@ -654,9 +661,22 @@ func (p *Process) reap() {
 			p.signal = shell[n-1] - 128
 		}
 		p.reaped = true
+		// Members left now hold the group's id, so it cannot have been
+		// recycled yet: findStrays may look for them.
+		held = unix.Kill(-p.Pid, 0) == nil
 		close(p.reapedCh)
 		p.mu.Unlock()
 	}
+	if !held {
+		return nil
+	}
+	g := findStrays(p.Pid)
+	if g != nil {
+		p.mu.Lock()
+		p.strays = g
+		p.mu.Unlock()
+	}
+	return g
 }
 
 // Running reports whether the child has not been reaped yet.
@@ -712,11 +732,16 @@ func (p *Process) Reaped() <-chan struct{} { return p.reapedCh }
 func (p *Process) Done() <-chan struct{} { return p.doneCh }
 
 // Signal sends sig to the child's process group unless the child has been
-// reaped. It reports whether the signal was sent.
+// reaped. It reports whether the signal was sent. Once the child has been
+// reaped, what it left of its group, if anything, gets sig instead (and
+// Signal reports false: the child itself is gone).
 func (p *Process) Signal(sig syscall.Signal) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.reaped {
+		if p.strays != nil {
+			p.strays.signal(sig)
+		}
 		return false
 	}
 	// The leader is at worst a zombie here, which keeps the pgid reserved.
@@ -845,9 +870,18 @@ func (r *Registry) Shutdown(keep bool, grace time.Duration) int {
 			p.KillAndWait(context.Background(), syscall.SIGTERM, grace, true)
 		}()
 	}
+	if keep {
+		r.releaseStrays()
+	} else {
+		r.stopStrays(&wg, grace)
+	}
 	wg.Wait()
 	if !keep {
 		r.wg.Wait()
+		// Children that died of the SIGTERM just now may have left members
+		// that ignore it.
+		r.stopStrays(&wg, grace)
+		wg.Wait()
 	}
 	for _, p := range r.List() {
 		p.Log.Close()
