@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -135,6 +136,16 @@ func (g *Git) runEnv(ctx context.Context, dir string, extraEnv []string, stdin i
 	cmd.Dir = dir
 	cmd.Env = append(gitEnv(os.Environ(), dir), extraEnv...)
 	cmd.Stdin = stdin
+	// git runs commands of its own (`worktree add` a `reset --hard` that
+	// checks the files out, hooks), and killing git alone when ctx ends
+	// (a recipe's Ctrl-C) left them writing into the worktree after sous
+	// had exited. So git leads a group of its own, and ending ctx sends
+	// the group SIGTERM: git's handlers then clean up after themselves
+	// (`worktree add` deletes the half-made worktree), where SIGKILL would
+	// leave it registered and locked. What is left once git exits, or is
+	// killed WaitDelay later, gets SIGKILL.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = waitDelay
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -143,6 +154,11 @@ func (g *Git) runEnv(ctx context.Context, dir string, extraEnv []string, stdin i
 	if err != nil {
 		// Killed because ctx ended: git's exit status means nothing then.
 		if ctxErr := ctx.Err(); ctxErr != nil {
+			if cmd.Process != nil {
+				// git was reaped just now: members left still hold its
+				// group's id, so it cannot be someone else's yet.
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
 			return "", fmt.Errorf("git %s: %w", subcommand(args), ctxErr)
 		}
 		var ee *exec.ExitError

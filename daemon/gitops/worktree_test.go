@@ -5,10 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 func create(t *testing.T, g *Git, p wire.GitParams) wire.WorktreeResult {
@@ -448,5 +452,69 @@ func TestWorktreeFromBareRepository(t *testing.T) {
 	}
 	if r := remove(t, g, wire.GitParams{BaseRepo: bare, WorktreePath: wt}); !r.Success || exists(wt) {
 		t.Errorf("WorktreeRemove(bare's worktree) = %+v", r)
+	}
+}
+
+// An add that was killed leaves the worktree locked with git's own
+// "initializing" reason: nobody asked to keep it, so it is removed, and the
+// branch can have a worktree again.
+func TestWorktreeRemoveInterruptedAdd(t *testing.T) {
+	t.Parallel()
+	repo := newRepoWithCommit(t, "main")
+	g := &Git{}
+	wt := filepath.Join(t.TempDir(), "wt")
+	create(t, g, wire.GitParams{BaseRepo: repo, BranchName: "feat", WorktreePath: wt})
+	gitT(t, repo, "worktree", "lock", "--reason", "initializing", wt)
+	if res := remove(t, g, wire.GitParams{BaseRepo: repo, WorktreePath: wt}); !res.Success {
+		t.Fatalf("WorktreeRemove(add's lock) = %+v", res)
+	}
+	if exists(wt) {
+		t.Fatal("the worktree is still there")
+	}
+	if res := create(t, g, wire.GitParams{BaseRepo: repo, BranchName: "feat", WorktreePath: wt}); !res.Success {
+		t.Fatalf("WorktreeCreate again = %+v", res)
+	}
+}
+
+// Ending the context of a git call (a recipe's Ctrl-C) ends what git runs
+// too: a hook of `worktree add` is not left running once the call returns.
+func TestGitCancelEndsItsChildren(t *testing.T) {
+	t.Parallel()
+	repo := newRepoWithCommit(t, "main")
+	pidFile := filepath.Join(t.TempDir(), "hook.pid")
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	writeFile(t, hook, "#!/bin/sh\necho $$ > '"+pidFile+".tmp' && mv '"+pidFile+".tmp' '"+pidFile+"'\nexec sleep 60\n")
+	if err := os.Chmod(hook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&Git{}).WorktreeCreate(ctx, wire.GitParams{BaseRepo: repo, BranchName: "feat", WorktreePath: filepath.Join(t.TempDir(), "wt")})
+		done <- err
+	}()
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hook never ran")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("WorktreeCreate after cancel: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WorktreeCreate did not return after cancel")
+	}
+	for deadline := time.Now().Add(2 * time.Second); testutil.Alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("git's hook outlived the cancelled call")
+		}
 	}
 }
