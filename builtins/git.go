@@ -102,7 +102,7 @@ func gitWorktreeCreate(c *Call) (starlark.Value, error) {
 		return nil, err
 	}
 	if !res.Success {
-		return nil, c.errorf("%s: %s (%s)", path, res.Error, res.ErrorCode)
+		return nil, worktreeFailed(c, path, repo, res)
 	}
 	return record(starlark.StringDict{
 		"path":          starlark.String(res.Path),
@@ -122,13 +122,24 @@ func gitWorktreeRemove(c *Call) (starlark.Value, error) {
 		return nil, err
 	}
 	if !res.Success {
-		msg := res.Error
-		if res.ErrorCode != "" {
-			msg += " (" + res.ErrorCode + ")"
-		}
-		return nil, c.errorf("%s: %s", path, msg)
+		return nil, worktreeFailed(c, path, repo, res)
 	}
 	return starlark.None, nil
+}
+
+// worktreeFailed is the error of a worktree call the daemon answered with
+// success:false. It names what failed: the repository when that is not one
+// (errorCode not_a_repo), else the worktree's path.
+func worktreeFailed(c *Call, path, repo string, res wire.WorktreeResult) error {
+	subject := path
+	if res.ErrorCode == "not_a_repo" {
+		subject = "repo " + repo
+	}
+	msg := res.Error
+	if res.ErrorCode != "" {
+		msg += " (" + res.ErrorCode + ")"
+	}
+	return c.errorf("%s: %s", subject, msg)
 }
 
 func stringList(ss []string) *starlark.List {

@@ -70,6 +70,11 @@ func hostBuiltin(c *Call) (starlark.Value, error) {
 	if err := bind(c, 1, req("target", str(&target)), opt("token", optStr(&token))); err != nil {
 		return nil, err
 	}
+	if target == "" {
+		// The command line's empty --remote means the embedded daemon; an
+		// empty target here is more likely a variable that was never set.
+		return nil, c.errorf(`target is empty: want "embedded", "unix:///path/to.sock", "ssh://host" or "ws://host:port"`)
+	}
 	if token == "" {
 		token = client.TokenFromEnv(func(name string) string {
 			v, _ := c.Env.Getenv(name)

@@ -534,7 +534,7 @@ func TestAgentArguments(t *testing.T) {
 		{`permissions(allow = ["Read"])(1)`, "permissions policy: want a Request, got int"},
 		{`wait_all([1])`, "wait_all: pendings[0]: want Process or Pending, got int"},
 		{`sdk.session(cli = "sous-no-such-claude")`,
-			"sdk.session: spawn sous-no-such-claude on the daemon: spawn sous-no-such-claude: executable file not found in $PATH"},
+			"sdk.session: cli: spawn sous-no-such-claude: executable file not found in $PATH"},
 		{`sdk.session(cli = ["sh", "-c", "echo unknown option >&2; exit 3"])`, "exited with code 3; stderr: unknown option"},
 	}
 	for _, tt := range tests {

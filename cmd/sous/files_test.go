@@ -97,7 +97,7 @@ git.worktree_remove(args["wt"], repo=repo)
 print(files.stat(args["wt"]).exists)
 git.worktree_create("x", args["wt"] + "2", repo="/")
 `, "-a", "repo="+repo, "-a", "wt="+wt)
-	o.expect(t, 1, "main.star:14:20", "git.worktree_create: "+wt+"2: not a git repository (not_a_repo)")
+	o.expect(t, 1, "main.star:14:20", "git.worktree_create: repo /: not a git repository (not_a_repo)")
 	want := `True main True True False
 True ["feature", "main"]
 topic main True topic

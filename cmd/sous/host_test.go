@@ -54,6 +54,14 @@ func TestHostRefusesAWrongToken(t *testing.T) {
 	o.expect(t, 1, "host: unix://"+sock+": the daemon requires a token and none was given: pass token=, or set SOUS_TOKEN or CLAUDE_RPC_TOKEN")
 }
 
+// An empty target is refused, not taken for the embedded daemon as an empty
+// --remote is: in a recipe it is more likely a variable never set.
+func TestHostRefusesAnEmptyTarget(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, `host("")`+"\n")
+	o.expect(t, 1, "main.star:1:5", `host: target is empty: want "embedded", "unix:///path/to.sock", "ssh://host" or "ws://host:port"`)
+}
+
 func TestDefaultHostFromSocketFlag(t *testing.T) {
 	t.Parallel()
 	sock, srv := socketDaemon(t, "tok", daemonConfig(t))

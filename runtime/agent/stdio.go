@@ -53,7 +53,9 @@ func spawnCLI(ctx context.Context, c *client.Client, s *Session, args []string, 
 	}
 	p, err := c.Spawn(ctx, spec, h)
 	if err != nil {
-		return nil, fmt.Errorf("agent: spawn %s on the daemon: %w", cp.cmd, err)
+		// The daemon's message names the command ("spawn claude: executable
+		// file not found in $PATH"); cli names the option that chose it.
+		return nil, fmt.Errorf("agent: cli: %w", err)
 	}
 	cp.p = p
 	go func() {
