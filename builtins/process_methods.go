@@ -40,7 +40,7 @@ func processEntries() []Entry {
 				"and an offset past the applied mark (a gap) fails.",
 			Fn: method(processWrite)},
 		{Name: "Process.close_stdin", Sig: "Process.close_stdin()",
-			Doc: "Closes the process's stdin after everything written so far.", Fn: method(processCloseStdin)},
+			Doc: "Closes the process's stdin after everything written so far; a no-op once the process has exited.", Fn: method(processCloseStdin)},
 		{Name: "Process.wait", Sig: "Process.wait(timeout=None) -> Result",
 			Doc: "Blocks until the process exits and returns its Result. When timeout (seconds) passes first, " +
 				"wait fails and the process keeps running.",
@@ -100,7 +100,10 @@ func processCloseStdin(c *Call, p *Process) (starlark.Value, error) {
 	if err := bind(c, 0); err != nil {
 		return nil, err
 	}
-	if err := c.Env.block(c.Env.Ctx, p.proc.CloseStdin); err != nil {
+	// A process that has exited has no stdin left to close, and whether it
+	// exited before the call (`head -1` after its line) is a race the
+	// recipe cannot win: closing is done either way, as run's stdin is.
+	if err := c.Env.block(c.Env.Ctx, p.proc.CloseStdin); err != nil && !isNotRunning(err) {
 		return nil, p.daemonErr(c, err)
 	}
 	return starlark.None, nil

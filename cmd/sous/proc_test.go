@@ -118,6 +118,25 @@ p.write("x", offset=5)
 	o.expect(t, 1, "main.star:4:8", "Process.write: process gappy: stdin offset gap: offset ahead of applied bytes")
 }
 
+// close_stdin of a process that has exited is a no-op: whether `head -1`
+// exits before the call is a race the recipe cannot win. write() still
+// fails: its bytes reach nobody.
+func TestCloseStdinAfterExit(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, `
+p = spawn("head", ["-1"], id="head", echo=False)
+p.write("one\n")
+p.wait()
+p.close_stdin()
+print(repr(p.output()))
+p.write("two\n")
+`)
+	o.expect(t, 1, "main.star:7:8", "Process.write: process head: Process not running")
+	if !strings.HasPrefix(o.stderr, "\"one\\n\"\n") {
+		t.Errorf("log %q", o.stderr)
+	}
+}
+
 func TestWaitTimeoutLeavesTheProcessRunning(t *testing.T) {
 	t.Parallel()
 	const token = "wait-token"
