@@ -30,7 +30,7 @@ func FuzzCaptureLines(f *testing.F) {
 			}
 		}
 		start := func(fed int) bool {
-			r = c.reader()
+			r = c.reader("test")
 			if r == nil {
 				if fed <= int(limit) {
 					t.Fatalf("reader refused after %d bytes with a %d-byte limit", fed, limit)

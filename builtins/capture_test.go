@@ -16,7 +16,7 @@ func TestCaptureKeepsExactlyTheFirstBytes(t *testing.T) {
 	if string(c.buf) != "abcde" || !c.truncated() || c.total != 8 {
 		t.Errorf("buf=%q truncated=%v total=%d", c.buf, c.truncated(), c.total)
 	}
-	if r := c.reader(); r != nil {
+	if r := c.reader("test"); r != nil {
 		t.Error("a reader started after output was dropped must refuse, not skip lines")
 	}
 }
@@ -25,7 +25,7 @@ func TestLineReaderSeesEverythingFromTheFirstByte(t *testing.T) {
 	t.Parallel()
 	c := capture{limit: 1 << 20}
 	c.add([]byte("one\ntw"))
-	r := c.reader()
+	r := c.reader("test")
 	c.add([]byte("o\r\nthr"))
 	c.add([]byte("ee"))
 	c.end()
@@ -48,7 +48,7 @@ func TestLineReaderSeesEverythingFromTheFirstByte(t *testing.T) {
 func TestLineReaderWaitsForNewline(t *testing.T) {
 	t.Parallel()
 	c := capture{limit: 1 << 20}
-	r := c.reader()
+	r := c.reader("test")
 	c.add([]byte("partial"))
 	if _, ok, done := r.next(); ok || done {
 		t.Errorf("a line without its newline came out before the end: ok=%v done=%v", ok, done)

@@ -30,25 +30,38 @@ type linesIter struct{ *lines }
 
 // Next blocks through the event loop until a line or the end arrives.
 // starlark.Iterator has no way to return an error, so when following the
-// process fails, Next cancels the thread with the reason: the recipe stops
-// there with that message, as a failing builtin would.
+// process fails, or the iteration fell too far behind (see lineReader),
+// Next cancels the thread with the reason: the recipe stops there with
+// that message, as a failing builtin would.
 func (it *linesIter) Next(v *starlark.Value) bool {
-	p, env := it.p, it.p.env
+	p, env, r := it.p, it.p.env, it.r
 	for {
 		p.mu.Lock()
-		line, ok, done := it.r.next()
+		line, ok, done := r.next()
+		switch {
+		case ok:
+			if p.room != nil && r.held() <= int64(r.bound/2) {
+				p.makeRoom() // a frame held back for this loop may come now
+			}
+		case !done:
+			r.starved = true // no frame may wait for this loop now
+			p.makeRoom()
+		}
+		failed := r.err
 		p.mu.Unlock()
 		if ok {
 			*v = starlark.String(line)
 			return true
 		}
 		if done {
-			if err := p.lostErr(); err != nil {
+			if failed != nil {
+				it.thread.Cancel(fmt.Sprintf("Process.lines: %v", failed))
+			} else if err := p.lostErr(); err != nil {
 				it.thread.Cancel(fmt.Sprintf("Process.lines: %v", err))
 			}
 			return false
 		}
-		if err := env.Loop.Wait(env.Ctx, it.r.wake); err != nil {
+		if err := env.Loop.Wait(env.Ctx, r.wake); err != nil {
 			return false // interrupted: the runtime is cancelling the thread
 		}
 	}
@@ -59,7 +72,9 @@ func (it *linesIter) Done() {
 	it.p.mu.Lock()
 	defer it.p.mu.Unlock()
 	it.p.out[it.stream].detach(it.r)
-	it.r.ended = true
+	it.r.ended, it.r.starved = true, false
+	it.r.close()
+	it.p.makeRoom()
 }
 
 // lostErr says why following failed, or nil when the process exited.
