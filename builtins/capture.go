@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 )
 
 // DefaultOutputCap is how many bytes of each stream a process keeps for
@@ -24,6 +25,21 @@ const LinesBound = 4 << 20
 // keeps on disk beyond LinesBound; a recipe further behind than that fails
 // its iteration rather than fill the disk.
 const LinesSpillCap = 1 << 30
+
+// linesBound and linesSpillCap are LinesBound and LinesSpillCap, but for
+// tests (export_test.go), which change them only while nothing iterates.
+var (
+	linesBound    = LinesBound
+	linesSpillCap = int64(LinesSpillCap)
+)
+
+// linesHighWater records, for tests, the most unread bytes any iteration
+// held in memory and the most it put on disk (see lineReader.done).
+var linesHighWater struct {
+	sync.Mutex
+	peak    int
+	spilled int64
+}
 
 // maxLine is the longest line lines() yields: a line is one string in
 // memory, so it is bounded as output() is.
@@ -85,9 +101,10 @@ func (c *capture) reader(name string) *lineReader {
 	if c.truncated() {
 		return nil
 	}
-	r := &lineReader{name: name, bound: LinesBound, spillCap: LinesSpillCap, maxLine: maxLine,
-		wake: make(chan struct{}, 1), ended: c.ended}
+	r := &lineReader{name: name, bound: linesBound, spillCap: linesSpillCap, maxLine: maxLine,
+		wake: make(chan struct{}, 1)}
 	r.push(c.buf)
+	r.ended = c.ended
 	if !c.ended {
 		c.readers = append(c.readers, r)
 	}
@@ -117,7 +134,8 @@ type lineReader struct {
 	off     int
 	scanned int // buf[off:off+scanned] holds no newline: the next search starts after it
 	spill   *spill
-	peak    int // the most unread bytes buf held (tests)
+	peak    int   // the most unread bytes buf held (tests)
+	spilled int64 // bytes written to the spill file (tests)
 
 	ended   bool
 	err     error         // why feeding stopped early: yielded once what came before is read
@@ -177,6 +195,7 @@ func (r *lineReader) push(data []byte) {
 			formatBytes(int64(r.bound)+r.spillCap), r.name, formatBytes(int64(r.bound)), formatBytes(r.spillCap)))
 		return
 	}
+	r.spilled += int64(len(data))
 	if err := r.spill.write(data); err != nil {
 		r.fail(fmt.Errorf("%s: keeping output the recipe has not read yet: %v", r.name, err))
 	}
@@ -198,6 +217,15 @@ func (r *lineReader) appendMem(data []byte) {
 func (r *lineReader) fail(err error) {
 	r.err = err
 	r.starved = false
+}
+
+// done records the reader's high-water marks once the iteration is over.
+func (r *lineReader) done() {
+	h := &linesHighWater
+	h.Lock()
+	h.peak = max(h.peak, r.peak)
+	h.spilled = max(h.spilled, r.spilled)
+	h.Unlock()
 }
 
 // close lets go of the spill file.

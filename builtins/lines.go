@@ -74,6 +74,7 @@ func (it *linesIter) Done() {
 	it.p.out[it.stream].detach(it.r)
 	it.r.ended, it.r.starved = true, false
 	it.r.close()
+	it.r.done()
 	it.p.makeRoom()
 }
 
