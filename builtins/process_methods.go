@@ -61,7 +61,7 @@ func processEntries() []Entry {
 				"Lines come without their newline. It is a single pass: call lines() again to start over. " +
 				"An iteration holds at most 4 MiB of output the recipe has not read yet in memory. On the embedded daemon " +
 				"a process further ahead is held back until the loop reads on, as a full pipe would hold it, except while " +
-				"the recipe waits for the process itself (wait, stop, write, wait_all, another lines() of it). Where it cannot be " +
+				"the recipe waits for the process itself (wait, stop, write, close_stdin, wait_all, another lines() of it). Where it cannot be " +
 				"held back (those waits, a remote daemon, whose connection carries other processes too) the rest waits in a " +
 				"temporary file, up to 1 GiB; a recipe further behind than that, or a line longer than 16 MiB, fails the " +
 				"iteration, after the lines before the gap.",
