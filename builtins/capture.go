@@ -26,19 +26,52 @@ const LinesBound = 4 << 20
 // its iteration rather than fill the disk.
 const LinesSpillCap = 1 << 30
 
-// linesBound and linesSpillCap are LinesBound and LinesSpillCap, but for
-// tests (export_test.go), which change them only while nothing iterates.
-var (
-	linesBound    = LinesBound
-	linesSpillCap = int64(LinesSpillCap)
-)
+// LinesLimits bound what one Process.lines() iteration holds (Env.Lines);
+// a zero field takes LinesBound or LinesSpillCap.
+type LinesLimits struct {
+	Bound    int   // unread bytes in memory
+	SpillCap int64 // unread bytes in the spill file
+	// Stats, when set, records the most any finished iteration held (for
+	// tests and diagnostics).
+	Stats *LinesStats
+}
 
-// linesHighWater records, for tests, the most unread bytes any iteration
-// held in memory and the most it put on disk (see lineReader.done).
-var linesHighWater struct {
-	sync.Mutex
+func (l LinesLimits) bound() int {
+	if l.Bound > 0 {
+		return l.Bound
+	}
+	return LinesBound
+}
+
+func (l LinesLimits) spillCap() int64 {
+	if l.SpillCap > 0 {
+		return l.SpillCap
+	}
+	return LinesSpillCap
+}
+
+// LinesStats are the high-water marks of finished lines() iterations.
+type LinesStats struct {
+	mu      sync.Mutex
 	peak    int
 	spilled int64
+}
+
+// Take returns and resets the most unread bytes a finished iteration held
+// in memory, and the most it put in its spill file.
+func (s *LinesStats) Take() (peak int, spilled int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	peak, spilled = s.peak, s.spilled
+	s.peak, s.spilled = 0, 0
+	return peak, spilled
+}
+
+func (s *LinesStats) record(peak int, spilled int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peak = max(s.peak, peak)
+	s.spilled = max(s.spilled, spilled)
 }
 
 // maxLine is the longest line lines() yields: a line is one string in
@@ -97,12 +130,12 @@ func (c *capture) endReaders() {
 // already dropped (the capture is truncated): then lines() cannot start
 // from the beginning, and says so. name says whose stream it reads, for
 // errors.
-func (c *capture) reader(name string) *lineReader {
+func (c *capture) reader(name string, lim LinesLimits) *lineReader {
 	if c.truncated() {
 		return nil
 	}
-	r := &lineReader{name: name, bound: linesBound, spillCap: linesSpillCap, maxLine: maxLine,
-		wake: make(chan struct{}, 1)}
+	r := &lineReader{name: name, bound: lim.bound(), spillCap: lim.spillCap(), maxLine: maxLine,
+		stats: lim.Stats, wake: make(chan struct{}, 1)}
 	r.push(c.buf)
 	r.ended = c.ended
 	if !c.ended {
@@ -126,16 +159,17 @@ func (c *capture) detach(r *lineReader) {
 // guarded by the Process's mutex, except wake.
 type lineReader struct {
 	name     string // "process ID's stdout", for errors
-	bound    int    // LinesBound, smaller in tests
-	spillCap int64  // LinesSpillCap, smaller in tests
+	bound    int    // LinesLimits.Bound
+	spillCap int64  // LinesLimits.SpillCap
 	maxLine  int    // maxLine, smaller in tests
 
 	buf     []byte // the unread bytes in memory are buf[off:]
 	off     int
 	scanned int // buf[off:off+scanned] holds no newline: the next search starts after it
 	spill   *spill
-	peak    int   // the most unread bytes buf held (tests)
-	spilled int64 // bytes written to the spill file (tests)
+	peak    int   // the most unread bytes buf held
+	spilled int64 // bytes written to the spill file
+	stats   *LinesStats
 
 	ended   bool
 	err     error         // why feeding stopped early: yielded once what came before is read
@@ -221,11 +255,9 @@ func (r *lineReader) fail(err error) {
 
 // done records the reader's high-water marks once the iteration is over.
 func (r *lineReader) done() {
-	h := &linesHighWater
-	h.Lock()
-	h.peak = max(h.peak, r.peak)
-	h.spilled = max(h.spilled, r.spilled)
-	h.Unlock()
+	if r.stats != nil {
+		r.stats.record(r.peak, r.spilled)
+	}
 }
 
 // close lets go of the spill file.

@@ -30,7 +30,7 @@ func FuzzCaptureLines(f *testing.F) {
 			}
 		}
 		start := func(fed int) bool {
-			r = c.reader("test")
+			r = c.reader("test", LinesLimits{})
 			if r != nil {
 				r.bound = int(startAfter%16) + 1 // the rest goes through the spill file
 			}

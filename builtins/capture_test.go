@@ -16,7 +16,7 @@ func TestCaptureKeepsExactlyTheFirstBytes(t *testing.T) {
 	if string(c.buf) != "abcde" || !c.truncated() || c.total != 8 {
 		t.Errorf("buf=%q truncated=%v total=%d", c.buf, c.truncated(), c.total)
 	}
-	if r := c.reader("test"); r != nil {
+	if r := c.reader("test", LinesLimits{}); r != nil {
 		t.Error("a reader started after output was dropped must refuse, not skip lines")
 	}
 }
@@ -25,7 +25,7 @@ func TestLineReaderSeesEverythingFromTheFirstByte(t *testing.T) {
 	t.Parallel()
 	c := capture{limit: 1 << 20}
 	c.add([]byte("one\ntw"))
-	r := c.reader("test")
+	r := c.reader("test", LinesLimits{})
 	c.add([]byte("o\r\nthr"))
 	c.add([]byte("ee"))
 	c.end()
@@ -48,7 +48,7 @@ func TestLineReaderSeesEverythingFromTheFirstByte(t *testing.T) {
 func TestLineReaderWaitsForNewline(t *testing.T) {
 	t.Parallel()
 	c := capture{limit: 1 << 20}
-	r := c.reader("test")
+	r := c.reader("test", LinesLimits{})
 	c.add([]byte("partial"))
 	if _, ok, done := r.next(); ok || done {
 		t.Errorf("a line without its newline came out before the end: ok=%v done=%v", ok, done)
@@ -95,7 +95,7 @@ func popAll(r *lineReader) (lines []string, done bool) {
 func TestLineReaderSpillsPastItsBound(t *testing.T) {
 	t.Parallel()
 	c := capture{limit: 4}
-	r := c.reader("test")
+	r := c.reader("test", LinesLimits{})
 	r.bound, r.spillCap = 8, 1<<20
 	var want []string
 	for i := range 200 {
@@ -118,7 +118,7 @@ func TestLineReaderSpillsPastItsBound(t *testing.T) {
 func TestLineReaderFailsPastItsSpillCap(t *testing.T) {
 	t.Parallel()
 	c := capture{limit: 4}
-	r := c.reader("process p's stdout")
+	r := c.reader("process p's stdout", LinesLimits{})
 	r.bound, r.spillCap = 8, 16
 	for i := range 10 {
 		c.add([]byte(strings.Repeat(string(rune('a'+i)), 3) + "\n"))
@@ -137,7 +137,7 @@ func TestLineReaderFailsPastItsSpillCap(t *testing.T) {
 func TestLineReaderRefusesAnEndlessLine(t *testing.T) {
 	t.Parallel()
 	c := capture{limit: 4}
-	r := c.reader("test")
+	r := c.reader("test", LinesLimits{})
 	r.bound, r.maxLine = 8, 20
 	c.add([]byte("ok\n"))
 	for range 10 {

@@ -33,6 +33,9 @@ type Env struct {
 	// err, whatever the builtin then running returns. Ctx must end soon
 	// after, so that every wait returns. Nil: such errors only deny.
 	Abort func(err error)
+	// Lines bounds what a Process.lines() iteration holds; the zero value
+	// is the documented bounds.
+	Lines LinesLimits
 
 	// What the agent builtins keep for the run; see agents.
 	agents agents

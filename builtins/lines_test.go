@@ -1,8 +1,8 @@
 package builtins_test
 
 // These tests run recipes with real processes, on the embedded daemon and
-// on one served on a Unix socket. They change the lines() limits and read
-// its high-water marks, which are global: none of them runs in parallel.
+// on one served on a Unix socket. None runs in parallel: noHeldFrames looks
+// at every goroutine of the test binary.
 
 import (
 	"bytes"
@@ -30,12 +30,18 @@ const frameSlack = 32 << 10
 // error and its log.
 func runRecipe(t *testing.T, ctx context.Context, host *client.Target, src string) (error, string) {
 	t.Helper()
+	return runRecipeLimited(t, ctx, host, builtins.LinesLimits{}, src)
+}
+
+// runRecipeLimited is runRecipe with lines() limits of its own.
+func runRecipeLimited(t *testing.T, ctx context.Context, host *client.Target, lim builtins.LinesLimits, src string) (error, string) {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "main.star")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opt := sous.Options{Recipe: path, Stdout: new(bytes.Buffer), Table: builtins.DefaultTable()}
+	opt := sous.Options{Recipe: path, Stdout: new(bytes.Buffer), Table: builtins.DefaultTable(), Lines: lim}
 	var log bytes.Buffer
 	opt.Stderr = &log
 	if host != nil {
@@ -91,8 +97,8 @@ func socketHost(t *testing.T) *client.Target {
 // the iteration never holds more than its bound; on the embedded daemon
 // nothing goes to disk, the child is held back instead.
 func TestLinesFastProducerStaysBounded(t *testing.T) {
-	builtins.LinesHighWater()
-	err, log := runRecipe(t, context.Background(), nil, `
+	stats := new(builtins.LinesStats)
+	err, log := runRecipeLimited(t, context.Background(), nil, builtins.LinesLimits{Stats: stats}, `
 p = spawn("seq", ["1", "3000000"], echo=False)
 n = 0
 last = ""
@@ -104,7 +110,7 @@ print(n, last)
 	if err != nil || log != "3000000 3000000\n" {
 		t.Fatalf("err=%v log=%q", err, log)
 	}
-	peak, spilled := builtins.LinesHighWater()
+	peak, spilled := stats.Take()
 	if peak > builtins.LinesBound+frameSlack || spilled != 0 {
 		t.Errorf("the iteration held %d bytes in memory (bound %d) and spilled %d", peak, builtins.LinesBound, spilled)
 	}
@@ -114,8 +120,8 @@ print(n, last)
 // its full pipe, long after it would have written everything; a break lets
 // it go.
 func TestLinesStalledLoopHoldsTheChildBack(t *testing.T) {
-	builtins.LinesHighWater()
-	err, log := runRecipe(t, context.Background(), nil, `
+	stats := new(builtins.LinesStats)
+	err, log := runRecipeLimited(t, context.Background(), nil, builtins.LinesLimits{Stats: stats}, `
 p = spawn(["sh", "-c", "yes | head -c 100000000"], echo=False)
 for l in p.lines():
     sleep(1.5)
@@ -126,7 +132,7 @@ print("exit", p.wait().exit_code)
 	if err != nil || log != "running after the stall: True\nexit 0\n" {
 		t.Fatalf("err=%v log=%q", err, log)
 	}
-	if peak, spilled := builtins.LinesHighWater(); peak > builtins.LinesBound+frameSlack || spilled != 0 {
+	if peak, spilled := stats.Take(); peak > builtins.LinesBound+frameSlack || spilled != 0 {
 		t.Errorf("held %d bytes, spilled %d", peak, spilled)
 	}
 }
@@ -136,8 +142,8 @@ print("exit", p.wait().exit_code)
 // wait all return, and the loop then reads every line, kept on disk
 // meanwhile.
 func TestLinesWaitForTheProcessInsideTheLoop(t *testing.T) {
-	builtins.LinesHighWater()
-	err, log := runRecipe(t, context.Background(), nil, `
+	stats := new(builtins.LinesStats)
+	err, log := runRecipeLimited(t, context.Background(), nil, builtins.LinesLimits{Stats: stats}, `
 def count(p, wait):
     n = 0
     for l in p.lines():
@@ -153,7 +159,7 @@ print(count(spawn(["sh", "-c", "seq 1 2000000; sleep 30"], echo=False), lambda p
 	if err != nil || log != "2000000\n2000000\nTrue\nTrue\n" {
 		t.Fatalf("err=%v log=%q", err, log)
 	}
-	if peak, spilled := builtins.LinesHighWater(); peak > builtins.LinesBound+frameSlack || spilled == 0 {
+	if peak, spilled := stats.Take(); peak > builtins.LinesBound+frameSlack || spilled == 0 {
 		t.Errorf("held %d bytes, spilled %d (want some)", peak, spilled)
 	}
 }
@@ -207,8 +213,8 @@ for l in p.lines():
 // disk, losing nothing.
 func TestLinesRemoteSpillsInsteadOfBlocking(t *testing.T) {
 	host := socketHost(t)
-	builtins.LinesHighWater()
-	err, log := runRecipe(t, context.Background(), host, `
+	stats := new(builtins.LinesStats)
+	err, log := runRecipeLimited(t, context.Background(), host, builtins.LinesLimits{Stats: stats}, `
 p = spawn("seq", ["1", "3000000"], echo=False)
 q = spawn(["sh", "-c", "sleep 0.5; echo q"], echo=False)
 n = 0
@@ -224,7 +230,7 @@ print(n, last)
 	if err != nil || log != "q says q\n3000000 3000000\n" {
 		t.Fatalf("err=%v log=%q", err, log)
 	}
-	if peak, spilled := builtins.LinesHighWater(); peak > builtins.LinesBound+frameSlack || spilled == 0 {
+	if peak, spilled := stats.Take(); peak > builtins.LinesBound+frameSlack || spilled == 0 {
 		t.Errorf("held %d bytes, spilled %d (want some)", peak, spilled)
 	}
 }
@@ -233,8 +239,7 @@ print(n, last)
 // lines() and the bounds, after the lines before the gap.
 func TestLinesRemoteFallingTooFarBehindFails(t *testing.T) {
 	host := socketHost(t)
-	defer builtins.SetLinesLimits(1<<20, 4<<20)()
-	err, log := runRecipe(t, context.Background(), host, `
+	err, log := runRecipeLimited(t, context.Background(), host, builtins.LinesLimits{Bound: 1 << 20, SpillCap: 4 << 20}, `
 p = spawn("seq", ["1", "3000000"], echo=False)
 want = 1
 for l in p.lines():

@@ -220,7 +220,7 @@ func processLines(c *Call, p *Process) (starlark.Value, error) {
 	}
 	i, _ := streamIndex(stream)
 	p.mu.Lock()
-	r := p.out[i].reader(fmt.Sprintf("process %s's %s", p.id, stream))
+	r := p.out[i].reader(fmt.Sprintf("process %s's %s", p.id, stream), c.Env.Lines)
 	p.mu.Unlock()
 	if r == nil {
 		return nil, c.errorf("process %s wrote more than the %d bytes of %s it keeps before lines() was called, so its lines cannot start from the first",

@@ -32,6 +32,9 @@ type Options struct {
 	// Getenv reads the runner's environment (default: a lookup in Env).
 	Getenv func(string) (string, bool)
 	Table  *builtins.Table
+	// Lines bounds what a Process.lines() iteration holds (zero: the
+	// documented bounds).
+	Lines builtins.LinesLimits
 	// Approvals are the command line's --allow and --deny rules, asked after
 	// the recipe's policies.
 	Approvals builtins.RuleSet
@@ -151,6 +154,7 @@ func execute(ctx context.Context, opt Options, out *output) (err error) {
 		Args:     opt.Args,
 		Getenv:   getenv,
 		Approver: appr,
+		Lines:    opt.Lines,
 		Abort: func(err error) {
 			if abortErr != nil {
 				return
