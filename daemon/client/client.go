@@ -37,6 +37,18 @@ type Options struct {
 	ReconnectTimeout time.Duration
 	// Logger receives reconnect notices.
 	Logger *slog.Logger
+
+	// maxAnswer bounds a response (0: maxResponseLine); smaller in tests
+	// (export_test.go).
+	maxAnswer int
+}
+
+// answerLimit is the longest response the client takes.
+func (o Options) answerLimit() int {
+	if o.maxAnswer > 0 {
+		return o.maxAnswer
+	}
+	return maxResponseLine
 }
 
 // DialFunc opens a new byte stream to the daemon.
@@ -164,7 +176,7 @@ func Dial(ctx context.Context, dial DialFunc, token string, opt Options) (*Clien
 		if err != nil {
 			return nil, err
 		}
-		return newStreamLink(rwc, token, recv), nil
+		return newStreamLink(rwc, token, recv, opt.answerLimit()), nil
 	}, opt)
 }
 

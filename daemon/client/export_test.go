@@ -36,3 +36,10 @@ func SelfReads(c *Client) int64 {
 	}
 	return l.selfReads.Load()
 }
+
+// WithAnswerLimit is opt with the longest answer the client takes set to n
+// bytes (256 MiB otherwise), so that tests need no huge answers.
+func WithAnswerLimit(opt Options, n int) Options {
+	opt.maxAnswer = n
+	return opt
+}

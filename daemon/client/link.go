@@ -54,9 +54,10 @@ type receiver interface {
 // against 20-23 µs for a raw round trip to the same daemon (three
 // alternated runs), and takes 23-29 µs reading directly.
 type streamLink struct {
-	rwc  io.ReadWriteCloser
-	recv receiver
-	enc  requestEncoder
+	rwc       io.ReadWriteCloser
+	recv      receiver
+	enc       requestEncoder
+	maxAnswer int // the longest line taken (maxResponseLine)
 	// uc is rwc as a Unix socket, which callers may read (it can be peeked,
 	// and a read on it interrupted by a deadline); nil for other streams,
 	// which only the reader goroutine reads.
@@ -76,6 +77,9 @@ type streamLink struct {
 	d       lineDispatcher
 	carry   []byte // a line read in parts: one too long for r, or one a deadline cut
 	carried bool   // carry holds a whole line, returned last time
+	// skipping: the line being read is over maxAnswer; carry holds
+	// its start, and the rest is read to its end and dropped.
+	skipping bool
 
 	selfReads atomic.Int64 // answers their callers read themselves (for the tests)
 }
@@ -90,8 +94,8 @@ type readerHints interface {
 	idle() bool
 }
 
-func newStreamLink(rwc io.ReadWriteCloser, token string, recv receiver) *streamLink {
-	l := &streamLink{rwc: rwc, recv: recv, enc: newRequestEncoder(token, '\n'),
+func newStreamLink(rwc io.ReadWriteCloser, token string, recv receiver, maxAnswer int) *streamLink {
+	l := &streamLink{rwc: rwc, recv: recv, enc: newRequestEncoder(token, '\n'), maxAnswer: maxAnswer,
 		r: bufio.NewReaderSize(rwc, 256<<10), wake: make(chan struct{}, 1), reading: true}
 	if uc, ok := rwc.(*net.UnixConn); ok {
 		l.uc = uc
@@ -232,6 +236,56 @@ func (l *streamLink) close() {
 // large file is the biggest legitimate one).
 const maxResponseLine = 256 << 20
 
+// ErrAnswerTooLarge fails a call whose answer is longer than the client
+// takes (256 MiB).
+var ErrAnswerTooLarge = errors.New("the daemon's answer is longer than this client takes")
+
+// oversizeLine is a line over limit bytes, skipped to its end: prefix is
+// its start, where a response has its id.
+type oversizeLine struct {
+	prefix []byte
+	limit  int
+}
+
+func (e *oversizeLine) Error() string {
+	return fmt.Sprintf("daemon sent a line over %d bytes", e.limit)
+}
+
+// oversizePrefix is how much of an oversize line is kept to find its id.
+const oversizePrefix = 256
+
+// oversized answers the call whose response was a line too long to take,
+// skipped by the reader: it fails with ErrAnswerTooLarge, and the link,
+// still in step, goes on. Resending the call on a new connection, as a
+// link that failed would, only brought the same answer again, forever.
+// Without an id in the line's start (a frame), the link fails as before.
+func (d *lineDispatcher) oversized(l link, recv receiver, o *oversizeLine) error {
+	id, ok := responseID(o.prefix)
+	if !ok {
+		return o
+	}
+	recv.response(l, id, nil, fmt.Errorf("%w (%d MiB)", ErrAnswerTooLarge, o.limit>>20))
+	return nil
+}
+
+// responseID reads the id at the start of a response in the daemon's own
+// layout, {"jsonrpc":"2.0","id":N,...}.
+func responseID(line []byte) (uint64, bool) {
+	rest, found := bytes.CutPrefix(line, []byte(`{"jsonrpc":"2.0","id":`))
+	if !found {
+		return 0, false
+	}
+	n := 0
+	for n < len(rest) && n < 20 && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || n == len(rest) || rest[n] != ',' {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(string(rest[:n]), 10, 64)
+	return id, err == nil
+}
+
 // read is the link's reader goroutine. It starts with the reading role and
 // keeps it while anything is expected; when nothing is, it parks without it
 // until handed it back (ensureReader).
@@ -262,6 +316,10 @@ func (l *streamLink) read() {
 // step reads one line and dispatches it. Only the role's holder calls it.
 func (l *streamLink) step() error {
 	line, err := l.readLine()
+	var o *oversizeLine
+	if errors.As(err, &o) {
+		return l.d.oversized(l, l.recv, o)
+	}
 	if err != nil {
 		return err
 	}
@@ -280,6 +338,17 @@ func (l *streamLink) readLine() ([]byte, error) {
 	}
 	for {
 		frag, err := l.r.ReadSlice('\n')
+		if l.skipping {
+			// The rest of a line over the limit: only its start is kept.
+			if err == nil {
+				l.skipping, l.carried = false, true
+				return nil, &oversizeLine{prefix: l.carry, limit: l.maxAnswer}
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			return nil, err
+		}
 		if err == nil && len(l.carry) == 0 {
 			return frag, nil
 		}
@@ -288,10 +357,11 @@ func (l *streamLink) readLine() ([]byte, error) {
 		case err == nil:
 			l.carried = true
 			return l.carry, nil
-		case errors.Is(err, bufio.ErrBufferFull) && len(l.carry) < maxResponseLine:
+		case errors.Is(err, bufio.ErrBufferFull) && len(l.carry) < l.maxAnswer:
 			continue // a long line (a big response): gather it
 		case errors.Is(err, bufio.ErrBufferFull):
-			return nil, fmt.Errorf("daemon sent a line over %d bytes", maxResponseLine)
+			l.carry, l.skipping = append([]byte(nil), l.carry[:oversizePrefix]...), true
+			continue
 		}
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func DialWebSocket(ctx context.Context, url, token string, opt Options) (*Client
 		if err != nil {
 			return nil, err
 		}
-		return newWSLink(ws, token, recv), nil
+		return newWSLink(ws, token, recv, opt.answerLimit()), nil
 	}, opt)
 }
 
@@ -72,8 +72,10 @@ func dialWS(ctx context.Context, url, token string) (*websocket.Conn, error) {
 		}
 		return nil, fmt.Errorf("connect to daemon at %s: %w", url, err)
 	}
-	// Responses can be large (files.read of a big file).
-	ws.SetReadLimit(maxResponseLine)
+	// Responses can be large (files.read of a big file); readMessage
+	// bounds them itself, so that one over the limit fails its call and
+	// not the connection (the library's limit closes it).
+	ws.SetReadLimit(-1)
 	return ws, nil
 }
 
@@ -93,16 +95,17 @@ func init() {
 // wsLink speaks the protocol over a WebSocket: one JSON document per text
 // message, each way.
 type wsLink struct {
-	ws   *websocket.Conn
-	recv receiver
-	enc  requestEncoder
+	ws        *websocket.Conn
+	recv      receiver
+	enc       requestEncoder
+	maxAnswer int // the longest message taken (maxResponseLine)
 
 	done      chan struct{}
 	closeOnce sync.Once
 }
 
-func newWSLink(ws *websocket.Conn, token string, recv receiver) *wsLink {
-	l := &wsLink{ws: ws, recv: recv, enc: newRequestEncoder(token), done: make(chan struct{})}
+func newWSLink(ws *websocket.Conn, token string, recv receiver, maxAnswer int) *wsLink {
+	l := &wsLink{ws: ws, recv: recv, enc: newRequestEncoder(token), maxAnswer: maxAnswer, done: make(chan struct{})}
 	go l.read()
 	go l.heartbeat()
 	return l
@@ -145,7 +148,16 @@ func (l *wsLink) read() {
 			lastErr = err
 			break
 		}
-		if buf, err = readMessage(r, buf[:0]); err != nil {
+		buf, err = readMessage(r, buf[:0], l.maxAnswer)
+		var o *oversizeLine
+		if errors.As(err, &o) {
+			if lastErr = d.oversized(l, l.recv, o); lastErr != nil {
+				break
+			}
+			buf = nil
+			continue
+		}
+		if err != nil {
 			lastErr = err
 			break
 		}
@@ -164,16 +176,25 @@ func (l *wsLink) read() {
 	l.recv.closed(l, wsLinkErr(lastErr))
 }
 
-// readMessage appends the rest of a message to dst.
-func readMessage(r io.Reader, dst []byte) ([]byte, error) {
+// readMessage appends the rest of a message to dst. A message over max
+// bytes is read to its end and dropped: the error is an *oversizeLine with
+// its start.
+func readMessage(r io.Reader, dst []byte, max int) ([]byte, error) {
 	if cap(dst) == 0 {
 		dst = make([]byte, 0, 64<<10)
 	}
 	for {
+		if len(dst) > max {
+			o := &oversizeLine{prefix: append([]byte(nil), dst[:oversizePrefix]...), limit: max}
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return nil, err
+			}
+			return nil, o
+		}
 		if len(dst) == cap(dst) {
 			dst = append(dst, 0)[:len(dst)]
 		}
-		n, err := r.Read(dst[len(dst):cap(dst)])
+		n, err := r.Read(dst[len(dst):min(cap(dst), max+1)])
 		dst = dst[:len(dst)+n]
 		if err == io.EOF {
 			return dst, nil
