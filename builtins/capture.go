@@ -15,10 +15,9 @@ import (
 const DefaultOutputCap = 16 << 20
 
 // LinesBound is how many bytes of unread output one Process.lines()
-// iteration holds in memory. Past it, a process on the embedded daemon is
-// held back until the recipe reads on (see Process.onFrame); output that
-// cannot be held back (a remote daemon's, or while the recipe waits for the
-// process itself) goes to a file, up to LinesSpillCap.
+// iteration holds in memory. Past it, the rest goes to a file, up to
+// LinesSpillCap. The process is never held back for a slow loop (see
+// Process.onFrame).
 const LinesBound = 4 << 20
 
 // LinesSpillCap is how many bytes of unread output one lines() iteration
@@ -119,7 +118,6 @@ func (c *capture) end() {
 func (c *capture) endReaders() {
 	for _, r := range c.readers {
 		r.ended = true
-		r.starved = false
 		r.signal()
 	}
 	c.readers = nil
@@ -171,10 +169,9 @@ type lineReader struct {
 	spilled int64 // bytes written to the spill file
 	stats   *LinesStats
 
-	ended   bool
-	err     error         // why feeding stopped early: yielded once what came before is read
-	starved bool          // the iteration waits for a line: the producer must not wait for this reader
-	wake    chan struct{} // a pending signal means "look again"
+	ended bool
+	err   error         // why feeding stopped early: yielded once what came before is read
+	wake  chan struct{} // a pending signal means "look again"
 }
 
 func (r *lineReader) signal() {
@@ -208,9 +205,6 @@ func (r *lineReader) push(data []byte) {
 		return
 	}
 	defer r.signal()
-	if r.starved && bytes.IndexByte(data, '\n') >= 0 {
-		r.starved = false
-	}
 	unread := len(r.buf) - r.off
 	if (r.spill == nil || r.spill.unread() == 0) && (unread == 0 || unread+len(data) <= r.bound) {
 		r.appendMem(data)
@@ -250,7 +244,6 @@ func (r *lineReader) appendMem(data []byte) {
 // fails with err.
 func (r *lineReader) fail(err error) {
 	r.err = err
-	r.starved = false
 }
 
 // done records the reader's high-water marks once the iteration is over.

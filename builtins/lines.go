@@ -38,15 +38,6 @@ func (it *linesIter) Next(v *starlark.Value) bool {
 	for {
 		p.mu.Lock()
 		line, ok, done := r.next()
-		switch {
-		case ok:
-			if p.room != nil && r.held() <= int64(r.bound/2) {
-				p.makeRoom() // a frame held back for this loop may come now
-			}
-		case !done:
-			r.starved = true // no frame may wait for this loop now
-			p.makeRoom()
-		}
 		failed := r.err
 		p.mu.Unlock()
 		if ok {
@@ -72,10 +63,9 @@ func (it *linesIter) Done() {
 	it.p.mu.Lock()
 	defer it.p.mu.Unlock()
 	it.p.out[it.stream].detach(it.r)
-	it.r.ended, it.r.starved = true, false
+	it.r.ended = true
 	it.r.close()
 	it.r.done()
-	it.p.makeRoom()
 }
 
 // lostErr says why following failed, or nil when the process exited.

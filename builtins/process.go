@@ -40,11 +40,6 @@ type Process struct {
 	err       error // why following failed, when it did
 	finished  time.Time
 	ended     chan struct{} // closed once the end is recorded and echoed
-
-	// Holding the process back for lines() (see onFrame).
-	inline  bool          // frames come on the daemon goroutine that reads the child's output
-	awaited int           // recipe calls under way that wait for the process itself
-	room    chan struct{} // closed when a held-back frame should look again; nil: none waits
 }
 
 // procOptions say how a process is followed.
@@ -87,12 +82,11 @@ func streamIndex(s wire.Stream) (int, bool) {
 // goroutine, so it only copies and hands on. The exit frame is left to
 // watch, which the client wakes by closing Proc.Done after this returns.
 //
-// The one wait: a frame for a lines() iteration that holds LinesBound
-// unread bytes already waits, on the embedded daemon, until the recipe
-// reads on, which holds the child back as a full pipe would (see
-// holdBack). Nothing is locked meanwhile. Over a remote link the frame
-// goes to the iteration's spill file instead: that goroutine reads the
-// whole connection, every other process's frames and every call's answer.
+// It never waits: a lines() iteration past its bound puts the rest in its
+// spill file (capture.go). Holding the child back here instead (the
+// embedded daemon delivers on the goroutine that reads the child) hung
+// recipes whose loop waits for something the child does later, such as
+// a client run against a server the loop is watching.
 func (p *Process) onFrame(f *wire.Frame) {
 	i, ok := streamIndex(f.Stream)
 	if !ok {
@@ -101,23 +95,12 @@ func (p *Process) onFrame(f *wire.Frame) {
 	stage := f.StageIndex()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !p.closed && stage < 0 && p.holdBack(i, len(f.Data)) {
-		if p.room == nil {
-			p.room = make(chan struct{})
-		}
-		room := p.room
-		p.mu.Unlock()
-		select {
-		case <-room:
-		case <-p.env.Ctx.Done():
-		}
-		p.mu.Lock()
-	}
 	if p.closed {
 		return
 	}
 	if p.env.Ctx.Err() != nil {
-		// The run is over: nobody iterates any more.
+		// The run is over: nobody iterates any more, and an iteration
+		// never read must not go on filling its spill file.
 		p.out[0].endReaders()
 		p.out[1].endReaders()
 	}
@@ -131,57 +114,6 @@ func (p *Process) onFrame(f *wire.Frame) {
 		p.echo.Write(f.Stream, f.Data)
 	case !p.announced && p.opt.echo && !p.opt.internal:
 		p.early = append(p.early, chunk{f.Stream, append([]byte(nil), f.Data...)})
-	}
-}
-
-// holdBack reports whether a frame of n bytes of stream i must wait for
-// a lines() iteration to read on. Only where frames come on the goroutine
-// that reads the child (the embedded daemon), and never while the recipe
-// waits for something this very goroutine must deliver first: any lines()
-// iteration of the process waiting for a line (the held one is past its
-// bound, so it is not the one starving, unless its line is longer than
-// that), or a call that waits for the process (wait, stop, write; see
-// await). A break, the process's end, the run's end wake it too. Called
-// with p.mu held.
-func (p *Process) holdBack(i, n int) bool {
-	if !p.inline || p.awaited > 0 || p.env.Ctx.Err() != nil {
-		return false
-	}
-	full := false
-	for k := range p.out {
-		for _, r := range p.out[k].readers {
-			if r.starved {
-				return false
-			}
-			full = full || (k == i && r.full(n))
-		}
-	}
-	return full
-}
-
-// makeRoom wakes a frame held back by holdBack, to look again. Called with
-// p.mu held.
-func (p *Process) makeRoom() {
-	if p.room != nil {
-		close(p.room)
-		p.room = nil
-	}
-}
-
-// await marks a recipe call that waits for the process itself (its end,
-// or the daemon taking its stdin): until the returned func is called, no
-// frame is held back for lines(), and iterations past their bound spill
-// to disk instead. Otherwise `for l in p.lines(): p.wait()` would wait for
-// an exit queued behind the frame held back for the loop.
-func (p *Process) await() (done func()) {
-	p.mu.Lock()
-	p.awaited++
-	p.makeRoom()
-	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		p.awaited--
-		p.mu.Unlock()
 	}
 }
 
@@ -201,7 +133,6 @@ func (p *Process) announce(reattached bool) {
 	}
 	p.early = nil
 	p.announced = true
-	p.inline = p.proc.DeliversInline()
 	p.mu.Unlock()
 	select {
 	case <-p.proc.Done():
@@ -225,7 +156,6 @@ func (p *Process) watch() {
 	}
 	p.out[0].end()
 	p.out[1].end()
-	p.makeRoom()
 	echo := p.echo
 	p.mu.Unlock()
 	if echo != nil {

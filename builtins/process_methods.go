@@ -59,12 +59,9 @@ func processEntries() []Entry {
 		{Name: "Process.lines", Sig: `Process.lines(stream="stdout") -> iterable of strings`,
 			Doc: "The lines of stdout or stderr, from the first, as they arrive; iteration ends when the process exits. " +
 				"Lines come without their newline. It is a single pass: call lines() again to start over. " +
-				"An iteration holds at most 4 MiB of output the recipe has not read yet in memory. On the embedded daemon " +
-				"a process further ahead is held back until the loop reads on, as a full pipe would hold it, except while " +
-				"the recipe waits for the process itself (wait, stop, write, close_stdin, wait_all, another lines() of it). Where it cannot be " +
-				"held back (those waits, a remote daemon, whose connection carries other processes too) the rest waits in a " +
+				"An iteration holds at most 4 MiB of output the recipe has not read yet in memory, and the rest in a " +
 				"temporary file, up to 1 GiB; a recipe further behind than that, or a line longer than 16 MiB, fails the " +
-				"iteration, after the lines before the gap.",
+				"iteration, after the lines before the gap. The process is not held back for a slow loop.",
 			Fn: method(processLines)},
 		{Name: "Process.output", Sig: `Process.output(stream="stdout") -> string`,
 			Doc: "Everything received on stdout or stderr so far (the first 16 MiB).", Fn: method(processOutput)},
@@ -88,7 +85,6 @@ func processWrite(c *Call, p *Process) (starlark.Value, error) {
 		return nil, err
 	}
 	var applied int64
-	defer p.await()()
 	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
 		if offset == nil {
 			applied, err = p.proc.Write(ctx, buf)
@@ -107,7 +103,6 @@ func processCloseStdin(c *Call, p *Process) (starlark.Value, error) {
 	if err := bind(c, 0); err != nil {
 		return nil, err
 	}
-	defer p.await()()
 	// A process that has exited has no stdin left to close, and whether it
 	// exited before the call (`head -1` after its line) is a race the
 	// recipe cannot win: closing is done either way, as run's stdin is.
@@ -122,7 +117,6 @@ func processWait(c *Call, p *Process) (starlark.Value, error) {
 	if err := bind(c, 1, opt("timeout", optSeconds(&timeout))); err != nil {
 		return nil, err
 	}
-	defer p.await()()
 	if err := c.Env.wait(p.ended, timeout); err != nil {
 		if errors.Is(err, errTimeout) {
 			return nil, c.errorf("process %s still running after %s", p.id, formatSeconds(*timeout))
@@ -175,7 +169,6 @@ func processStop(c *Call, p *Process) (starlark.Value, error) {
 	// means "at once".
 	grace = max(grace, time.Millisecond)
 	var res wire.KillAndWaitResult
-	defer p.await()()
 	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
 		res, err = p.proc.KillAndWait(ctx, "TERM", grace, escalate)
 		return err

@@ -77,11 +77,6 @@ func waitAll(c *Call) (starlark.Value, error) {
 		defer cancel()
 	}
 	for _, it := range items {
-		if p, ok := it.(*Process); ok {
-			defer p.await()()
-		}
-	}
-	for _, it := range items {
 		if err := c.Env.Loop.Wait(ctx, it.Ready()); err != nil {
 			if c.Env.Ctx.Err() != nil {
 				return nil, c.errorf("%v", errInterrupted)

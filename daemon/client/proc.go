@@ -402,12 +402,6 @@ func (p *Proc) finished() bool {
 	return p.exited || p.err != nil
 }
 
-// DeliversInline reports whether the handler is called on the daemon
-// goroutine that reads the child's output (the embedded daemon), where
-// waiting in it holds the child back and nothing else; over any other link
-// it runs on the goroutine that reads the whole connection.
-func (p *Proc) DeliversInline() bool { return p.c.local }
-
 // LastSeq is the seq of the last frame delivered.
 func (p *Proc) LastSeq() int64 {
 	p.mu.Lock()
