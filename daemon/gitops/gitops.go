@@ -143,8 +143,11 @@ func (g *Git) runEnv(ctx context.Context, dir string, extraEnv []string, stdin i
 	// the group SIGTERM: git's handlers then clean up after themselves
 	// (`worktree add` deletes the half-made worktree), where SIGKILL would
 	// leave it registered and locked. What is left once git exits, or is
-	// killed WaitDelay later, gets SIGKILL.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// killed WaitDelay later, gets SIGKILL. The group is a new session's,
+	// without a terminal: in a background group of the terminal's session,
+	// a hook that reads /dev/tty would be stopped (SIGTTIN) and hang the
+	// call, where without one its open fails at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = waitDelay
 	var stdout, stderr bytes.Buffer

@@ -314,9 +314,9 @@ func (g *Git) worktrees(ctx context.Context, repoDir string) ([]worktree, error)
 //     otherwise resolve to the daemon directory);
 //   - the repository (baseRepo, or the daemon directory) is not a repository:
 //     errorCode "not_a_repo";
-//   - the worktree is locked: a lock is someone's explicit request to keep it
-//     (but not git's own "initializing" lock, which an add that was killed
-//     leaves behind: that worktree is removed);
+//   - the worktree is locked: a lock is someone's explicit request to keep it,
+//     or git's own ("initializing") while an add is under way, which
+//     cannot be told from one a killed add left behind;
 //   - the path exists but is not a worktree of this repository (the main
 //     worktree, an unrelated directory): deleting it would lose data that
 //     was never git's to remove.
@@ -344,10 +344,6 @@ func (g *Git) WorktreeRemove(ctx context.Context, p wire.GitParams) (wire.Worktr
 	return res, nil
 }
 
-// addLockReason is the reason git gives the lock it holds on a worktree
-// while `git worktree add` sets it up (in the C locale git runs in here).
-const addLockReason = "initializing"
-
 func (g *Git) removeWorktree(ctx context.Context, repoDir, wt string) (wire.WorktreeResult, error) {
 	r, err := g.probe(ctx, repoDir)
 	if errors.Is(err, errNotRepo) {
@@ -371,14 +367,6 @@ func (g *Git) removeWorktree(ctx context.Context, repoDir, wt string) (wire.Work
 		}
 		linked = &wts[i]
 	}
-	force := []string{"--force"}
-	if linked != nil && linked.locked && linked.reason == addLockReason {
-		// git's own lock of a worktree being added, left by an add that
-		// was killed: nobody asked to keep it, and without it going the
-		// worktree could never be removed or made again.
-		linked.locked = false
-		force = append(force, "--force") // twice: a locked worktree too
-	}
 	if linked != nil && linked.locked {
 		msg := fmt.Sprintf("'%s' is locked", wt)
 		if linked.reason != "" {
@@ -387,7 +375,7 @@ func (g *Git) removeWorktree(ctx context.Context, repoDir, wt string) (wire.Work
 		return removeFailed(msg), nil
 	}
 
-	_, rmErr := g.run(ctx, repoDir, append(append([]string{"worktree", "remove"}, force...), "--", wt)...)
+	_, rmErr := g.run(ctx, repoDir, "worktree", "remove", "--force", "--", wt)
 	if rmErr == nil {
 		return wire.WorktreeResult{Success: true}, nil
 	}

@@ -455,27 +455,6 @@ func TestWorktreeFromBareRepository(t *testing.T) {
 	}
 }
 
-// An add that was killed leaves the worktree locked with git's own
-// "initializing" reason: nobody asked to keep it, so it is removed, and the
-// branch can have a worktree again.
-func TestWorktreeRemoveInterruptedAdd(t *testing.T) {
-	t.Parallel()
-	repo := newRepoWithCommit(t, "main")
-	g := &Git{}
-	wt := filepath.Join(t.TempDir(), "wt")
-	create(t, g, wire.GitParams{BaseRepo: repo, BranchName: "feat", WorktreePath: wt})
-	gitT(t, repo, "worktree", "lock", "--reason", "initializing", wt)
-	if res := remove(t, g, wire.GitParams{BaseRepo: repo, WorktreePath: wt}); !res.Success {
-		t.Fatalf("WorktreeRemove(add's lock) = %+v", res)
-	}
-	if exists(wt) {
-		t.Fatal("the worktree is still there")
-	}
-	if res := create(t, g, wire.GitParams{BaseRepo: repo, BranchName: "feat", WorktreePath: wt}); !res.Success {
-		t.Fatalf("WorktreeCreate again = %+v", res)
-	}
-}
-
 // Ending the context of a git call (a recipe's Ctrl-C) ends what git runs
 // too: a hook of `worktree add` is not left running once the call returns.
 func TestGitCancelEndsItsChildren(t *testing.T) {
