@@ -138,9 +138,15 @@ func (r *Registry) enforceTimeout(p *Process, d time.Duration) {
 		grace = DefaultGrace
 	}
 	r.opt.Logger.Info("timeout", "id", p.ID, "pid", p.Pid, "after", d.String(), "grace", grace.String())
+	deadline := time.Now().Add(grace)
 	t.Reset(grace)
 	select {
 	case <-p.reapedCh:
+		// What it left in its group that ignores SIGTERM still gets the
+		// SIGKILL: a timeout ends the whole group.
+		if p.escalateStrays(deadline) {
+			r.opt.Logger.Info("timeout: killed what it left", "id", p.ID, "pid", p.Pid)
+		}
 	case <-p.ctx.Done():
 	case <-t.C:
 		if p.Signal(syscall.SIGKILL) {

@@ -531,7 +531,7 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	}
 	r.wg.Add(2)
 	go func() { defer r.wg.Done(); r.supervise(p) }()
-	go func() { defer r.wg.Done(); r.addStrays(p.reap()) }()
+	go func() { defer r.wg.Done(); p.reap(r.addStrays) }()
 	if spec.Timeout > 0 {
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); r.enforceTimeout(p, spec.Timeout) }() // ext.go
@@ -624,12 +624,11 @@ func (r *Registry) readPipe(p *Process, o output) {
 // the lock that signalling takes, so no signal can reach a recycled pgid.
 // A pipeline's leader (its first stage, whose pid is the group's id) is
 // reaped last, after the other stages: until then it holds the group's id,
-// alive or as a zombie. It returns what the leader left of its group, if
-// anything (strays.go).
-func (p *Process) reap() *strayGroup {
+// alive or as a zombie. What the leader left of its group, if anything,
+// goes to keep before reapedCh closes (strays.go).
+func (p *Process) reap(keep func(*strayGroup)) {
 	n := len(p.cmds)
 	codes, shell := make([]int, n), make([]int, n)
-	held := false // the group outlived its leader
 	for k := range n {
 		i := (k + 1) % n // 1, 2, ..., n-1, then 0
 		waitExited(p.cmds[i].Process.Pid)
@@ -662,21 +661,14 @@ func (p *Process) reap() *strayGroup {
 		}
 		p.reaped = true
 		// Members left now hold the group's id, so it cannot have been
-		// recycled yet: findStrays may look for them.
-		held = unix.Kill(-p.Pid, 0) == nil
+		// recycled yet: findStrays may look for them. Before reapedCh
+		// closes, so that a kill right after wait() finds them.
+		strays := findStrays(p.Pid)
+		p.strays = strays
+		p.mu.Unlock()
+		keep(strays)
 		close(p.reapedCh)
-		p.mu.Unlock()
 	}
-	if !held {
-		return nil
-	}
-	g := findStrays(p.Pid)
-	if g != nil {
-		p.mu.Lock()
-		p.strays = g
-		p.mu.Unlock()
-	}
-	return g
 }
 
 // Running reports whether the child has not been reaped yet.
@@ -778,11 +770,14 @@ func (p *Process) KillAndWait(ctx context.Context, sig syscall.Signal, grace tim
 		grace = DefaultGrace
 	}
 	grace = min(grace, MaxGrace)
+	deadline := time.Now().Add(grace)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-p.reapedCh:
-		return wire.KillAndWaitResult{Found: true, Died: true}
+		// What the child left in its group got sig too, and the rest of the
+		// grace; past it, SIGKILL, if asked.
+		return wire.KillAndWaitResult{Found: true, Died: true, Escalated: escalate && p.escalateStrays(deadline)}
 	case <-ctx.Done():
 		return wire.KillAndWaitResult{Found: true, Died: !p.Running()}
 	case <-t.C:
@@ -877,11 +872,13 @@ func (r *Registry) Shutdown(keep bool, grace time.Duration) int {
 	}
 	wg.Wait()
 	if !keep {
-		r.wg.Wait()
 		// Children that died of the SIGTERM just now may have left members
-		// that ignore it.
+		// that ignore it (their reap recorded them before KillAndWait
+		// returned). Before waiting for the registry's goroutines: a member
+		// that keeps writing keeps its process's reader draining.
 		r.stopStrays(&wg, grace)
 		wg.Wait()
+		r.wg.Wait()
 	}
 	for _, p := range r.List() {
 		p.Log.Close()

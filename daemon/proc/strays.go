@@ -29,7 +29,7 @@ import (
 
 // maxStrayPidfds bounds the members a stray group holds a pidfd for; the
 // group's id reaches any others while one of those stays in it.
-const maxStrayPidfds = 16
+const maxStrayPidfds = 4
 
 // strayGroup is a process group whose leader has been reaped.
 type strayGroup struct {
@@ -146,15 +146,37 @@ func (g *strayGroup) stop(grace time.Duration) {
 		return
 	}
 	g.signal(syscall.SIGCONT)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if !g.alive() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if g.gone(time.Now().Add(grace)) {
+		return
 	}
 	g.signal(syscall.SIGKILL)
 	g.release()
+}
+
+// gone waits until every known member has exited, or deadline, and
+// reports whether they all did.
+func (g *strayGroup) gone(deadline time.Time) bool {
+	for g.alive() {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+// escalateStrays ends a grace the group's leader did not need: members
+// it left that outlive deadline get SIGKILL, as the leader would have. It
+// reports whether any did.
+func (p *Process) escalateStrays(deadline time.Time) bool {
+	p.mu.Lock()
+	g := p.strays
+	p.mu.Unlock()
+	if g == nil || g.gone(deadline) {
+		return false
+	}
+	g.signal(syscall.SIGKILL)
+	return true
 }
 
 // pidfdAlive reports whether the process behind a pidfd has not exited: a

@@ -44,9 +44,15 @@ func spawnLeaver(t *testing.T, r *Registry, id, script string) (*Process, int) {
 
 // gone waits up to d for the process behind pidfd to exit.
 func gone(fd int, d time.Duration) bool {
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, int(d.Milliseconds()))
-	return err == nil && n == 1
+	deadline := time.Now().Add(d)
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(max(time.Until(deadline).Milliseconds(), 0)))
+		if err == unix.EINTR && time.Now().Before(deadline) {
+			continue // the runtime's preemption signal
+		}
+		return err == nil && n == 1
+	}
 }
 
 const (
@@ -77,26 +83,7 @@ func TestShutdownStopsStrays(t *testing.T) {
 	_, stubborn := spawnLeaver(t, r, "stubborn", leaveStubbornOne)
 	// And one whose leader is still running when the shutdown starts, and
 	// dies of its SIGTERM while the member it started ignores it.
-	p, err := r.Spawn(Spec{ID: "running", Command: "sh", Args: []string{"-c", "(trap '' TERM; exec sleep 60) & echo $!; exec sleep 60"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := p.Log.NewCursor(0)
-	fs, err := c.Next(t.Context(), nil, 1)
-	c.Close()
-	if err != nil || len(fs) != 1 {
-		t.Fatalf("first frame: %v %v", fs, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(fs[0].Data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	late, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(late)
-	defer unix.PidfdSendSignal(late, syscall.SIGKILL, nil, 0)
+	_, late := spawnStubbornLeader(t, r, Spec{ID: "running"})
 
 	start := time.Now()
 	r.Shutdown(false, 300*time.Millisecond)
@@ -144,5 +131,78 @@ func TestStraysAreTheGroupsMembers(t *testing.T) {
 	q.Signal(syscall.SIGTERM)
 	if gone(fd, 300*time.Millisecond) {
 		t.Fatal("a signal for the process reached a command in another session")
+	}
+}
+
+// spawnStubbornLeader runs a leader that starts a member ignoring SIGTERM
+// and then waits (dying of SIGTERM itself); it returns the process and a
+// pidfd of the member.
+func spawnStubbornLeader(t *testing.T, r *Registry, spec Spec) (*Process, int) {
+	t.Helper()
+	// The member prints its own pid once it ignores SIGTERM (an ignored
+	// signal stays ignored across exec), so no signal can come before.
+	spec.Command, spec.Args = "sh", []string{"-c", `(trap '' TERM; exec sh -c 'echo $$; exec sleep 60') & exec sleep 60`}
+	p, err := r.Spawn(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Log.NewCursor(0)
+	fs, err := c.Next(t.Context(), nil, 1)
+	c.Close()
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("first frame: %v %v", fs, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(fs[0].Data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.PidfdSendSignal(fd, syscall.SIGKILL, nil, 0)
+		unix.Close(fd)
+	})
+	return p, fd
+}
+
+// A kill right after the exit is seen reaches what the leader left, even
+// when that holds no pipe (so the exit frame comes at once): the members
+// are found before the reap is announced.
+func TestKillRightAfterExitReachesStrays(t *testing.T) {
+	r := newTestRegistry(t)
+	for i := range 20 {
+		p, fd := spawnLeaver(t, r, "quiet", "sleep 60 >/dev/null 2>&1 & echo $!")
+		<-p.Done()
+		p.Signal(syscall.SIGKILL)
+		if !gone(fd, 2*time.Second) {
+			t.Fatalf("round %d: the member survived a kill right after the exit", i)
+		}
+	}
+}
+
+// A timeout ends the whole group: a member that ignores SIGTERM gets the
+// SIGKILL when the grace ends, although the leader died of the SIGTERM.
+func TestTimeoutKillsStubbornStrays(t *testing.T) {
+	r := NewRegistry(Options{DrainAfterExit: 50 * time.Millisecond, TimeoutGrace: 300 * time.Millisecond})
+	t.Cleanup(func() { r.Shutdown(false, 100*time.Millisecond) })
+	_, fd := spawnStubbornLeader(t, r, Spec{ID: "timed", Timeout: 200 * time.Millisecond})
+	if !gone(fd, 3*time.Second) {
+		t.Fatal("the member that ignores SIGTERM survived the timeout")
+	}
+}
+
+// killAndWait with escalate does the same within its grace, and says it
+// escalated.
+func TestKillAndWaitEscalatesToStrays(t *testing.T) {
+	r := newTestRegistry(t)
+	p, fd := spawnStubbornLeader(t, r, Spec{ID: "stopped"})
+	res := p.KillAndWait(t.Context(), syscall.SIGTERM, 300*time.Millisecond, true)
+	if !res.Died || !res.Escalated {
+		t.Errorf("KillAndWait = %+v, want died and escalated", res)
+	}
+	if !gone(fd, time.Second) {
+		t.Fatal("the member that ignores SIGTERM survived KillAndWait's escalation")
 	}
 }
