@@ -254,13 +254,19 @@ func (e *oversizeLine) Error() string {
 // oversizePrefix is how much of an oversize line is kept to find its id.
 const oversizePrefix = 256
 
-// oversized answers the call whose response was a line too long to take,
-// skipped by the reader: it fails with ErrAnswerTooLarge, and the link,
-// still in step, goes on. Resending the call on a new connection, as a
-// link that failed would, only brought the same answer again, forever.
-// Without an id in the line's start (a frame), the link fails as before.
-func (d *lineDispatcher) oversized(l link, recv receiver, o *oversizeLine) error {
-	id, ok := responseID(o.prefix)
+// answerOversized handles a read that failed with err. A line too long to
+// take (*oversizeLine), skipped by the reader, fails the call it answers
+// with ErrAnswerTooLarge, and the link, still in step, goes on (nil):
+// resending the call on a new connection, as a link that failed would,
+// only brought the same answer again, forever. Any other error, and an
+// oversize line with no id at its start (a frame), is returned: the link
+// fails.
+func answerOversized(l link, recv receiver, err error) error {
+	var o *oversizeLine
+	if !errors.As(err, &o) {
+		return err
+	}
+	id, _, ok := cutResponseID(o.prefix)
 	if !ok {
 		return o
 	}
@@ -268,22 +274,25 @@ func (d *lineDispatcher) oversized(l link, recv receiver, o *oversizeLine) error
 	return nil
 }
 
-// responseID reads the id at the start of a response in the daemon's own
-// layout, {"jsonrpc":"2.0","id":N,...}.
-func responseID(line []byte) (uint64, bool) {
+// cutResponseID reads the id at the start of a response in the daemon's
+// own layout, {"jsonrpc":"2.0","id":N,...}, and returns what follows it.
+func cutResponseID(line []byte) (id uint64, rest []byte, ok bool) {
 	rest, found := bytes.CutPrefix(line, []byte(`{"jsonrpc":"2.0","id":`))
 	if !found {
-		return 0, false
+		return 0, nil, false
 	}
 	n := 0
 	for n < len(rest) && n < 20 && rest[n] >= '0' && rest[n] <= '9' {
 		n++
 	}
-	if n == 0 || n == len(rest) || rest[n] != ',' {
-		return 0, false
+	if n == 0 || (n > 1 && rest[0] == '0') {
+		return 0, nil, false
 	}
 	id, err := strconv.ParseUint(string(rest[:n]), 10, 64)
-	return id, err == nil
+	if err != nil {
+		return 0, nil, false
+	}
+	return id, rest[n:], true
 }
 
 // read is the link's reader goroutine. It starts with the reading role and
@@ -316,12 +325,8 @@ func (l *streamLink) read() {
 // step reads one line and dispatches it. Only the role's holder calls it.
 func (l *streamLink) step() error {
 	line, err := l.readLine()
-	var o *oversizeLine
-	if errors.As(err, &o) {
-		return l.d.oversized(l, l.recv, o)
-	}
 	if err != nil {
-		return err
+		return answerOversized(l, l.recv, err)
 	}
 	return l.d.dispatch(l, l.recv, line)
 }
@@ -639,23 +644,11 @@ func (d *lineDispatcher) dispatch(l link, recv receiver, line []byte) error {
 // encoding/json (which cost a ping a fifth of its client time). Anything
 // else, errors included, is left to the general decoder.
 func parseResult(line []byte) (id uint64, result json.RawMessage, ok bool) {
-	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
-	rest, found := bytes.CutPrefix(line, []byte(head))
-	if !found {
+	id, rest, ok := cutResponseID(line)
+	if !ok {
 		return 0, nil, false
 	}
-	n := 0
-	for n < len(rest) && n < 20 && rest[n] >= '0' && rest[n] <= '9' {
-		n++
-	}
-	if n == 0 || (n > 1 && rest[0] == '0') {
-		return 0, nil, false
-	}
-	id, err := strconv.ParseUint(string(rest[:n]), 10, 64)
-	if err != nil {
-		return 0, nil, false
-	}
-	rest, found = bytes.CutPrefix(rest[n:], []byte(mid))
+	rest, found := bytes.CutPrefix(rest, []byte(`,"result":`))
 	if !found || len(rest) < 2 || rest[len(rest)-1] != '}' {
 		return 0, nil, false
 	}

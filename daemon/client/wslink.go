@@ -148,18 +148,12 @@ func (l *wsLink) read() {
 			lastErr = err
 			break
 		}
-		buf, err = readMessage(r, buf[:0], l.maxAnswer)
-		var o *oversizeLine
-		if errors.As(err, &o) {
-			if lastErr = d.oversized(l, l.recv, o); lastErr != nil {
+		if buf, err = readMessage(r, buf[:0], l.maxAnswer); err != nil {
+			if lastErr = answerOversized(l, l.recv, err); lastErr != nil {
 				break
 			}
-			buf = nil
+			buf = nil // an oversize answer, skipped
 			continue
-		}
-		if err != nil {
-			lastErr = err
-			break
 		}
 		if typ != websocket.MessageText {
 			lastErr = errors.New("daemon sent a binary WebSocket message")
