@@ -108,14 +108,10 @@ func (c *capture) add(data []byte) {
 // truncated reports whether bytes beyond the limit were dropped.
 func (c *capture) truncated() bool { return c.total > int64(len(c.buf)) }
 
-// end marks the stream complete and wakes its readers.
+// end marks the stream complete and wakes its readers: what they hold is
+// all they yield.
 func (c *capture) end() {
 	c.ended = true
-	c.endReaders()
-}
-
-// endReaders stops feeding the readers: what they hold is all they yield.
-func (c *capture) endReaders() {
 	for _, r := range c.readers {
 		r.ended = true
 		r.signal()
@@ -179,22 +175,6 @@ func (r *lineReader) signal() {
 	case r.wake <- struct{}{}:
 	default:
 	}
-}
-
-// held is how many unread bytes r keeps, in memory and on disk.
-func (r *lineReader) held() int64 {
-	n := int64(len(r.buf) - r.off)
-	if r.spill != nil {
-		n += r.spill.unread()
-	}
-	return n
-}
-
-// full reports whether n more bytes would take r past its bound: the
-// point where a producer that can wait should.
-func (r *lineReader) full(n int) bool {
-	h := r.held()
-	return h > 0 && h+int64(n) > int64(r.bound)
 }
 
 // push appends data: to memory while it fits the bound and nothing waits

@@ -92,20 +92,13 @@ func (p *Process) onFrame(f *wire.Frame) {
 	if !ok {
 		return
 	}
-	stage := f.StageIndex()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return
 	}
-	if p.env.Ctx.Err() != nil {
-		// The run is over: nobody iterates any more, and an iteration
-		// never read must not go on filling its spill file.
-		p.out[0].endReaders()
-		p.out[1].endReaders()
-	}
-	if stage >= 0 && stage < len(p.stages) {
-		p.stages[stage].add(f.Data)
+	if s := f.StageIndex(); s >= 0 && s < len(p.stages) {
+		p.stages[s].add(f.Data)
 	} else {
 		p.out[i].add(f.Data)
 	}
