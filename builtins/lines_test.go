@@ -18,7 +18,7 @@ import (
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/internal/testutil"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	sous "github.com/seed5ad92d46/sous/runtime"
 )
 
@@ -73,23 +73,7 @@ func noHeldFrames(t *testing.T) {
 // socketHost serves a daemon on a Unix socket until the test ends.
 func socketHost(t *testing.T) *client.Target {
 	t.Helper()
-	srv, err := daemon.New(daemon.Config{Token: "tok", ShutdownGrace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := testutil.ShortTempDir(t)
-	sock := filepath.Join(dir, "d.sock")
-	ln, err := daemon.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
-		os.RemoveAll(dir)
-	})
+	sock, _ := daemontest.ServeUnix(t, daemon.Config{Token: "tok", ShutdownGrace: time.Second})
 	return &client.Target{URL: "unix://" + sock, Token: "tok"}
 }
 

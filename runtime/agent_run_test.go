@@ -16,8 +16,8 @@ import (
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/modelapi"
-	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestInterruptEndsAgentSessions interrupts a run (as Ctrl-C does) while a
@@ -39,22 +39,7 @@ func TestInterruptEndsAgentSessions(t *testing.T) {
 	}
 	defer api.Close()
 
-	srv, err := daemon.New(daemon.Config{Token: "tok", ShutdownGrace: time.Second, Env: []string{"PATH=" + os.Getenv("PATH")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sockDir := testutil.ShortTempDir(t)
-	sock := filepath.Join(sockDir, "d.sock")
-	ln, err := daemon.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		srv.Close()
-		<-served
-	}()
+	sock, srv := daemontest.ServeUnix(t, daemon.Config{Token: "tok", ShutdownGrace: time.Second, Env: []string{"PATH=" + os.Getenv("PATH")}})
 
 	cliJSON, _ := json.Marshal(cli)
 	envJSON, _ := json.Marshal(claudecli.Env(t.TempDir(), api.URL()))

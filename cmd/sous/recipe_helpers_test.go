@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
@@ -87,25 +88,7 @@ func (o outcome) stdoutLines() []string {
 func socketDaemon(t *testing.T, token string, cfg daemon.Config) (sock string, srv *daemon.Server) {
 	t.Helper()
 	cfg.Token = token
-	srv, err := daemon.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Short path: a Unix socket path must stay under ~108 bytes.
-	dir := testutil.ShortTempDir(t)
-	sock = filepath.Join(dir, "d.sock")
-	ln, err := daemon.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
-		os.RemoveAll(dir)
-	})
-	return sock, srv
+	return daemontest.ServeUnix(t, cfg)
 }
 
 // dialDaemon connects a test's own client to a socket daemon.

@@ -16,6 +16,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
 	"github.com/seed5ad92d46/sous/internal/soak"
 	"github.com/seed5ad92d46/sous/internal/testutil"
@@ -26,22 +27,11 @@ const testToken = "t0ken with spaces "
 // startDaemon serves a real daemon on a temp socket and returns its path.
 func startDaemon(t *testing.T, cfg daemon.Config) string {
 	t.Helper()
-	dir := testutil.ShortTempDir(t)
 	cfg.Token = testToken
 	if cfg.StateDir == "" {
-		cfg.StateDir = filepath.Join(dir, "state")
+		cfg.StateDir = filepath.Join(t.TempDir(), "state")
 	}
-	srv, err := daemon.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "d.sock")
-	ln, err := daemon.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	sock, _ := daemontest.ServeUnix(t, cfg)
 	return sock
 }
 

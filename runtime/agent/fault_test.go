@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,10 +10,10 @@ import (
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
 	"github.com/seed5ad92d46/sous/internal/modelapi"
 	"github.com/seed5ad92d46/sous/internal/soak"
-	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestSessionThroughFaultyConnection runs a real Claude Code session (the
@@ -42,18 +41,7 @@ func TestSessionThroughFaultyConnection(t *testing.T) {
 	}})
 
 	const token = "fault-session-token"
-	srv, err := daemon.New(daemon.Config{Token: token, Env: daemonEnv(), ShutdownGrace: time.Second, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := testutil.ShortTempDir(t)
-	sock := filepath.Join(dir, "d.sock")
-	ln, err := daemon.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close(); os.RemoveAll(dir) })
+	sock, _ := daemontest.ServeUnix(t, daemon.Config{Token: token, Env: daemonEnv(), ShutdownGrace: time.Second, StateDir: t.TempDir()})
 
 	proxy := faultproxy.Start(t, sock, faultproxy.Options{
 		MinBytes: 4 << 10, MaxBytes: 128 << 10, // a frame line of 32 KiB of data is 43 KiB
