@@ -422,7 +422,11 @@ print("left", r.stdout.strip())
 p = spawn("sh", ["-c", "sleep 61 & echo $!"], echo=False)
 p.wait()
 p.stop()
-print("stopped", p.output().strip())
+pid = p.output().strip()
+# Gone (or a zombie) before the recipe ends: stop() itself reached it.
+gone = run(["sh", "-c", "while [ -e /proc/$0 ] && ! grep -q ') Z' /proc/$0/stat; do sleep 0.05; done", pid],
+           timeout=5, check=False, echo=False)
+print("stopped", pid, gone.status)
 `
 	if err := os.WriteFile(recipe, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
@@ -435,8 +439,15 @@ print("stopped", p.output().strip())
 	}
 	pids := map[string]int{}
 	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && (f[0] == "left" || f[0] == "stopped") {
-			pids[f[0]], _ = strconv.Atoi(f[1])
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 2 && f[0] == "left":
+			pids["left"], _ = strconv.Atoi(f[1])
+		case len(f) == 3 && f[0] == "stopped":
+			pids["stopped"], _ = strconv.Atoi(f[1])
+			if f[2] != "ok" {
+				t.Errorf("the background sleep (pid %s) outlived stop(): the wait for it ended %s", f[1], f[2])
+			}
 		}
 	}
 	if pids["left"] == 0 || pids["stopped"] == 0 {
