@@ -89,9 +89,7 @@ sleep(30)
 	}
 	// The embedded daemon is shut down when Run returns: its process group
 	// got SIGTERM (gone, or a zombie of an init that does not reap).
-	for deadline := time.Now().Add(3 * time.Second); testutil.Alive(pid); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d survived the interrupted run", pid)
-		}
+	if !testutil.Exits(pid, 3*time.Second) {
+		t.Fatalf("process %d survived the interrupted run", pid)
 	}
 }

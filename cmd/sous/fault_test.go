@@ -400,11 +400,9 @@ func TestEmbeddedChildrenDieWithSous(t *testing.T) {
 		}
 		cmd.Process.Kill() // SIGKILL: no handler runs
 		cmd.Wait()
-		for deadline := time.Now().Add(10 * time.Second); testutil.Alive(pid); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("%v: child %d outlived sous killed with SIGKILL", args, pid)
-			}
+		if !testutil.Exits(pid, 10*time.Second) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("%v: child %d outlived sous killed with SIGKILL", args, pid)
 		}
 	}
 }
@@ -454,11 +452,9 @@ print("stopped", pid, gone.status)
 		t.Fatalf("no pids in the output:\n%s", out)
 	}
 	for what, pid := range pids {
-		for deadline := time.Now().Add(5 * time.Second); testutil.Alive(pid); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("the background sleep (%s, pid %d) outlived the recipe", what, pid)
-			}
+		if !testutil.Exits(pid, 5*time.Second) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the background sleep (%s, pid %d) outlived the recipe", what, pid)
 		}
 	}
 }

@@ -490,10 +490,8 @@ func TestGitCancelEndsItsChildren(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("WorktreeCreate did not return after cancel")
 	}
-	for deadline := time.Now().Add(2 * time.Second); testutil.Alive(pid); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatal("git's hook outlived the cancelled call")
-		}
+	if !testutil.Exits(pid, 2*time.Second) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal("git's hook outlived the cancelled call")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // ShortTempDir returns a fresh directory, removed when the test ends. It is
@@ -54,6 +55,17 @@ func BenchBytes(tb testing.TB, def int64) int64 {
 		tb.Fatalf("SOUS_BENCH_BYTES=%q: want a positive number of bytes", s)
 	}
 	return n
+}
+
+// Exits waits up to d for pid to stop being Alive, and reports whether it
+// did.
+func Exits(pid int, d time.Duration) bool {
+	for deadline := time.Now().Add(d); Alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 // Alive reports whether pid is a running process: it exists and is not a
