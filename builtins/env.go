@@ -104,6 +104,10 @@ type SpawnInfo struct {
 	Command    []string
 	Host       string
 	Reattached bool
+	// Lost counts the frames of a reattach's replay that the daemon no
+	// longer had: it keeps a bounded replay (a daemon without a state
+	// dir, such as sous run's own, the newest 4 MiB of each process).
+	Lost int64
 }
 
 // Echo streams one process's output to the runner, line by line.

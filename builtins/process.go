@@ -115,7 +115,11 @@ func (p *Process) onFrame(f *wire.Frame) {
 // spawn call returns, so everything they trigger waits for this.
 func (p *Process) announce(reattached bool) {
 	if !p.opt.internal {
-		p.env.Output.Spawned(SpawnInfo{ID: p.id, Pid: p.proc.Pid, Command: p.argv, Host: p.host.target, Reattached: reattached})
+		info := SpawnInfo{ID: p.id, Pid: p.proc.Pid, Command: p.argv, Host: p.host.target, Reattached: reattached}
+		if reattached {
+			info.Lost = p.proc.Lost()
+		}
+		p.env.Output.Spawned(info)
 	}
 	p.mu.Lock()
 	if p.opt.echo && !p.opt.internal {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -157,14 +158,14 @@ func (o *output) Log(text string) {
 		o.event("log", field{"text", text})
 		return
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.buf = append(append(o.buf[:0], text...), '\n')
-	o.stderr.Write(o.buf)
+	o.line(text)
 }
 
 // Error writes an error report to stderr, in both modes.
-func (o *output) Error(text string) {
+func (o *output) Error(text string) { o.line(text) }
+
+// line writes text and a newline to stderr.
+func (o *output) line(text string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.buf = append(append(o.buf[:0], text...), '\n')
@@ -179,6 +180,19 @@ func (o *output) Spawned(info builtins.SpawnInfo) {
 	}
 	if info.Reattached {
 		fields = append(fields, field{"reattached", true})
+	}
+	if info.Lost > 0 {
+		fields = append(fields, field{"lost_frames", info.Lost})
+		if !o.json {
+			// Otherwise silent: the recipe would read an output that starts
+			// in the middle as if it were all of it.
+			why := ""
+			if info.Host == "embedded" {
+				why = " (sous run's own daemon keeps the newest 4 MiB of each process's output; `sous daemon` spills the rest to disk)"
+			}
+			o.line(fmt.Sprintf("sous: reattach %s: the daemon no longer had the first %d frames of its output; the replay starts after them%s",
+				info.ID, info.Lost, why))
+		}
 	}
 	o.event("spawn", fields...)
 }

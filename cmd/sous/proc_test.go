@@ -137,6 +137,46 @@ p.write("two\n")
 	}
 }
 
+// reattach() of a process this run follows, while it writes: both handles
+// get all of its output, once and in order, and both see its end. The
+// spawner's handle used to fail ("replaced by a new process with the same
+// id") and the reattached one to miss the start of its replay.
+func TestReattachInTheSameRun(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, `
+p = spawn("sh", ["-c", "seq 1 100000; sleep 0.2; seq 100001 200000"], echo=False)
+n = 0
+for line in p.lines():
+    n += 1
+    if n == 50000:
+        q = reattach(p.id, echo=False)
+want = "".join(["%d\n" % i for i in range(1, 200001)])
+print(p.wait().status, q.wait().status, n, p.output() == want, q.output() == want)
+`)
+	o.expect(t, 0)
+	if o.stderr != "ok ok 200000 True True\n" {
+		t.Errorf("stderr %q", o.stderr)
+	}
+}
+
+// A replay the daemon no longer holds whole (sous run's own daemon keeps the
+// newest 4 MiB of each process) says so, rather than handing the recipe an
+// output that starts in the middle as if it were all of it.
+func TestReattachSaysTheReplayIsTruncated(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, `
+p = spawn("head", ["-c", "8000000", "/dev/zero"], echo=False)
+p.wait()
+q = reattach(p.id, echo=False)
+q.wait()
+print(len(q.output()) < 8000000)
+`)
+	o.expect(t, 0, "sous: reattach ", "the daemon no longer had the first ", "frames of its output")
+	if !strings.HasSuffix(o.stderr, "True\n") {
+		t.Errorf("stderr %q", o.stderr)
+	}
+}
+
 func TestWaitTimeoutLeavesTheProcessRunning(t *testing.T) {
 	t.Parallel()
 	const token = "wait-token"

@@ -71,7 +71,7 @@ type Client struct {
 	ready    chan struct{} // closed when cur is usable again
 	nextID   uint64
 	pending  map[uint64]*call
-	procs    map[string]*Proc
+	procs    map[string]*following
 	features map[string]bool
 	dead     error // set when the client is closed or gave up reconnecting
 	// strayed is set once a process stopped being followed before its
@@ -249,7 +249,7 @@ func newClient(opt Options) *Client {
 		opt:     opt,
 		ready:   make(chan struct{}),
 		pending: make(map[uint64]*call),
-		procs:   make(map[string]*Proc),
+		procs:   make(map[string]*following),
 		closeCh: make(chan struct{}),
 	}
 }
@@ -489,14 +489,14 @@ func (c *Client) response(l link, id uint64, result json.RawMessage, err error) 
 
 // frames implements receiver.
 func (c *Client) frames(_ link, procID string, frames []wire.Frame) {
-	c.mu.Lock()
-	p := c.procs[procID]
-	c.mu.Unlock()
-	if p == nil {
-		return // nobody follows it (any more)
+	if len(frames) == 0 {
+		return
 	}
-	for i := range frames {
-		p.deliver(&frames[i])
+	// Usually one follower (see following).
+	for _, p := range c.followers(procID, frames[len(frames)-1].Seq) {
+		for i := range frames {
+			p.deliver(&frames[i])
+		}
 	}
 }
 
@@ -504,10 +504,12 @@ func (c *Client) frames(_ link, procID string, frames []wire.Frame) {
 // follows (process.gone) before its exit frame.
 func (c *Client) gone(_ link, g wire.Gone) {
 	c.mu.Lock()
-	p := c.procs[g.ID]
+	f := c.procs[g.ID]
 	c.mu.Unlock()
-	if p != nil {
-		p.gone(g)
+	if f != nil {
+		for _, p := range f.procs {
+			p.gone(g)
+		}
 	}
 }
 
@@ -600,14 +602,8 @@ func (c *Client) reconnect(cause error) {
 // progress sums the last seqs of followed processes; it changes whenever
 // frames are delivered.
 func (c *Client) progress() int64 {
-	c.mu.Lock()
-	procs := make([]*Proc, 0, len(c.procs))
-	for _, p := range c.procs {
-		procs = append(procs, p)
-	}
-	c.mu.Unlock()
 	var sum int64
-	for _, p := range procs {
+	for _, p := range c.allProcs() {
 		sum += p.LastSeq()
 	}
 	return sum
@@ -616,34 +612,44 @@ func (c *Client) progress() int64 {
 // resume brings a fresh link into service.
 func (c *Client) resume(ctx context.Context, l link) error {
 	c.mu.Lock()
-	procs := make([]*Proc, 0, len(c.procs))
-	for _, p := range c.procs {
-		procs = append(procs, p)
+	byID := make(map[string][]*Proc, len(c.procs))
+	for id, f := range c.procs {
+		byID[id] = f.procs
 	}
 	c.mu.Unlock()
 
 	// Reattach on the new link before anyone else uses it, so replayed
-	// frames are routed and deduplicated by seq.
-	for _, p := range procs {
-		if p.finished() {
+	// frames are routed and deduplicated by seq: once per id, from the
+	// earliest seq any of its followers needs.
+	for id, procs := range byID {
+		live := slices.DeleteFunc(slices.Clone(procs), (*Proc).finished)
+		if len(live) == 0 {
 			continue
 		}
+		fromSeq := live[0].LastSeq()
+		mirrored := false
+		for _, p := range live {
+			fromSeq = min(fromSeq, p.LastSeq())
+			mirrored = mirrored || p.isTeed()
+		}
 		var res wire.ReattachResult
-		params := map[string]any{"id": p.ID, "fromSeq": p.LastSeq(), "notifyGone": true}
-		if p.isTeed() {
+		params := map[string]any{"id": id, "fromSeq": fromSeq, "notifyGone": true}
+		if mirrored {
 			params["mirrored"] = true // see wire.ProcessParams.Mirrored
 		}
 		if err := c.callOn(ctx, l, "process.reattach", params, &res); err != nil {
 			return err
 		}
-		if !res.Found {
-			if p.isSpawning() {
-				continue // its spawn never reached the daemon: Spawn sends it again
+		for _, p := range live {
+			switch {
+			case res.Found:
+				p.resumed(res)
+			case p.isSpawning():
+				// its spawn never reached the daemon: Spawn sends it again
+			default:
+				p.fail(fmt.Errorf("process %s is gone from the daemon after reconnecting (was the daemon restarted?)", p.ID))
 			}
-			p.fail(fmt.Errorf("process %s is gone from the daemon after reconnecting (was the daemon restarted?)", p.ID))
-			continue
 		}
-		p.resumed(res)
 	}
 
 	c.mu.Lock()
@@ -676,7 +682,7 @@ func (c *Client) resume(ctx context.Context, l link) error {
 		}
 	}
 	c.mu.Unlock()
-	c.opt.Logger.Info("reconnected to daemon", "processes", len(procs), "resent", len(resend))
+	c.opt.Logger.Info("reconnected to daemon", "processes", len(byID), "resent", len(resend))
 
 	for _, cl := range lost {
 		cl.err = fmt.Errorf("%s: %w while the call was in flight; it may or may not have taken effect", cl.method, ErrConnectionLost)
@@ -765,11 +771,8 @@ func (c *Client) failAll(err error) {
 	c.mu.Lock()
 	calls := c.pending
 	c.pending = make(map[uint64]*call)
-	procs := make([]*Proc, 0, len(c.procs))
-	for _, p := range c.procs {
-		procs = append(procs, p)
-	}
 	c.mu.Unlock()
+	procs := c.allProcs()
 	for _, cl := range calls {
 		cl.err = fmt.Errorf("%s: %w", cl.method, err)
 		close(cl.done)

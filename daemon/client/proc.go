@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +89,16 @@ type Proc struct {
 	identified bool        // Pid and StartTime are known
 	earlyGone  []wire.Gone // Gone notifications read before the spawn or reattach answer was
 
+	// awaitReplay: p was reattached from before the last frame routed to
+	// the other followers of its id (Client.follow), and drops what comes
+	// until the replay begins. seen is the highest seq come so far: the
+	// replay's first frame is the first at or below it. heldExit is an exit
+	// frame dropped meanwhile, for the case where nothing told the replay
+	// apart (see settleReplay).
+	awaitReplay bool
+	seen        int64
+	heldExit    *wire.Frame
+
 	stdinPassed  bool // the child's stdin is the file passed as SpawnSpec.Mirror.Stdin
 	outputPassed bool // the child writes to the Mirror.Stdout and Stderr passed (Mirror.Direct)
 	// teed: this client passed pipes for the daemon to tee output into, so
@@ -106,47 +117,6 @@ func newProc(c *Client, id string, h FrameHandler) *Proc {
 		h = func(*wire.Frame) {}
 	}
 	return &Proc{c: c, ID: id, handler: h, done: make(chan struct{})}
-}
-
-// register makes p the follower of its id. A previous follower of the same
-// id on this client stops following (the daemon replaces the process too).
-func (c *Client) register(p *Proc) {
-	c.mu.Lock()
-	old := c.procs[p.ID]
-	c.procs[p.ID] = p
-	c.mu.Unlock()
-	if old != nil {
-		old.fail(fmt.Errorf("process %s was replaced by a new process with the same id", p.ID))
-	}
-}
-
-// unregister stops routing frames to p. Unless p has exited, the daemon may
-// still stream it to this client (a spawn or reattach given up on), so the
-// reader goroutine no longer parks: frames nobody reads would hold the
-// process back once the daemon's replay log is full.
-func (c *Client) unregister(p *Proc) {
-	p.mu.Lock()
-	exited := p.exited
-	p.mu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.strayed = c.strayed || !exited
-	c.dropProc(p)
-}
-
-// forgetProc stops routing frames to p, which the daemon does not stream
-// (a reattach found no such process). Called without c.mu.
-func (c *Client) forgetProc(p *Proc) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dropProc(p)
-}
-
-// dropProc removes p from the followed processes. Called with c.mu held.
-func (c *Client) dropProc(p *Proc) {
-	if c.procs[p.ID] == p {
-		delete(c.procs, p.ID)
-	}
 }
 
 // SpawnRefused reports whether err is a daemon's refusal to start program
@@ -257,9 +227,13 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 	}
 	p := newProc(c, id, h)
 	p.lastSeq = fromSeq
-	c.register(p)
+	askFrom, mirrored := c.follow(p, fromSeq)
+	params := map[string]any{"id": id, "fromSeq": askFrom, "wantPid": true, "notifyGone": true}
+	if mirrored {
+		params["mirrored"] = true // see Client.follow
+	}
 	var res wire.ReattachResult
-	if err := c.Call(ctx, "process.reattach", map[string]any{"id": id, "fromSeq": fromSeq, "wantPid": true, "notifyGone": true}, &res); err != nil {
+	if err := c.Call(ctx, "process.reattach", params, &res); err != nil {
 		c.unregister(p)
 		return nil, res, err
 	}
@@ -268,20 +242,28 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 		return nil, res, nil
 	}
 	p.identify(res.Pid, res.StartTime)
-	p.mu.Lock()
-	if res.FirstSeq > fromSeq+1 && p.lastSeq < res.FirstSeq {
-		p.lost += res.FirstSeq - fromSeq - 1
-	}
-	p.mu.Unlock()
-	if !res.Running && res.LastSeq > 0 && res.LastSeq <= fromSeq {
-		// The process has stopped and fromSeq skips its last frame, which
+	p.settleReplay(res)
+	again := int64(-1)
+	switch {
+	case !res.Running && res.LastSeq > 0 && res.LastSeq <= askFrom:
+		// The process has stopped and askFrom skips its last frame, which
 		// the daemon therefore never sends: ask for that frame itself. If
 		// it is the exit frame, deliver passes it on (how the process
 		// ended is news however far the caller skipped); if the daemon
 		// is still draining output, deliver drops the frame and the exit
 		// frame follows.
-		var again wire.ReattachResult
-		if err := c.Call(ctx, "process.reattach", map[string]any{"id": id, "fromSeq": res.LastSeq - 1, "notifyGone": true}, &again); err != nil {
+		again = res.LastSeq - 1
+	case res.Running && res.LastSeq < askFrom:
+		// From past the daemon's last frame: should the process end
+		// before it gets there, a subscription from askFrom would never
+		// send the exit frame, and Wait would wait forever. Follow from
+		// the last frame instead: p drops what fromSeq skips, and passes
+		// the exit frame on.
+		again = res.LastSeq
+	}
+	if again >= 0 {
+		params["fromSeq"] = again
+		if err := c.Call(ctx, "process.reattach", params, &wire.ReattachResult{}); err != nil {
 			c.unregister(p)
 			return nil, res, err
 		}
@@ -308,11 +290,26 @@ func checkID(id string) error {
 // reattach from a seq at or past it would wait for an end already passed.
 func (p *Proc) deliver(f *wire.Frame) {
 	p.mu.Lock()
+	if p.awaitReplay {
+		if f.Seq > p.seen {
+			p.seen = f.Seq
+			if f.Stream == wire.Exit {
+				held := *f
+				held.Data, held.StageCodes = nil, slices.Clone(f.StageCodes)
+				p.heldExit = &held
+			}
+			p.mu.Unlock()
+			return // the other followers' subscription, before the daemon moved it
+		}
+		p.awaitReplay, p.heldExit = false, nil
+	}
 	if p.exited || p.err != nil || (f.Seq <= p.lastSeq && f.Stream != wire.Exit) {
 		p.mu.Unlock()
 		return // a replayed frame we already have, or one the caller skipped
 	}
-	if f.Seq > p.lastSeq+1 && p.lastSeq > 0 {
+	if f.Seq > p.lastSeq+1 {
+		// Frames the daemon no longer had: a replay from before its
+		// firstSeq (an honestly truncated replay).
 		p.lost += f.Seq - p.lastSeq - 1
 	}
 	p.lastSeq = max(p.lastSeq, f.Seq)
@@ -327,6 +324,30 @@ func (p *Proc) deliver(f *wire.Frame) {
 		close(p.done)
 		p.mu.Unlock()
 		p.c.unregister(p)
+	}
+}
+
+// settleReplay ends p's wait for its replay (Proc.awaitReplay) once the
+// reattach is answered: the replay came before the answer. Still waiting,
+// p saw no seq go back: the replay began right after the old subscription's
+// last frame, which happens only when the daemon no longer had the frames
+// before it. p then counts what it dropped as lost, and goes on from there.
+func (p *Proc) settleReplay(res wire.ReattachResult) {
+	p.mu.Lock()
+	if !p.awaitReplay {
+		p.mu.Unlock()
+		return
+	}
+	p.awaitReplay = false
+	if skipped := max(p.seen, res.FirstSeq-1) - p.lastSeq; skipped > 0 {
+		p.lost += skipped
+		p.lastSeq += skipped
+	}
+	exit := p.heldExit
+	p.heldExit = nil
+	p.mu.Unlock()
+	if exit != nil {
+		p.deliver(exit)
 	}
 }
 
