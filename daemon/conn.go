@@ -47,6 +47,10 @@ type transport interface {
 	// write sends b: one or more complete lines, each ending in '\n' (a
 	// response, or a batch of stream frames). The conn serializes calls.
 	write(b []byte) error
+	// writeLine sends one line made of parts, the last ending in '\n' and
+	// none other holding one, without joining them first: a large result
+	// is written from where it lies.
+	writeLine(parts [][]byte) error
 	// close tears the transport down, unblocking next and write. why is what
 	// ended the connection (errShutdown when the daemon stops, or the error
 	// from next), so a message transport can tell the peer.
@@ -113,6 +117,12 @@ func (t *streamTransport) passed() []*os.File {
 
 func (t *streamTransport) write(b []byte) error {
 	_, err := t.nc.Write(b)
+	return err
+}
+
+func (t *streamTransport) writeLine(parts [][]byte) error {
+	bufs := net.Buffers(parts)
+	_, err := bufs.WriteTo(t.nc) // one writev where the conn has it
 	return err
 }
 
@@ -472,6 +482,14 @@ func (c *conn) writeResponse(id, result json.RawMessage, rerr *wire.Error) {
 		b = append(b, '}')
 	} else {
 		b = append(b, `,"result":`...)
+		if len(result) > largeResult {
+			// Not copied: into a pooled buffer, a whole file's answer
+			// would also stay pinned there after the write.
+			c.writeLine([][]byte{b, result, []byte("}\n")})
+			*bp = b
+			c.bufs.Put(bp)
+			return
+		}
 		b = append(b, result...)
 	}
 	b = append(b, "}\n"...)
@@ -479,6 +497,10 @@ func (c *conn) writeResponse(id, result json.RawMessage, rerr *wire.Error) {
 	*bp = b
 	c.bufs.Put(bp)
 }
+
+// largeResult is the size past which a result is written from its own
+// buffer rather than copied into the response's.
+const largeResult = 256 << 10
 
 // SendFrames encodes a batch of frames and writes it in one go.
 func (c *conn) SendFrames(_ string, quotedID []byte, frames []wire.Frame) error {
@@ -503,10 +525,20 @@ func (c *conn) SendGone(quotedID []byte, g wire.Gone) error {
 	return err
 }
 
-func (c *conn) write(b []byte) error {
+func (c *conn) write(b []byte) error { return c.send(b, nil) }
+
+func (c *conn) writeLine(parts [][]byte) error { return c.send(nil, parts) }
+
+// send writes b, or the line made of parts when there are any.
+func (c *conn) send(b []byte, parts [][]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	err := c.t.write(b)
+	var err error
+	if parts != nil {
+		err = c.t.writeLine(parts)
+	} else {
+		err = c.t.write(b)
+	}
 	if err != nil {
 		c.t.close(err) // a broken writer ends the connection; the reader notices
 	}

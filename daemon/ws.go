@@ -293,6 +293,24 @@ func (t *wsTransport) write(b []byte) error {
 	return nil
 }
 
+// writeLine sends parts as one text message, streamed in frames.
+func (t *wsTransport) writeLine(parts [][]byte) error {
+	w, err := t.ws.Writer(context.Background(), websocket.MessageText)
+	if err != nil {
+		return err
+	}
+	for i, p := range parts {
+		if i == len(parts)-1 {
+			p = bytes.TrimSuffix(p, []byte("\n"))
+		}
+		if _, err := w.Write(p); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
+}
+
 // close ends the connection. The peer is told why with a close status when
 // the daemon chose to end it; the close handshake is not waited for more
 // than a second, and never by the caller.

@@ -325,11 +325,27 @@ func (c *Client) callFiles(ctx context.Context, method string, params, result an
 		return err
 	}
 	if result != nil {
-		if err := json.Unmarshal(res, result); err != nil {
+		if err := decodeResult(res, result); err != nil {
 			return fmt.Errorf("%s: decode result: %w", method, err)
 		}
 	}
 	return nil
+}
+
+// decodeResult decodes a call's result into v. The result is the
+// caller's alone (see receiver), and valid JSON already (its link checked
+// the line, or the daemon in this process wrote it). So a type that can
+// decode where the bytes lie gets them (files.read's answer is a whole
+// file, which then stays in the one buffer it was read into), and one that
+// decodes itself gets them without json.Unmarshal's validating pass first.
+func decodeResult(raw json.RawMessage, v any) error {
+	switch d := v.(type) {
+	case interface{ DecodeOwned([]byte) error }:
+		return d.DecodeOwned(raw)
+	case json.Unmarshaler:
+		return d.UnmarshalJSON(raw)
+	}
+	return json.Unmarshal(raw, v)
 }
 
 func (c *Client) callRaw(ctx context.Context, method string, params json.RawMessage, files []*os.File) (json.RawMessage, error) {
@@ -480,9 +496,6 @@ func (c *Client) response(l link, id uint64, result json.RawMessage, err error) 
 	}
 	delete(c.pending, id)
 	c.mu.Unlock()
-	if result != nil {
-		result = append(json.RawMessage(nil), result...)
-	}
 	cl.result, cl.err = result, err
 	close(cl.done)
 }
@@ -748,7 +761,7 @@ func (c *Client) callOn(ctx context.Context, l link, method string, params, resu
 		if cl.err != nil {
 			return cl.err
 		}
-		return json.Unmarshal(cl.result, result)
+		return decodeResult(cl.result, result)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -32,7 +32,8 @@ type link interface {
 }
 
 // receiver is what a link feeds. Frames handed to frames are valid only
-// during the call: their Data may be reused afterwards.
+// during the call: their Data may be reused afterwards. A result handed
+// to response is the receiver's to keep.
 type receiver interface {
 	response(l link, id uint64, result json.RawMessage, err error)
 	frames(l link, procID string, frames []wire.Frame)
@@ -611,7 +612,9 @@ func (d *lineDispatcher) dispatch(l link, recv receiver, line []byte) error {
 		}
 	}
 	if id, result, ok := parseResult(line); ok {
-		recv.response(l, id, result, nil)
+		// The line's buffer is read into again: the result is the
+		// caller's from now on.
+		recv.response(l, id, bytes.Clone(result), nil)
 		return nil
 	}
 	if g, ok := wire.ParseGone(line); ok {

@@ -104,6 +104,7 @@
 package fileops
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -148,26 +149,29 @@ func List(path string) (wire.ListResult, error) {
 	return wire.ListResult{Entries: entries}, nil
 }
 
-// Read implements files.read.
-func Read(path string, maxBytes *int64) (wire.ReadResult, error) {
+// Read implements files.read. Its result comes encoded: a regular file is
+// read straight into the answer's buffer and escaped there
+// (wire.ReadAnswer), so that the daemon holds the file once, not the file
+// and its answer.
+func Read(path string, maxBytes *int64) (json.RawMessage, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return wire.ReadResult{}, nil
+			return wire.AppendReadResult(nil, nil, false), nil
 		}
-		return wire.ReadResult{}, err
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return wire.ReadResult{}, err
+		return nil, err
 	}
 	if fi.IsDir() {
-		return wire.ReadResult{}, wire.InvalidParams("files.read: path is a directory")
+		return nil, wire.InvalidParams("files.read: path is a directory")
 	}
 	size := fi.Size()
 	if maxBytes != nil && size > *maxBytes {
-		return wire.ReadResult{}, errExceeds()
+		return nil, errExceeds()
 	}
 
 	var r io.Reader = f
@@ -176,14 +180,38 @@ func Read(path string, maxBytes *int64) (wire.ReadResult, error) {
 		// from one that is exactly maxBytes long.
 		r = io.LimitReader(f, *maxBytes+1)
 	}
-	buf, err := readAll(r, size)
-	if err != nil {
-		return wire.ReadResult{}, err
+	var buf []byte
+	if fi.Mode().IsRegular() && size > 0 && size < 1<<40 {
+		a := wire.NewReadAnswer(int(size))
+		n, err := io.ReadFull(r, a.Content())
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return a.Encode(n), nil // it shrank since the stat
+		case err != nil:
+			return nil, err
+		}
+		// Full: unless the file grew since the stat, the next read ends.
+		var one [1]byte
+		if m, err := io.ReadFull(r, one[:]); m == 0 {
+			if !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			return a.Encode(n), nil
+		}
+		rest, err := readAll(r, 0)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(append(append(make([]byte, 0, n+1+len(rest)), a.Content()...), one[0]), rest...)
+	} else {
+		if buf, err = readAll(r, size); err != nil {
+			return nil, err
+		}
 	}
 	if maxBytes != nil && int64(len(buf)) > *maxBytes {
-		return wire.ReadResult{}, errExceeds()
+		return nil, errExceeds()
 	}
-	return wire.ReadResult{Content: string(buf), Exists: true}, nil
+	return wire.AppendReadResult(nil, buf, true), nil
 }
 
 func errExceeds() *wire.Error { return wire.InvalidParams("files.read: file exceeds maxBytes") }

@@ -163,7 +163,7 @@ func TestRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Read(filepath.Join(d, tt.path), tt.maxBytes)
+			raw, err := Read(filepath.Join(d, tt.path), tt.maxBytes)
 			if tt.wantErr != nil {
 				var we *wire.Error
 				if !errors.As(err, &we) || *we != *tt.wantErr {
@@ -174,11 +174,21 @@ func TestRead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tt.want {
+			if got := decodeRead(t, raw); got != tt.want {
 				t.Errorf("Read = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
+}
+
+// decodeRead decodes Read's answer as a client would.
+func decodeRead(t *testing.T, raw json.RawMessage) wire.ReadResult {
+	t.Helper()
+	var r wire.ReadResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+	return r
 }
 
 func TestReadPlainErrors(t *testing.T) {
@@ -220,9 +230,9 @@ func TestReadFIFODoesNotBlock(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		got, err := Read(p, nil)
-		if err != nil || got != (wire.ReadResult{Exists: true}) {
-			t.Errorf("Read(fifo) = %+v, %v", got, err)
+		raw, err := Read(p, nil)
+		if err != nil || decodeRead(t, raw) != (wire.ReadResult{Exists: true}) {
+			t.Errorf("Read(fifo) = %s, %v", raw, err)
 		}
 	}()
 	select {
