@@ -76,8 +76,9 @@ type streamLink struct {
 	closing bool          // close was called: the reader goroutine reads on to the failure
 	r       *bufio.Reader
 	d       lineDispatcher
-	carry   []byte // a line read in parts: one too long for r, or one a deadline cut
-	carried bool   // carry holds a whole line, returned last time
+	carry   gatherer // a line read in parts: one too long for r, or one a deadline cut
+	carried bool     // carry holds a whole line, returned last time
+	owned   bool     // the line returned last is its reader's to keep
 	// skipping: the line being read is over maxAnswer; carry holds
 	// its start, and the rest is read to its end and dropped.
 	skipping bool
@@ -329,18 +330,17 @@ func (l *streamLink) step() error {
 	if err != nil {
 		return answerOversized(l, l.recv, err)
 	}
-	return l.d.dispatch(l, l.recv, line)
+	return l.d.dispatch(l, l.recv, line, l.owned)
 }
 
-// readLine returns the next line, valid until the next call. A read that
-// fails mid-line (a deadline, when a caller's context ends) keeps what it
-// got for the next call, so the stream stays in step.
+// readLine returns the next line, valid until the next call unless owned
+// is set. A read that fails mid-line (a deadline, when a caller's context
+// ends) keeps what it got for the next call, so the stream stays in step.
 func (l *streamLink) readLine() ([]byte, error) {
+	l.owned = false
 	if l.carried {
-		l.carry, l.carried = l.carry[:0], false
-		if cap(l.carry) > 4<<20 {
-			l.carry = nil // do not pin a huge buffer after one big answer
-		}
+		l.carry.reset()
+		l.carried = false
 	}
 	for {
 		frag, err := l.r.ReadSlice('\n')
@@ -348,25 +348,30 @@ func (l *streamLink) readLine() ([]byte, error) {
 			// The rest of a line over the limit: only its start is kept.
 			if err == nil {
 				l.skipping, l.carried = false, true
-				return nil, &oversizeLine{prefix: l.carry, limit: l.maxAnswer}
+				return nil, &oversizeLine{prefix: l.carry.head(oversizePrefix), limit: l.maxAnswer}
 			}
 			if errors.Is(err, bufio.ErrBufferFull) {
 				continue
 			}
 			return nil, err
 		}
-		if err == nil && len(l.carry) == 0 {
+		if err == nil && l.carry.len() == 0 {
 			return frag, nil
 		}
-		l.carry = append(l.carry, frag...)
+		l.carry.add(frag)
 		switch {
 		case err == nil:
 			l.carried = true
-			return l.carry, nil
-		case errors.Is(err, bufio.ErrBufferFull) && len(l.carry) < l.maxAnswer:
+			line, owned := l.carry.line()
+			l.owned = owned
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull) && l.carry.len() < l.maxAnswer:
 			continue // a long line (a big response): gather it
 		case errors.Is(err, bufio.ErrBufferFull):
-			l.carry, l.skipping = append([]byte(nil), l.carry[:oversizePrefix]...), true
+			prefix := bytes.Clone(l.carry.head(oversizePrefix))
+			l.carry.reset()
+			l.carry.add(prefix)
+			l.skipping = true
 			continue
 		}
 		return nil, err
@@ -594,7 +599,10 @@ type lineDispatcher struct {
 
 // dispatch handles one line (its line end, if any, is ignored). An error
 // means the daemon's output is out of step: the link must end.
-func (d *lineDispatcher) dispatch(l link, recv receiver, line []byte) error {
+//
+// owned says the line's buffer is not read into again: a result can be
+// handed on without a copy.
+func (d *lineDispatcher) dispatch(l link, recv receiver, line []byte, owned bool) error {
 	line = bytes.TrimRight(line, "\r\n")
 	if len(line) == 0 {
 		return nil
@@ -612,9 +620,10 @@ func (d *lineDispatcher) dispatch(l link, recv receiver, line []byte) error {
 		}
 	}
 	if id, result, ok := parseResult(line); ok {
-		// The line's buffer is read into again: the result is the
-		// caller's from now on.
-		recv.response(l, id, bytes.Clone(result), nil)
+		if !owned {
+			result = bytes.Clone(result) // the buffer is read into again
+		}
+		recv.response(l, id, result, nil)
 		return nil
 	}
 	if g, ok := wire.ParseGone(line); ok {

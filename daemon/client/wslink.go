@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,7 +140,7 @@ func (l *wsLink) close() {
 func (l *wsLink) read() {
 	var (
 		d       lineDispatcher
-		buf     []byte
+		msg     gatherer
 		lastErr error
 	)
 	for {
@@ -148,55 +149,42 @@ func (l *wsLink) read() {
 			lastErr = err
 			break
 		}
-		if buf, err = readMessage(r, buf[:0], l.maxAnswer); err != nil {
+		msg.reset()
+		if err = readMessage(r, &msg, l.maxAnswer); err != nil {
 			if lastErr = answerOversized(l, l.recv, err); lastErr != nil {
 				break
 			}
-			buf = nil // an oversize answer, skipped
-			continue
+			continue // an oversize answer, skipped
 		}
 		if typ != websocket.MessageText {
 			lastErr = errors.New("daemon sent a binary WebSocket message")
 			break
 		}
-		if lastErr = d.dispatch(l, l.recv, buf); lastErr != nil {
+		line, owned := msg.line()
+		if lastErr = d.dispatch(l, l.recv, line, owned); lastErr != nil {
 			break
-		}
-		if cap(buf) > 4<<20 {
-			buf = nil // do not pin a huge buffer after one big response
 		}
 	}
 	l.close()
 	l.recv.closed(l, wsLinkErr(lastErr))
 }
 
-// readMessage appends the rest of a message to dst. A message over max
+// readMessage gathers the rest of a message into g. A message over max
 // bytes is read to its end and dropped: the error is an *oversizeLine with
 // its start.
-func readMessage(r io.Reader, dst []byte, max int) ([]byte, error) {
-	if cap(dst) == 0 {
-		dst = make([]byte, 0, 64<<10)
+func readMessage(r io.Reader, g *gatherer, max int) error {
+	if err := g.readFrom(r, max); err != nil {
+		return err
 	}
-	for {
-		if len(dst) > max {
-			o := &oversizeLine{prefix: append([]byte(nil), dst[:oversizePrefix]...), limit: max}
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				return nil, err
-			}
-			return nil, o
+	if g.len() > max {
+		o := &oversizeLine{prefix: bytes.Clone(g.head(oversizePrefix)), limit: max}
+		g.reset()
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return err
 		}
-		if len(dst) == cap(dst) {
-			dst = append(dst, 0)[:len(dst)]
-		}
-		n, err := r.Read(dst[len(dst):min(cap(dst), max+1)])
-		dst = dst[:len(dst)+n]
-		if err == io.EOF {
-			return dst, nil
-		}
-		if err != nil {
-			return dst, err
-		}
+		return o
 	}
+	return nil
 }
 
 // wsLinkErr words why a link ended. A close from the daemon (going away at
