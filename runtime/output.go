@@ -190,7 +190,7 @@ func (o *output) Spawned(info builtins.SpawnInfo) {
 			if info.Host == "embedded" {
 				why = " (sous run's own daemon keeps the newest 4 MiB of each process's output; `sous daemon` spills the rest to disk)"
 			}
-			o.line(fmt.Sprintf("sous: reattach %s: the daemon no longer had the first %d frames of its output; the replay starts after them%s",
+			o.line(fmt.Sprintf("sous: reattach %s: the daemon no longer had %d frames of the output asked for; the replay starts after them%s",
 				info.ID, info.Lost, why))
 		}
 	}

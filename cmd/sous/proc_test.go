@@ -171,7 +171,7 @@ q = reattach(p.id, echo=False)
 q.wait()
 print(len(q.output()) < 8000000)
 `)
-	o.expect(t, 0, "sous: reattach ", "the daemon no longer had the first ", "frames of its output")
+	o.expect(t, 0, "sous: reattach ", "the daemon no longer had ", "frames of the output asked for")
 	if !strings.HasSuffix(o.stderr, "True\n") {
 		t.Errorf("stderr %q", o.stderr)
 	}

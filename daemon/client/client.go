@@ -66,14 +66,17 @@ type Client struct {
 	// advertises: for the tests of how it mends gaps (export_test.go).
 	alwaysPipelineStdin atomic.Bool
 
-	mu       sync.Mutex
-	cur      link          // nil while reconnecting
-	ready    chan struct{} // closed when cur is usable again
-	nextID   uint64
-	pending  map[uint64]*call
-	procs    map[string]*following
-	features map[string]bool
-	dead     error // set when the client is closed or gave up reconnecting
+	mu      sync.Mutex
+	cur     link          // nil while reconnecting
+	ready   chan struct{} // closed when cur is usable again
+	nextID  uint64
+	pending map[uint64]*call
+	procs   map[string]*following
+	// reattaching holds, per id, a channel closed when the reattach of it
+	// under way ends (lockReattach).
+	reattaching map[string]chan struct{}
+	features    map[string]bool
+	dead        error // set when the client is closed or gave up reconnecting
 	// strayed is set once a process stopped being followed before its
 	// exit frame (see unregister).
 	strayed bool
@@ -246,11 +249,12 @@ func newClient(opt Options) *Client {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Client{
-		opt:     opt,
-		ready:   make(chan struct{}),
-		pending: make(map[uint64]*call),
-		procs:   make(map[string]*following),
-		closeCh: make(chan struct{}),
+		opt:         opt,
+		ready:       make(chan struct{}),
+		pending:     make(map[uint64]*call),
+		procs:       make(map[string]*following),
+		reattaching: make(map[string]chan struct{}),
+		closeCh:     make(chan struct{}),
 	}
 }
 
@@ -650,8 +654,16 @@ func (c *Client) resume(ctx context.Context, l link) error {
 		if mirrored {
 			params["mirrored"] = true // see wire.ProcessParams.Mirrored
 		}
-		if err := c.callOn(ctx, l, "process.reattach", params, &res); err != nil {
+		call := func(params map[string]any, res *wire.ReattachResult) error {
+			return c.callOn(ctx, l, "process.reattach", params, res)
+		}
+		if err := call(params, &res); err != nil {
 			return err
+		}
+		if res.Found {
+			if err := askForTheEnd(call, params, fromSeq, res); err != nil {
+				return err
+			}
 		}
 		for _, p := range live {
 			switch {

@@ -1,6 +1,9 @@
 package client
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // following is what the client follows of one process id: the Procs that
 // receive its frames, and the seq of the last frame routed to them.
@@ -34,8 +37,8 @@ func (c *Client) register(p *Proc) {
 }
 
 // follow adds p, a process being reattached from fromSeq, to the followers
-// of its id, and returns the fromSeq to ask the daemon for and whether the
-// marks of a mirror are to be kept.
+// of its id, and returns the fromSeq to ask the daemon for. The caller
+// holds lockReattach for the id.
 //
 // With nobody else following the id, that is fromSeq itself. Otherwise the
 // daemon's reattach moves the subscription the others are reading, so that
@@ -49,24 +52,29 @@ func (c *Client) register(p *Proc) {
 //     and the replay's first frame is at or before the highest seq seen so
 //     far (Proc.awaitReplay).
 //
-// A follower whose output the daemon tees (it was spawned with a mirror)
-// keeps its marks, so that what was teed is not written again.
-func (c *Client) follow(p *Proc, fromSeq int64) (askFrom int64, mirrored bool) {
+// A process this client spawned with a mirror is refused: its spawner
+// needs the daemon to keep marking what it tees, and another follower on
+// the same connection would then get those frames without their data.
+func (c *Client) follow(p *Proc, fromSeq int64) (askFrom int64, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := c.procs[p.ID]
 	var live []*Proc
 	if f != nil {
 		for _, o := range f.procs {
-			if !o.finished() {
-				live = append(live, o)
-				mirrored = mirrored || o.isTeed()
+			if o.finished() {
+				continue
 			}
+			if o.isTeed() {
+				return 0, fmt.Errorf("reattach %s: this client spawned it with its output mirrored, and follows it already; "+
+					"reattach it through another client", p.ID)
+			}
+			live = append(live, o)
 		}
 	}
 	if len(live) == 0 {
 		c.procs[p.ID] = &following{procs: []*Proc{p}}
-		return fromSeq, false
+		return fromSeq, nil
 	}
 	if fromSeq < f.last {
 		p.mu.Lock()
@@ -74,7 +82,33 @@ func (c *Client) follow(p *Proc, fromSeq int64) (askFrom int64, mirrored bool) {
 		p.mu.Unlock()
 	}
 	c.procs[p.ID] = &following{procs: append(live, p), last: f.last}
-	return min(fromSeq, f.last), mirrored
+	return min(fromSeq, f.last), nil
+}
+
+// lockReattach waits until no other reattach of id is under way on this
+// client, and returns what ends this one's turn.
+func (c *Client) lockReattach(ctx context.Context, id string) (unlock func(), err error) {
+	for {
+		c.mu.Lock()
+		busy, ok := c.reattaching[id]
+		if !ok {
+			done := make(chan struct{})
+			c.reattaching[id] = done
+			c.mu.Unlock()
+			return func() {
+				c.mu.Lock()
+				delete(c.reattaching, id)
+				c.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reattach %s: %w", id, ctx.Err())
+		}
+	}
 }
 
 // followers returns the Procs that frames of id go to, noting last as the

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -290,5 +293,123 @@ func TestReattachCountsTruncatedReplay(t *testing.T) {
 		if f.bad != "" || f.out.Len() == 0 || f.out.Len() > 64<<10 {
 			t.Errorf("from %d: %d bytes of replay; %s", from, f.out.Len(), f.bad)
 		}
+	}
+}
+
+// Reattaches of one id racing each other through the same client: each
+// must get its own replay, not take the other's for it.
+func TestConcurrentReattachesOfOneID(t *testing.T) {
+	out, err := exec.Command("seq", "1", "300000").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, start := range bothLinks {
+		t.Run(name, func(t *testing.T) {
+			c := start(t)()
+			ctx := context.Background()
+			for round := range 15 {
+				id := fmt.Sprintf("c%d", round)
+				spawner := &follower{}
+				p, err := c.Spawn(ctx, client.SpawnSpec{ID: id, Command: "sh", Args: []string{"-c", "seq 1 150000; sleep 0.05; seq 150001 300000"}}, spawner.handle)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for spawner.seq() < 20 { // about 30 frames of output come before the pause
+					time.Sleep(100 * time.Microsecond)
+				}
+				froms := []int64{15, 3}
+				fs := make([]*follower, len(froms))
+				qs := make([]*client.Proc, len(froms))
+				var wg sync.WaitGroup
+				for i, from := range froms {
+					fs[i] = &follower{first: from, last: from}
+					wg.Go(func() {
+						q, res, err := c.Reattach(ctx, id, from, fs[i].handle)
+						if err != nil || !res.Found {
+							t.Errorf("reattach from %d: %+v, %v", from, res, err)
+						}
+						qs[i] = q
+					})
+				}
+				wg.Wait()
+				if t.Failed() {
+					return
+				}
+				spawner.check(t, id+" spawner", p, out)
+				for i, f := range fs {
+					f.check(t, fmt.Sprintf("%s reattach from %d", id, froms[i]), qs[i], tailAfterSeq(t, c, id, f.first, out))
+				}
+			}
+		})
+	}
+}
+
+func (f *follower) seq() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last
+}
+
+// A process this client spawned with its output mirrored is not
+// reattached through the same client: the daemon would send the new
+// follower the spawner's marked frames, without their data. Another
+// client gets all of it.
+func TestReattachOfOwnMirroredProcessRefused(t *testing.T) {
+	dial := bothLinks["socket"](t)
+	c := dial()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "m", Command: "sh", Args: []string{"-c", "echo hello; read x"}, Mirror: proc.Mirror{Stdout: w}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Reattach(ctx, "m", 0, nil); err == nil || !strings.Contains(err.Error(), "mirrored") {
+		t.Fatalf("same-client reattach of a mirrored process: %v", err)
+	}
+	other := &follower{}
+	q, res, err := dial().Reattach(ctx, "m", 0, other.handle)
+	if err != nil || !res.Found {
+		t.Fatalf("another client: %+v, %v", res, err)
+	}
+	if _, err := p.Write(ctx, []byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	other.check(t, "other client", q, []byte("hello\n"))
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A follower from past the end of a running process whose connection
+// drops: the reconnect's reattach must still bring the exit.
+func TestReattachFromPastTheEndAcrossAReconnect(t *testing.T) {
+	dial := bothLinks["socket"](t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	spawner := dial()
+	p, err := spawner.Spawn(ctx, client.SpawnSpec{ID: "short", Command: "sh", Args: []string{"-c", "read x; exit 3"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial()
+	q, _, err := c.Reattach(ctx, "short", 1000, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.BreakLink(c)
+	if err := c.Call(ctx, "server.ping", nil, nil); err != nil { // the reconnect is done
+		t.Fatal(err)
+	}
+	if _, err := p.Write(ctx, []byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := q.Wait(ctx); err != nil || code != 3 {
+		t.Fatalf("after a reconnect: wait %d, %v", code, err)
 	}
 }

@@ -225,15 +225,26 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 	if err := checkID(id); err != nil {
 		return nil, wire.ReattachResult{}, fmt.Errorf("reattach: %w", err)
 	}
+	// One reattach of an id at a time: a follower waiting for its replay
+	// takes the first frame at or below what was seen as its start, and a
+	// second replay in flight would be taken for it.
+	unlock, err := c.lockReattach(ctx, id)
+	if err != nil {
+		return nil, wire.ReattachResult{}, err
+	}
+	defer unlock()
 	p := newProc(c, id, h)
 	p.lastSeq = fromSeq
-	askFrom, mirrored := c.follow(p, fromSeq)
+	askFrom, err := c.follow(p, fromSeq)
+	if err != nil {
+		return nil, wire.ReattachResult{}, err
+	}
 	params := map[string]any{"id": id, "fromSeq": askFrom, "wantPid": true, "notifyGone": true}
-	if mirrored {
-		params["mirrored"] = true // see Client.follow
+	call := func(params map[string]any, res *wire.ReattachResult) error {
+		return c.Call(ctx, "process.reattach", params, res)
 	}
 	var res wire.ReattachResult
-	if err := c.Call(ctx, "process.reattach", params, &res); err != nil {
+	if err := call(params, &res); err != nil {
 		c.unregister(p)
 		return nil, res, err
 	}
@@ -243,35 +254,41 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 	}
 	p.identify(res.Pid, res.StartTime)
 	p.settleReplay(res)
-	again := int64(-1)
-	switch {
-	case !res.Running && res.LastSeq > 0 && res.LastSeq <= askFrom:
-		// The process has stopped and askFrom skips its last frame, which
-		// the daemon therefore never sends: ask for that frame itself. If
-		// it is the exit frame, deliver passes it on (how the process
-		// ended is news however far the caller skipped); if the daemon
-		// is still draining output, deliver drops the frame and the exit
-		// frame follows.
-		again = res.LastSeq - 1
-	case res.Running && res.LastSeq < askFrom:
-		// From past the daemon's last frame: should the process end
-		// before it gets there, a subscription from askFrom would never
-		// send the exit frame, and Wait would wait forever. Follow from
-		// the last frame instead: p drops what fromSeq skips, and passes
-		// the exit frame on.
-		again = res.LastSeq
-	}
-	if again >= 0 {
-		params["fromSeq"] = again
-		if err := c.Call(ctx, "process.reattach", params, &wire.ReattachResult{}); err != nil {
-			c.unregister(p)
-			return nil, res, err
-		}
+	if err := askForTheEnd(call, params, askFrom, res); err != nil {
+		c.unregister(p)
+		return nil, res, err
 	}
 	p.stdinMu.Lock()
 	p.stdinOff = res.StdinApplied
 	p.stdinMu.Unlock()
 	return p, res, nil
+}
+
+// askForTheEnd makes sure a subscription from askFrom, which res answered,
+// gets the process's exit frame, asking again through call when it would
+// not:
+//   - the process has stopped and askFrom skips its last frame, which the
+//     daemon therefore never sends: ask for that frame itself. If it is the
+//     exit frame, deliver passes it on (how the process ended is news
+//     however far the caller skipped); if the daemon is still draining
+//     output, deliver drops the frame and the exit frame follows;
+//   - askFrom is past the running process's last frame: should it end
+//     before it gets there, a subscription from askFrom would never send
+//     the exit frame, and Wait would wait forever. Follow from the last
+//     frame instead: the followers drop what they skipped, and pass the
+//     exit frame on.
+func askForTheEnd(call func(map[string]any, *wire.ReattachResult) error, params map[string]any, askFrom int64, res wire.ReattachResult) error {
+	var again int64
+	switch {
+	case !res.Running && res.LastSeq > 0 && res.LastSeq <= askFrom:
+		again = res.LastSeq - 1
+	case res.Running && res.LastSeq < askFrom:
+		again = res.LastSeq
+	default:
+		return nil
+	}
+	params["fromSeq"] = again
+	return call(params, &wire.ReattachResult{})
 }
 
 // checkID refuses a process id JSON cannot carry: invalid UTF-8 would
