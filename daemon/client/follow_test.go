@@ -166,19 +166,7 @@ func TestReattachAheadOfTheSpawner(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				spawner.mu.Lock()
-				n := spawner.out.Len()
-				spawner.mu.Unlock()
-				if n == 3893 { // seq 1 1000
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the spawner has %d bytes of the first 3893", n)
-				}
-				time.Sleep(time.Millisecond)
-			}
+			waitFor(t, func() bool { return spawner.bytes() == 3893 }) // seq 1 1000
 			ahead := &follower{first: p.LastSeq() + 2}
 			ahead.last = ahead.first
 			q, res, err := c.Reattach(ctx, "quiet", ahead.first, ahead.handle)
@@ -314,9 +302,7 @@ func TestConcurrentReattachesOfOneID(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for spawner.seq() < 20 { // about 30 frames of output come before the pause
-					time.Sleep(100 * time.Microsecond)
-				}
+				waitFor(t, func() bool { return spawner.seq() >= 20 }) // about 30 frames come before the pause
 				froms := []int64{15, 3}
 				fs := make([]*follower, len(froms))
 				qs := make([]*client.Proc, len(froms))
@@ -348,6 +334,12 @@ func (f *follower) seq() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.last
+}
+
+func (f *follower) bytes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.out.Len()
 }
 
 // A process this client spawned with its output mirrored is not

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,12 +91,9 @@ type Proc struct {
 	// awaitReplay: p was reattached from before the last frame routed to
 	// the other followers of its id (Client.follow), and drops what comes
 	// until the replay begins. seen is the highest seq come so far: the
-	// replay's first frame is the first at or below it. heldExit is an exit
-	// frame dropped meanwhile, for the case where nothing told the replay
-	// apart (see settleReplay).
+	// replay's first frame is the first at or below it.
 	awaitReplay bool
 	seen        int64
-	heldExit    *wire.Frame
 
 	stdinPassed  bool // the child's stdin is the file passed as SpawnSpec.Mirror.Stdin
 	outputPassed bool // the child writes to the Mirror.Stdout and Stderr passed (Mirror.Direct)
@@ -253,8 +249,7 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 		return nil, res, nil
 	}
 	p.identify(res.Pid, res.StartTime)
-	p.settleReplay(res)
-	if err := askForTheEnd(call, params, askFrom, res); err != nil {
+	if err := askForTheEnd(call, params, max(askFrom, p.settleReplay(res)), res); err != nil {
 		c.unregister(p)
 		return nil, res, err
 	}
@@ -277,6 +272,9 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 //     the exit frame, and Wait would wait forever. Follow from the last
 //     frame instead: the followers drop what they skipped, and pass the
 //     exit frame on.
+//
+// askFrom is also where a follower that dropped frames waiting for its
+// replay went on from (settleReplay): the exit frame may have been one.
 func askForTheEnd(call func(map[string]any, *wire.ReattachResult) error, params map[string]any, askFrom int64, res wire.ReattachResult) error {
 	var again int64
 	switch {
@@ -310,15 +308,10 @@ func (p *Proc) deliver(f *wire.Frame) {
 	if p.awaitReplay {
 		if f.Seq > p.seen {
 			p.seen = f.Seq
-			if f.Stream == wire.Exit {
-				held := *f
-				held.Data, held.StageCodes = nil, slices.Clone(f.StageCodes)
-				p.heldExit = &held
-			}
 			p.mu.Unlock()
 			return // the other followers' subscription, before the daemon moved it
 		}
-		p.awaitReplay, p.heldExit = false, nil
+		p.awaitReplay = false
 	}
 	if p.exited || p.err != nil || (f.Seq <= p.lastSeq && f.Stream != wire.Exit) {
 		p.mu.Unlock()
@@ -348,24 +341,22 @@ func (p *Proc) deliver(f *wire.Frame) {
 // reattach is answered: the replay came before the answer. Still waiting,
 // p saw no seq go back: the replay began right after the old subscription's
 // last frame, which happens only when the daemon no longer had the frames
-// before it. p then counts what it dropped as lost, and goes on from there.
-func (p *Proc) settleReplay(res wire.ReattachResult) {
+// before it. p then counts what it dropped as lost and goes on from there,
+// and returns that seq (0 when the replay came as it should): the exit
+// frame may be among what it dropped, so the caller asks for the end from
+// there (askForTheEnd).
+func (p *Proc) settleReplay(res wire.ReattachResult) (skippedTo int64) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.awaitReplay {
-		p.mu.Unlock()
-		return
+		return 0
 	}
 	p.awaitReplay = false
 	if skipped := max(p.seen, res.FirstSeq-1) - p.lastSeq; skipped > 0 {
 		p.lost += skipped
 		p.lastSeq += skipped
 	}
-	exit := p.heldExit
-	p.heldExit = nil
-	p.mu.Unlock()
-	if exit != nil {
-		p.deliver(exit)
-	}
+	return p.lastSeq
 }
 
 // resumed records what a reconnect's reattach found.
