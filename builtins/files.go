@@ -20,8 +20,10 @@ func filesEntries() []Entry {
 				"A missing directory fails.",
 			Fn: filesList},
 		{Name: "files.read", Host: true, Sig: "files.read(path, *, max_bytes=None) -> string or None",
-			Doc: "The contents of path, or None when it does not exist. A directory, or a file larger than max_bytes, fails.",
-			Fn:  filesRead},
+			Doc: "The contents of path, or None when it does not exist. A directory, or a file larger than max_bytes, fails. " +
+				"The protocol carries the content as text, so bytes that are not UTF-8 arrive as U+FFFD; " +
+				"for a binary file's exact bytes, `run(\"cat\", [path]).stdout`.",
+			Fn: filesRead},
 		{Name: "files.validate", Host: true, Sig: "files.validate(path) -> struct(valid, is_dir, error)",
 			Doc: "Whether path exists; error is the daemon's reason when it does not (\"\" otherwise).",
 			Fn:  filesValidate},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -135,7 +136,17 @@ func processKill(c *Call, p *Process) (starlark.Value, error) {
 	if err := bind(c, 1, opt("signal", signalName(&sig))); err != nil {
 		return nil, err
 	}
-	return p.signal(c, sig)
+	err := p.kill(c, sig)
+	var we *wire.Error
+	if errors.As(err, &we) && we.Code == wire.CodeInvalidParams && strings.HasPrefix(we.Message, "Invalid signal") {
+		// Which names a daemon knows is the daemon's to say (a remote one
+		// may know more), but what it refused is this argument.
+		return nil, c.errorf("signal: the daemon knows no signal %q (a name such as \"TERM\", \"SIGKILL\" or \"usr1\", or a number from 1 to 64)", sig)
+	}
+	if err != nil {
+		return nil, p.daemonErr(c, err)
+	}
+	return starlark.None, nil
 }
 
 // signalNoArgs is pause and resume: a fixed signal, no arguments.
@@ -148,11 +159,16 @@ func (p *Process) signalNoArgs(c *Call, sig string) (starlark.Value, error) {
 
 // signal sends sig to the process group.
 func (p *Process) signal(c *Call, sig string) (starlark.Value, error) {
-	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) error { return p.proc.Kill(ctx, sig) })
-	if err != nil {
+	if err := p.kill(c, sig); err != nil {
 		return nil, p.daemonErr(c, err)
 	}
 	return starlark.None, nil
+}
+
+// kill asks the daemon to send sig to the process group; the error is the
+// daemon's, unwrapped.
+func (p *Process) kill(c *Call, sig string) error {
+	return c.Env.block(c.Env.Ctx, func(ctx context.Context) error { return p.proc.Kill(ctx, sig) })
 }
 
 // stopSettle bounds how long stop waits for the exit frame of a process the
