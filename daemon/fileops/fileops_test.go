@@ -3,6 +3,7 @@ package fileops
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -261,4 +262,81 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A file that grows while it is read comes back as one prefix of what was
+// written, at least as long as the file was before the call, and never past
+// maxBytes: the read past the stat size and the limit's extra byte are what
+// tell a grown file from one that ends where the stat said.
+func TestReadWhileFileGrows(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "log")
+	// Each line names its own offset, so any prefix can be checked exactly.
+	var pattern []byte
+	for len(pattern) < 4<<20 {
+		pattern = append(pattern, fmt.Sprintf("%09d ................................\n", len(pattern))...)
+	}
+	const base = 256 << 10
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	// Each round restarts the file at base bytes, then a writer appends
+	// while Read runs and stops when it returns.
+	limit := int64(base + 64<<10)
+	var grew, exceeded int
+	for i := 0; i < 60; i++ {
+		if err := f.Truncate(0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(pattern[:base], 0); err != nil {
+			t.Fatal(err)
+		}
+		stop, done := make(chan struct{}), make(chan error, 1)
+		go func() {
+			for at := base; at < len(pattern); at += 4096 {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				if _, err := f.WriteAt(pattern[at:at+4096], int64(at)); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		maxBytes := (*int64)(nil)
+		if i%2 == 1 {
+			maxBytes = &limit
+		}
+		raw, err := Read(p, maxBytes)
+		close(stop)
+		if werr := <-done; werr != nil {
+			t.Fatalf("writer: %v", werr)
+		}
+		if err != nil {
+			var we *wire.Error
+			if maxBytes != nil && errors.As(err, &we) && we.Message == "files.read: file exceeds maxBytes" {
+				exceeded++
+				continue
+			}
+			t.Fatalf("Read #%d: %v", i, err)
+		}
+		got := decodeRead(t, raw).Content
+		switch {
+		case len(got) < base:
+			t.Fatalf("Read #%d: %d bytes, the file had %d before the call", i, len(got), base)
+		case maxBytes != nil && int64(len(got)) > *maxBytes:
+			t.Fatalf("Read #%d: %d bytes past maxBytes %d", i, len(got), *maxBytes)
+		case got != string(pattern[:len(got)]):
+			t.Fatalf("Read #%d: %d bytes that are not a prefix of what was written", i, len(got))
+		case len(got) > base:
+			grew++
+		}
+	}
+	t.Logf("60 reads: %d saw the file grow during the call, %d exceeded maxBytes", grew, exceeded)
 }
