@@ -64,6 +64,8 @@ func isCtxErr(err error) bool {
 //     branch is created from sourceBranch.
 //   - On an unborn HEAD with no sourceBranch the new worktree gets a new unborn
 //     (orphan) branch and sourceBranch is omitted from the result.
+//   - A branchName or sourceBranch starting with '-' is worktree_add_failed
+//     before git runs: git would take it for an option.
 //   - Any other failure, including one from git before the add, is
 //     {success:false,error:"git worktree add failed: <git's stderr>",
 //     errorCode:"worktree_add_failed"}. path in a success is worktreePath as
@@ -91,6 +93,17 @@ func (g *Git) WorktreeCreate(ctx context.Context, p wire.GitParams) (wire.Worktr
 			return wire.WorktreeResult{}, fmt.Errorf("worktree create in %s: %w", repoDir, err)
 		}
 		return addFailed(gitMessage(err)), nil
+	}
+	// `worktree add -b` hands both names to `git branch` with no "--", which
+	// reads a leading '-' as an option: branchName "-D" beside a source
+	// "feature" deletes feature, sourceBranch "-m" renames the current
+	// branch. Neither can name a branch or a commit, so they are refused in
+	// git's words before git sees them.
+	if strings.HasPrefix(p.BranchName, "-") {
+		return addFailed(fmt.Sprintf("'%s' is not a valid branch name", p.BranchName)), nil
+	}
+	if strings.HasPrefix(p.SourceBranch, "-") {
+		return addFailed("invalid reference: " + p.SourceBranch), nil
 	}
 
 	result, err := g.addWorktree(ctx, repoDir, wt, p.BranchName, p.SourceBranch)

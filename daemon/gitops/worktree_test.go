@@ -239,6 +239,41 @@ func TestWorktreeCreateAddFailed(t *testing.T) {
 	}
 }
 
+// git worktree add passes the new branch and its source on to `git branch`
+// with no "--": "-D" beside "feature" would delete feature, a source "-m"
+// would rename the current branch. Both are refused and nothing changes.
+func TestWorktreeCreateOptionLikeNames(t *testing.T) {
+	t.Parallel()
+	repo := newRepoWithCommit(t, "main")
+	gitT(t, repo, "branch", "feature")
+	g := &Git{}
+	before := gitT(t, repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads")
+
+	for _, tc := range []struct {
+		branch, source, want string
+	}{
+		{"-D", "feature", "git worktree add failed: '-D' is not a valid branch name"},
+		{"-m", "", "git worktree add failed: '-m' is not a valid branch name"},
+		{"renamed", "-m", "git worktree add failed: invalid reference: -m"},
+		{"x", "--orphan", "git worktree add failed: invalid reference: --orphan"},
+	} {
+		wt := filepath.Join(t.TempDir(), "wt")
+		res := create(t, g, wire.GitParams{BaseRepo: repo, BranchName: tc.branch, SourceBranch: tc.source, WorktreePath: wt})
+		if res.Success || res.ErrorCode != wire.ErrCodeWorktreeAddFailed || res.Error != tc.want {
+			t.Errorf("WorktreeCreate(branch %q, source %q) = %+v, want %q", tc.branch, tc.source, res, tc.want)
+		}
+		if _, err := os.Lstat(wt); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("WorktreeCreate(branch %q, source %q) left %s: %v", tc.branch, tc.source, wt, err)
+		}
+	}
+	if after := gitT(t, repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"); after != before {
+		t.Errorf("branches changed:\n%s\nwant\n%s", after, before)
+	}
+	if got := headOf(t, repo); got != "main" {
+		t.Errorf("HEAD of the repository is %q, want main", got)
+	}
+}
+
 func TestWorktreeCreateOrphanOnUnbornHEAD(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t, "trunk")
