@@ -212,6 +212,14 @@ func (c *conn) serve() {
 			}
 		}(req, perr)
 	}
+	if errors.Is(why, io.EOF) {
+		// The peer is done sending, not necessarily done reading: a
+		// half-close (`sous daemon bridge` once its stdin ends, `nc -N`)
+		// still gets an answer to every request it sent, with what its
+		// processes write meanwhile, before the connection closes. A peer
+		// that closed altogether makes these writes fail at once.
+		c.handlers.Wait()
+	}
 	c.sess.Close() // stops subscriptions so handlers blocked on them return
 	c.handlers.Wait()
 }

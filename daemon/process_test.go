@@ -7,9 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -483,4 +486,53 @@ func TestProcessList(t *testing.T) {
 		t.Errorf("b: %+v", b)
 	}
 	c.result("process.kill", `{"id":"b","signal":"KILL"}`)
+}
+
+// A client that half-closes once it has sent its requests (`sous daemon
+// bridge` at the end of its stdin, `nc -N`) still gets every answer, and a
+// kill it asked for is carried out in full: the end of its requests is not
+// the end of the connection.
+func TestHalfCloseAnswersRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{})
+	c := d.dial()
+	repo := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	c.result("process.spawn", shParams("s", `trap '' TERM; echo ready; while :; do sleep 1; done`))
+	c.waitFrames("s", 1)
+
+	kill := c.sendRequest("process.killAndWait", `{"id":"s","timeoutMs":300}`)
+	info := c.sendRequest("git.info", mustJSON(map[string]string{"path": repo}))
+	if err := c.nc.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"found":true,"died":true,"escalated":true}}`+"\n", kill)
+	if got := string(c.respFor(strconv.Itoa(kill))); got != want {
+		t.Errorf("killAndWait after the half-close:\n got %s\nwant %s", got, want)
+	}
+	if got := string(c.respFor(strconv.Itoa(info))); !strings.Contains(got, `"isRepo":true`) {
+		t.Errorf("git.info after the half-close: %s", got)
+	}
+	c.waitClosed(10 * time.Second)
+}
+
+// A connection that ends before its killAndWait does (here: closed by the
+// daemon for an oversized line) gets no answer, but the child still gets
+// its SIGKILL when the grace runs out.
+func TestKillAndWaitEscalatesAfterTheConnectionEnds(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{})
+	c := d.dial()
+	dir := t.TempDir()
+	c.result("process.spawn", shParams("s", `trap '' TERM; echo $$ > `+dir+`/pid; echo ready; while :; do sleep 1; done`))
+	c.waitFrames("s", 1)
+	pid := readPidFile(t, filepath.Join(dir, "pid"))
+
+	c.sendRequest("process.killAndWait", `{"id":"s","timeoutMs":400}`)
+	// The daemon may close before the whole line is written.
+	_, _ = io.WriteString(c.nc, strings.Repeat("x", wire.MaxLine+1)+"\n")
+	c.waitClosed(10 * time.Second)
+	waitGone(t, pid, 5*time.Second)
 }

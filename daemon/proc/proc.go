@@ -761,7 +761,10 @@ const (
 )
 
 // KillAndWait sends sig to the group and waits up to grace for the child to be
-// reaped, escalating to SIGKILL if asked.
+// reaped, escalating to SIGKILL if asked. The kill does not depend on the
+// caller staying: if ctx ends first (the client hung up, or half-closed
+// and the daemon had to give up on it), the answer comes at once and the
+// escalation still happens when the grace runs out.
 func (p *Process) KillAndWait(ctx context.Context, sig syscall.Signal, grace time.Duration, escalate bool) wire.KillAndWaitResult {
 	if !p.Signal(sig) {
 		return wire.KillAndWaitResult{Found: true, Died: true, AlreadyExited: true}
@@ -779,6 +782,9 @@ func (p *Process) KillAndWait(ctx context.Context, sig syscall.Signal, grace tim
 		// grace; past it, SIGKILL, if asked.
 		return wire.KillAndWaitResult{Found: true, Died: true, Escalated: escalate && p.escalateStrays(deadline)}
 	case <-ctx.Done():
+		if escalate {
+			go p.escalateAt(deadline)
+		}
 		return wire.KillAndWaitResult{Found: true, Died: !p.Running()}
 	case <-t.C:
 	}
@@ -791,6 +797,20 @@ func (p *Process) KillAndWait(ctx context.Context, sig syscall.Signal, grace tim
 		return wire.KillAndWaitResult{Found: true, Died: true, Escalated: true}
 	case <-ctx.Done():
 		return wire.KillAndWaitResult{Found: true, Died: !p.Running(), Escalated: true}
+	}
+}
+
+// escalateAt finishes a KillAndWait whose caller left: SIGKILL for the
+// group at deadline unless the child is reaped first, and then for what it
+// left in its group.
+func (p *Process) escalateAt(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-p.reapedCh:
+		p.escalateStrays(deadline)
+	case <-t.C:
+		p.Signal(syscall.SIGKILL)
 	}
 }
 
