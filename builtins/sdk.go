@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,9 +205,13 @@ type Session struct {
 	host   *Host
 	thread *starlark.Thread // the recipe thread: policies are called on it
 	policy starlark.Callable
-	cwd    string
-	limit  time.Duration // the session's turn timeout (0: none)
-	s      *agent.Session
+	// cwd is the CLI's working directory, which rules on relative paths
+	// resolve against: the one the CLI reports in system/init, where its
+	// own relative paths start. Until then, cwd= as given (empty or
+	// relative ones are the daemon's to resolve, on its host).
+	cwd   atomic.Value  // string
+	limit time.Duration // the session's turn timeout (0: none)
+	s     *agent.Session
 	// sid labels the session's events: known before Start for a fresh or
 	// resumed session, learned from system messages for a fork.
 	sid atomic.Value // string
@@ -233,7 +238,8 @@ func startSession(c *Call, o *sessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, cwd: o.opt.Cwd, limit: o.opt.TurnTimeout}
+	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, limit: o.opt.TurnTimeout}
+	s.cwd.Store(o.opt.Cwd)
 	id := o.opt.Resume
 	if o.opt.Fork {
 		id = ""
@@ -340,7 +346,7 @@ type decided struct {
 func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decision, error) {
 	req := &ApprovalRequest{
 		Kind: KindTool, Tool: r.Tool, Input: exactInput(r), ToolUseID: r.ToolUseID,
-		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd,
+		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd.Load().(string),
 	}
 	done := make(chan decided, 1)
 	s.env.Loop.Post(func() {
@@ -405,13 +411,22 @@ func (s *Session) observe(e agent.Event) {
 		return
 	}
 	sid, _ := s.sid.Load().(string)
-	if sid == "" && e.Dir == agent.In && e.Type == "system" {
+	if e.Dir == agent.In && e.Type == "system" {
+		// Seen before any request of its turn: the engine observes each
+		// message before it acts on it.
 		var m struct {
+			Subtype   string `json:"subtype"`
 			SessionID string `json:"session_id"`
+			Cwd       string `json:"cwd"`
 		}
-		if json.Unmarshal(e.Message, &m) == nil && m.SessionID != "" {
-			sid = m.SessionID
-			s.sid.Store(sid)
+		if json.Unmarshal(e.Message, &m) == nil {
+			if sid == "" && m.SessionID != "" {
+				sid = m.SessionID
+				s.sid.Store(sid)
+			}
+			if m.Subtype == "init" && path.IsAbs(m.Cwd) {
+				s.cwd.Store(m.Cwd)
+			}
 		}
 	}
 	s.env.Output.Agent(sid, e.Dir, e.Message)

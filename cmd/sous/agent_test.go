@@ -300,6 +300,52 @@ print("denials:", [d.tool for d in t.denials], t.text)
 	}
 }
 
+// TestAgentRelativeRules: a relative path rule is relative to where the
+// CLI runs, also when cwd= is relative (the daemon resolves it against its
+// own directory): the rules learn the CLI's directory from its
+// system/init message. A deny on "secrets/**" used to miss the absolute
+// path the CLI writes to, and the write went through.
+func TestAgentRelativeRules(t *testing.T) {
+	t.Parallel()
+	var w *agentWorld
+	wd := func() string { return filepath.Join(w.dir, "wd") }
+	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+		switch n {
+		case 0:
+			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_secret", Name: "Write",
+				Input: map[string]any{"file_path": filepath.Join(wd(), "secrets", "key"), "content": "leaked\n"}}}}
+		case 1:
+			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_plain", Name: "Write",
+				Input: map[string]any{"file_path": filepath.Join(wd(), "notes.txt"), "content": "fine\n"}}}}
+		}
+		return modelapi.Text("done")
+	}})
+	if err := os.MkdirAll(filepath.Join(wd(), "secrets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(here, wd())
+	if err != nil || filepath.IsAbs(rel) {
+		t.Fatalf("no relative path from %s to %s: %v", here, wd(), err)
+	}
+	o := w.run(`
+t = sdk.send("go", cwd = args["wd"], cli = json.decode(args["cli"]))
+print("denials:", [d.input["file_path"].endswith("/secrets/key") for d in t.denials], t.text)
+`, "-a", "wd="+rel, "--allow", "Write", "--deny", "Write(secrets/**)")
+	o.expect(t, 0, "denials: [True] done",
+		"approval: deny Write "+filepath.Join(wd(), "secrets", "key")+` (by flag: denied by sous run --deny "Write(secrets/**)")`,
+		"approval: allow Write "+filepath.Join(wd(), "notes.txt")+" (by flag)")
+	if _, err := os.Stat(filepath.Join(wd(), "secrets", "key")); err == nil {
+		t.Error("the denied write went through")
+	}
+	if got := w.readFile(filepath.Join(wd(), "notes.txt")); got != "fine\n" {
+		t.Errorf("notes.txt = %q", got)
+	}
+}
+
 // TestApprovalFlagsAreChecked: a malformed rule is a usage error before
 // anything runs.
 func TestApprovalFlagsAreChecked(t *testing.T) {
