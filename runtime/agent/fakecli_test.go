@@ -270,6 +270,25 @@ func TestFakePermissionCancelled(t *testing.T) {
 	}
 }
 
+// A callback that gives up with an error once its request is withdrawn (as
+// the recipe layer does when its policy has not run yet) does not fail the
+// turn: the request is dropped, the turn goes on.
+func TestFakePermissionCancelledCallbackFails(t *testing.T) {
+	t.Parallel()
+	opt := fakeOptions("cancel")
+	opt.Permission = func(ctx context.Context, r Request) (Decision, error) {
+		if r.Tool == "Read" {
+			return Allow(nil), nil
+		}
+		<-ctx.Done()
+		return Deny("the request was withdrawn", false), ctx.Err()
+	}
+	turn := fakeTurn(t, opt)
+	if turn.Text != "answered p2" || turn.IsError {
+		t.Errorf("turn %q (error %v), want only p2 answered and the turn to succeed", turn.Text, turn.IsError)
+	}
+}
+
 func TestFakeConcurrentPermissions(t *testing.T) {
 	t.Parallel()
 	// Both callbacks must be running at once to get past the barrier.

@@ -774,7 +774,10 @@ func (s *Session) controlRequest(env envelope, cur *turnState) {
 		s.mu.Lock()
 		_, live := s.perms[env.RequestID]
 		delete(s.perms, env.RequestID)
-		if err != nil && cur != nil {
+		// A callback that fails because the CLI withdrew its request
+		// (the turn was interrupted, or the CLI moved on) fails nothing:
+		// nobody waits for that answer.
+		if err != nil && cur != nil && live {
 			cur.errs = append(cur.errs, err)
 		}
 		s.mu.Unlock()
