@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -237,16 +238,16 @@ and print the result as indented JSON. A JSON-RPC error prints as
 				if errors.As(err, &we) {
 					return &exitError{code: 1, err: fmt.Errorf("%d: %s", we.Code, we.Message), plain: true}
 				}
+				if args[0] == "server.shutdown" && errors.Is(err, client.ErrConnectionLost) {
+					return nil // its answer is the connection closing (seeds/001)
+				}
 				if err != nil {
 					return err
 				}
-				var out bytes.Buffer
-				if err := json.Indent(&out, res, "", "  "); err != nil {
-					return fmt.Errorf("rpc: daemon returned invalid JSON: %w", err)
+				if err := writeRawJSON(streams.Out, res); err != nil {
+					return fmt.Errorf("rpc: %w", err)
 				}
-				out.WriteByte('\n')
-				_, err = streams.Out.Write(out.Bytes())
-				return err
+				return nil
 			})
 		},
 	}

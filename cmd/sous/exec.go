@@ -308,18 +308,25 @@ func checkIDFree(ctx context.Context, conn *client.Conn, id string) error {
 
 // notStarted is exec's error for a spawn that failed. When the daemon
 // refused it ("spawn PROGRAM: why"), the exit code says why, as a shell's or
-// env's does: 127 the program was not found, 126 it could not be executed,
-// 125 something else (its cwd); the message is the daemon's reason without
-// the JSON-RPC code. Anything else (the connection, a usage mistake the
-// daemon caught) exits 1.
+// env's does: 127 the program was not found (on $PATH, or at the path
+// given), 126 it could not be executed, or the daemon does not allow it
+// (--allow-command), 125 something else (its cwd); the message is the
+// daemon's reason without the JSON-RPC code. Anything else (the
+// connection, a usage mistake the daemon caught) exits 1.
 func notStarted(program string, err error) error {
 	why, refused := client.SpawnRefused(err, program)
+	var we *wire.Error
+	if !refused && errors.As(err, &we) && strings.HasPrefix(we.Message, "Command not allowed: ") {
+		return &exitError{code: 126, err: fmt.Errorf("exec: cannot start %s: %s", program, we.Message)}
+	}
 	if !refused {
 		return fmt.Errorf("exec %s: %w", program, err)
 	}
 	code := 125
+	notFound := strings.HasSuffix(why, "no such file or directory")
 	switch {
-	case strings.Contains(why, "executable file not found"), strings.HasPrefix(why, "fork/exec") && strings.HasSuffix(why, "no such file or directory"):
+	case strings.Contains(why, "executable file not found"),
+		notFound && (strings.HasPrefix(why, "fork/exec") || strings.HasPrefix(why, "stat ")):
 		code = 127
 	case strings.Contains(why, "permission denied"), strings.Contains(why, "exec format error"), strings.Contains(why, "is a directory"):
 		code = 126

@@ -710,3 +710,53 @@ func TestExecInterruptedWhileStarting(t *testing.T) {
 		})
 	}
 }
+
+// A graceful stop ends what the daemon ran and closes its connections: a
+// `sous exec` following a command fails at once, without 30 s of
+// reconnecting to a socket that is gone. `sous rpc server.shutdown` is
+// answered by the connection closing, as seeds/001 says, and exits 0.
+func TestGracefulStopEndsClientsPromptly(t *testing.T) {
+	t.Parallel()
+	d := startServe(t, "tok")
+	follower := d.sousCmd(t, d.clientEnv(), "exec", "--socket", d.socket, "--", "sleep", "100")
+	var stderr strings.Builder
+	follower.Stderr = &stderr
+	if err := follower.Start(); err != nil {
+		t.Fatal(err)
+	}
+	followed := make(chan error, 1)
+	go func() { followed <- follower.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, _ := d.sousCmd(t, d.clientEnv(), "ps", "--socket", d.socket).Output()
+		if strings.Contains(string(out), "sleep 100") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never ran: ps says %q; exec's stderr %q", out, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	start := time.Now()
+	rpc := d.sousCmd(t, d.clientEnv(), "rpc", "--socket", d.socket, "server.shutdown")
+	if out, err := rpc.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("rpc server.shutdown: %v %q", err, out)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not stop")
+	}
+	select {
+	case err := <-followed:
+		if exitCode(err) != 1 || !strings.Contains(stderr.String(), "the daemon is gone") {
+			t.Errorf("exec: %v, stderr %q", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		follower.Process.Kill()
+		t.Fatalf("exec still waits after the daemon stopped; stderr %q", stderr.String())
+	}
+	if el := time.Since(start); el > 8*time.Second {
+		t.Errorf("took %v", el)
+	}
+}

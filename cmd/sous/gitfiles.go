@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,8 +101,21 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 						return &exitError{code: 1, err: fmt.Errorf("%s: %w", subject, err)}
 					}
 				}
-				if err := c.Call(ctx, q.method, params, res); err != nil {
+				// --json prints the daemon's result as it came, not res
+				// encoded again: a result type may hold fields the daemon
+				// left out (git.info outside a repository).
+				var raw json.RawMessage
+				into := res
+				if asJSON {
+					into = &raw
+				}
+				if err := c.Call(ctx, q.method, params, into); err != nil {
 					return fmt.Errorf("%s: %w", q.method, err)
+				}
+				if asJSON {
+					if err := json.Unmarshal(raw, res); err != nil {
+						return fmt.Errorf("%s: decode result: %w", q.method, err)
+					}
 				}
 				if q.verify != nil && !asJSON {
 					if err := q.verify(ctx, c, params, res); err != nil {
@@ -108,7 +123,7 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 					}
 				}
 				if asJSON {
-					if err := writeJSON(streams.Out, res); err != nil {
+					if err := writeRawJSON(streams.Out, raw); err != nil {
 						return err
 					}
 				} else if err := q.human(streams.Out, res); err != nil {
@@ -132,6 +147,18 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 	}
 	t.register(cmd)
 	return cmd
+}
+
+// writeRawJSON prints a daemon's result indented, as writeJSON prints a
+// value.
+func writeRawJSON(w io.Writer, raw json.RawMessage) error {
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return fmt.Errorf("the daemon returned invalid JSON: %w", err)
+	}
+	out.WriteByte('\n')
+	_, err := w.Write(out.Bytes())
+	return err
 }
 
 // pathArg is the optional PATH argument, made absolute when the daemon runs

@@ -54,6 +54,7 @@ func TestOneOffCommands(t *testing.T) {
 			want(cmd([]string{"exec"}, "--", "sh", "-c", "kill -SEGV $$"), 139, "", "sous: the command was killed by SIGSEGV (segmentation fault)\n")
 			// A command that never started exits as in a shell (or env).
 			want(cmd([]string{"exec"}, "--", "no-such-program-here"), 127, "", "sous: exec: cannot start no-such-program-here: executable file not found in $PATH\n")
+			want(cmd([]string{"exec"}, "--", "/no/such/program"), 127, "", "sous: exec: cannot start /no/such/program: stat /no/such/program: no such file or directory\n")
 			want(cmd([]string{"exec"}, "--", t.TempDir()), 126, "", "permission denied")
 			want(cmd([]string{"exec"}, "--cwd", "/no/such/dir", "--", "pwd"), 125, "", "sous: exec: cannot start pwd: cwd: stat /no/such/dir: no such file or directory\n")
 
@@ -77,6 +78,11 @@ func TestOneOffCommands(t *testing.T) {
 			want(cmd([]string{"git", "status"}, repo), 0, "clean", "")
 			want(cmd([]string{"git", "branches"}, repo), 0, "feature\nmain\n", "")
 			notRepo := t.TempDir()
+			// --json prints the daemon's result as it came.
+			if o := cmd([]string{"git", "info"}, notRepo, "--json"); o.code != 1 ||
+				o.stdout != "{\n  \"isRepo\": false,\n  \"repoSlug\": \"\",\n  \"defaultBranch\": \"\"\n}\n" {
+				t.Errorf("git info --json outside a repository: exit %d, stdout %q", o.code, o.stdout)
+			}
 			for _, q := range []string{"info", "status", "branches"} {
 				// A script must be able to tell: exit 1, as files stat of a missing path.
 				if o := cmd([]string{"git", q}, notRepo); o.code != 1 || o.stdout != "" || o.stderr != "sous: "+notRepo+": not a git repository (nor inside one)\n" {

@@ -202,7 +202,9 @@ func TestServeAllowCommandFlag(t *testing.T) {
 		t.Fatalf("allowed: %+v", o)
 	}
 	o = sous(t, "exec", "--socket", s.socket, "--token-file", tokenFile(t, "tok"), "--", "true")
-	if o.code != 1 || !strings.Contains(o.stderr, `Command not allowed: "true" (this daemon allows only echo; start it with --allow-command true to allow it)`) {
+	// 126, as a shell gives a command it may not run: 1 would pass for the
+	// command's own failure.
+	if o.code != 126 || o.stderr != "sous: exec: cannot start true: "+`Command not allowed: "true" (this daemon allows only echo; start it with --allow-command true to allow it)`+"\n" {
 		t.Fatalf("refused: %+v", o)
 	}
 	// The daemon's log arrives through a pipe: allow it a moment.

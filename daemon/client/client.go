@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -599,6 +600,13 @@ func (c *Client) reconnect(cause error) {
 			lastErr = err
 		}
 		acancel()
+		if errors.Is(err, fs.ErrNotExist) {
+			// A Unix socket that no longer exists is a daemon that stopped
+			// (it removes its socket first) or was never restarted there;
+			// what it ran went with it, so there is nothing to wait for.
+			c.giveUp(fmt.Errorf("%w (%v); the daemon is gone: %v", ErrConnectionLost, cause, err))
+			return
+		}
 		if c.progress() != before {
 			delay = 20 * time.Millisecond
 			deadline = time.Now().Add(c.opt.ReconnectTimeout)

@@ -275,3 +275,39 @@ func TestClientGivesUpWhenDaemonGone(t *testing.T) {
 		t.Fatal("ping after the daemon died succeeded")
 	}
 }
+
+// A daemon that stops gracefully removes its socket and closes its
+// connections: its clients give up at once, not after ReconnectTimeout
+// (30 s by default), since what it ran went with it.
+func TestClientGivesUpAtOnceWhenTheSocketIsGone(t *testing.T) {
+	t.Parallel()
+	sock := filepath.Join(testutil.ShortTempDir(t), "d.sock")
+	srv, err := daemon.New(daemon.Config{Token: testToken, ShutdownGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := daemon.ListenUnix(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	ctx := context.Background()
+	c, err := client.DialUnix(ctx, sock, testToken, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "long", Command: "sleep", Args: []string{"30"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	srv.Close()
+	_, err = p.Wait(ctx)
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("the daemon is gone")) {
+		t.Fatalf("wait err = %v, want the daemon gone", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("gave up after %v, want at once", el)
+	}
+}
