@@ -195,12 +195,11 @@ func (o *serveOptions) readTokenLine() (string, error) {
 	case o.tokenFile != "" && o.tokenFD >= 0:
 		return "", usageErrorf("use either --token-file or --token-fd, not both")
 	case o.tokenFile != "":
+		// Deleted only once the daemon serves (removeTokenFile): a daemon
+		// that cannot listen leaves the token where it was for the next try.
 		b, err := os.ReadFile(o.tokenFile)
 		if err != nil {
 			return "", fmt.Errorf("read --token-file: %w", err)
-		}
-		if err := os.Remove(o.tokenFile); err != nil {
-			return "", fmt.Errorf("remove --token-file after reading it: %w", err)
 		}
 		return client.StripTokenNewline(string(b)), nil
 	case o.tokenFD >= 0:
@@ -216,6 +215,18 @@ func (o *serveOptions) readTokenLine() (string, error) {
 		return client.StripTokenNewline(line), nil
 	}
 	return "", errors.New("daemon requires --token-file or --token-fd")
+}
+
+// removeTokenFile deletes --token-file once the daemon listens: the token
+// is the daemon's alone from then on.
+func (o *serveOptions) removeTokenFile() error {
+	if o.tokenFile == "" {
+		return nil
+	}
+	if err := os.Remove(o.tokenFile); err != nil {
+		return fmt.Errorf("remove --token-file after reading it: %w", err)
+	}
+	return nil
 }
 
 func newDaemonServeCmd(streams *IO) *cobra.Command {
@@ -346,6 +357,15 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		}
 		wsLns = append(wsLns, l)
 	}
+	if err := o.removeTokenFile(); err != nil {
+		for _, l := range wsLns {
+			l.Close()
+		}
+		if ln != nil {
+			ln.Close()
+		}
+		return err
+	}
 	if o.metricsAddr != "" {
 		// Off the wire and optional: a bind failure is logged, not fatal.
 		if ms, err := metrics.Listen(o.metricsAddr, srv.Stats()); err != nil {
@@ -422,6 +442,11 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("start: find own executable: %w", err)
+	}
+	if dir := filepath.Dir(o.socket); dir != "" {
+		if _, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("start: --socket %s: its directory: %w", o.socket, err)
+		}
 	}
 	logPath := o.logFile
 	if logPath == "" {
@@ -506,6 +531,10 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 	select {
 	case ok := <-ready:
 		if ok {
+			if err := o.removeTokenFile(); err != nil {
+				// The daemon serves; only the file stays behind.
+				fmt.Fprintf(streams.ErrOut, "sous: %v\n", err)
+			}
 			fmt.Fprintf(streams.Out, "sous daemon started (pid %d) on %s, logs in %s\n", child.Process.Pid, o.socket, logPath)
 			child.Process.Release()
 			return nil

@@ -173,8 +173,10 @@ func TestDaemonStartKeepsTheTokenSecret(t *testing.T) {
 		files, map[bool]string{true: ", metrics", false: ""}[metricsURL != ""])
 }
 
-// TestDaemonTokenFileIsDeleted: --token-file is read once and deleted before
-// the daemon accepts, and only its path, never the token, is in argv.
+// TestDaemonTokenFileIsDeleted: --token-file is read once and deleted as
+// the daemon starts to serve, and only its path, never the token, is in
+// argv. A daemon that cannot serve (TestDaemonKeepsTheTokenFileWhenItCannotServe)
+// leaves it.
 func TestDaemonTokenFileIsDeleted(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
@@ -200,8 +202,17 @@ func TestDaemonTokenFileIsDeleted(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, err := os.Stat(tok); !os.IsNotExist(err) {
-		t.Errorf("the token file is still there once the daemon accepts: %v", err)
+	// Deleted once the daemon listens, just before it serves: the socket
+	// may take a connection into its backlog a moment before.
+	for {
+		_, err := os.Stat(tok)
+		if os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the token file is still there once the daemon accepts: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket mode: %v %v", fi.Mode(), err)
@@ -228,6 +239,46 @@ func TestDaemonTokenFileIsDeleted(t *testing.T) {
 	}
 	if _, err := os.Stat(clientTok); err != nil {
 		t.Errorf("daemon stop deleted its token file: %v", err)
+	}
+}
+
+// TestDaemonKeepsTheTokenFileWhenItCannotServe: a daemon that fails to
+// listen (its --listen port taken, its socket's directory missing) leaves
+// --token-file where it was, for the next try; serve and start alike.
+func TestDaemonKeepsTheTokenFileWhenItCannotServe(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	dir := testutil.ShortTempDir(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"serve, port taken", []string{"serve", "--socket", filepath.Join(dir, "a.sock"), "--listen", "ws://" + busy.Addr().String()}, "address already in use"},
+		{"serve, no socket dir", []string{"serve", "--socket", filepath.Join(dir, "nodir", "b.sock")}, "no such file or directory"},
+		{"start, port taken", []string{"start", "--socket", filepath.Join(dir, "c.sock"), "--listen", "ws://" + busy.Addr().String()}, "address already in use"},
+		{"start, no socket dir", []string{"start", "--socket", filepath.Join(dir, "nodir", "d.sock")}, "start: --socket " + filepath.Join(dir, "nodir", "d.sock") + ": its directory: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := filepath.Join(t.TempDir(), "tok")
+			if err := os.WriteFile(tok, []byte("kept-token\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, append(append([]string{"daemon"}, tc.args...), "--token-file", tok)...)
+			cmd.Env = cleanEnv()
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.want) {
+				t.Errorf("err %v, output %q, want a failure saying %q", err, out, tc.want)
+			}
+			if b, err := os.ReadFile(tok); err != nil || string(b) != "kept-token\n" {
+				t.Errorf("token file after the failure: %q, %v", b, err)
+			}
+		})
 	}
 }
 

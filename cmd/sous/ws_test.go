@@ -251,7 +251,7 @@ func TestDaemonServeFlagErrors(t *testing.T) {
 		{[]string{"serve", "--socket", busy}, 1, "a daemon is already serving this socket"},
 		{[]string{"serve", "--socket", notSocket}, 1, "the path exists and is not a socket"},
 		{[]string{"start", "--socket", busy}, 1, "a daemon is already serving this socket"},
-		{[]string{"start", "--socket", filepath.Join(dir, "missing", "d.sock")}, 1, "start: log file:"},
+		{[]string{"start", "--socket", filepath.Join(dir, "missing", "d.sock")}, 1, "start: --socket " + filepath.Join(dir, "missing", "d.sock") + ": its directory: "},
 		{[]string{"start", "--socket", free, "--log-format", "bogus"}, 2, `--log-format: want text or json`},
 	} {
 		o := sous(t, append([]string{"daemon", tc.args[0], "--token-file", tok}, tc.args[1:]...)...)
