@@ -397,9 +397,16 @@ func ParseSignal(name string) (syscall.Signal, error) {
 	return 0, wire.InvalidParams("Invalid signal: " + name)
 }
 
+// signals are the names kill(1) knows on Linux: a user who writes SEGV
+// should not have to know it is 11.
 var signals = map[string]syscall.Signal{
 	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
 	"TERM": syscall.SIGTERM, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "STOP": syscall.SIGSTOP,
 	"CONT": syscall.SIGCONT, "ALRM": syscall.SIGALRM, "PIPE": syscall.SIGPIPE, "ABRT": syscall.SIGABRT,
-	"WINCH": syscall.SIGWINCH, "TSTP": syscall.SIGTSTP,
+	"WINCH": syscall.SIGWINCH, "TSTP": syscall.SIGTSTP, "IOT": syscall.SIGIOT,
+	"ILL": syscall.SIGILL, "TRAP": syscall.SIGTRAP, "BUS": syscall.SIGBUS, "FPE": syscall.SIGFPE,
+	"SEGV": syscall.SIGSEGV, "STKFLT": syscall.SIGSTKFLT, "CHLD": syscall.SIGCHLD, "CLD": syscall.SIGCHLD,
+	"TTIN": syscall.SIGTTIN, "TTOU": syscall.SIGTTOU, "URG": syscall.SIGURG, "XCPU": syscall.SIGXCPU,
+	"XFSZ": syscall.SIGXFSZ, "VTALRM": syscall.SIGVTALRM, "PROF": syscall.SIGPROF, "IO": syscall.SIGIO,
+	"POLL": syscall.SIGPOLL, "PWR": syscall.SIGPWR, "SYS": syscall.SIGSYS,
 }

@@ -376,7 +376,7 @@ func TestKillGroup(t *testing.T) {
 	c.wantError("process.kill", `{"id":"tree","signal":"BOGUS"}`, -32602, "Invalid signal: BOGUS")
 
 	// Named, prefixed and numeric signals.
-	for i, sig := range []string{"SIGINT", "hup", "9", "KILL"} {
+	for i, sig := range []string{"SIGINT", "hup", "9", "KILL", "SEGV", "sigbus"} {
 		id := fmt.Sprintf("s%d", i)
 		c.result("process.spawn", `{"id":"`+id+`","command":"sleep","args":["60"]}`)
 		c.wantResult("process.kill", `{"id":"`+id+`","signal":"`+sig+`"}`, `{"success":true}`)
