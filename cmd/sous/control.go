@@ -156,7 +156,12 @@ wait up to --grace for it to die, then escalate to SIGKILL (unless
 					params["signal"] = signal
 				}
 				if !wait {
-					if err := c.Call(ctx, "process.kill", params, nil); err != nil {
+					err := c.Call(ctx, "process.kill", params, nil)
+					var we *wire.Error
+					if errors.As(err, &we) && we.Message == "Process not found" {
+						return fmt.Errorf("kill: no process with id %q on %s", id, c.Target())
+					}
+					if err != nil {
 						return fmt.Errorf("kill %s: %w", id, err)
 					}
 					return nil

@@ -110,6 +110,12 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 					into = &raw
 				}
 				if err := c.Call(ctx, q.method, params, into); err != nil {
+					var we *wire.Error
+					if errors.As(err, &we) && we.Code == wire.CodeInternal {
+						// The daemon's own failure (an open, a git run):
+						// its words say it; the code adds nothing.
+						return &exitError{code: 1, err: fmt.Errorf("%s: %s", q.method, we.Message)}
+					}
 					return fmt.Errorf("%s: %w", q.method, err)
 				}
 				if asJSON {

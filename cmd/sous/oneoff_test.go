@@ -116,6 +116,7 @@ func TestOneOffCommands(t *testing.T) {
 				t.Errorf("files stat of a missing path: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
 			}
 			want(cmd([]string{"files", "read"}, filepath.Join(dir, "missing")), 1, "", filepath.Join(dir, "missing")+": no such file")
+			want(cmd([]string{"files", "list"}, filepath.Join(dir, "missing")), 1, "", "sous: files.list: open "+filepath.Join(dir, "missing")+": no such file or directory\n")
 			o = cmd([]string{"files", "list"}, dir)
 			if o.code != 0 || o.stdout != "a.txt\nsub/\n" {
 				t.Errorf("files list: exit %d, %q", o.code, o.stdout)
@@ -148,7 +149,7 @@ func TestOneOffCommands(t *testing.T) {
 			want(cmd([]string{"files", "extract-tar"}, archive, "/"), 1, "", "destDir must be an absolute, non-root path: /")
 
 			want(cmd([]string{"attach"}, "no-such-id"), 1, "", `no process with id "no-such-id"`)
-			want(cmd([]string{"kill"}, "no-such-id"), 1, "", "Process not found")
+			want(cmd([]string{"kill"}, "no-such-id"), 1, "", `sous: kill: no process with id "no-such-id" on `)
 			want(cmd([]string{"kill"}, "no-such-id", "--signal", "BOGUS"), 2, "", `kill: --signal: unknown signal "BOGUS"`)
 			want(cmd([]string{"kill"}, "no-such-id", "--wait"), 1, "", `no process with id "no-such-id"`)
 			want(cmd([]string{"ps"}), 0, "ID", "")
