@@ -500,6 +500,8 @@ func (s *Session) send(c *Call, prompt string, limit time.Duration) (*Turn, erro
 func turnOutcome(env *Env, p *agent.Pending, limit time.Duration) (*Turn, error) {
 	t, err := p.Result()
 	switch {
+	case errors.Is(err, agent.ErrCLIStuck):
+		return nil, fmt.Errorf("the turn ran past its timeout of %s and the CLI did not stop when interrupted: the session was ended", formatSeconds(limit))
 	case errors.Is(err, agent.ErrTurnTimeout):
 		return nil, fmt.Errorf("the turn ran past its timeout of %s and was interrupted", formatSeconds(limit))
 	case err != nil:
@@ -529,6 +531,9 @@ func (s *Session) control(c *Call, fn func(ctx context.Context) error) error {
 	if err := c.Env.block(ctx, fn); err != nil {
 		if c.Env.Ctx.Err() != nil {
 			return c.errorf("%v", errInterrupted)
+		}
+		if ctx.Err() != nil {
+			return c.errorf("the CLI gave no answer within %s: it is stuck (the session stays open; close() ends it)", controlTimeout)
 		}
 		return c.errorf("%s", agentMessage(err))
 	}

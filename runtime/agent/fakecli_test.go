@@ -45,6 +45,14 @@ func fakeCLI(scenario string) int {
 		json.Unmarshal(in.Bytes(), &m)
 		return m
 	}
+	if scenario == "garbage" {
+		// Some other program: it prints, and never speaks the protocol.
+		fmt.Fprintln(out, "Welcome to not-claude 1.0")
+		out.Flush()
+		for next() != nil {
+		}
+		return 0
+	}
 	if scenario == "exit-early" {
 		fmt.Fprintln(os.Stderr, "error: unknown option '--frobnicate'")
 		return 2
@@ -85,6 +93,13 @@ func fakeCLI(scenario string) int {
 			big := strings.Repeat("x", 3<<20)
 			emit(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]any{"type": "text", "text": big}}}})
 			result("héllo ✓ wörld 🎉")
+		case "stuck":
+			// Starts the turn, then neither finishes it nor answers the
+			// interrupt: only the session's end stops it.
+			emit(map[string]any{"type": "system", "subtype": "init", "session_id": "fake-session"})
+			for r := next(); r != nil; r = next() {
+			}
+			return 0
 		case "die":
 			emit(map[string]any{"type": "system", "subtype": "init", "session_id": "fake-session"})
 			fmt.Fprintln(os.Stderr, "fatal: the model exploded")
@@ -230,6 +245,45 @@ func TestFakeCLIExitsMidTurn(t *testing.T) {
 	}
 }
 
+// A program that never answers initialize fails the start after
+// StartTimeout, and the error quotes what it printed instead.
+func TestFakeCLIThatNeverAnswers(t *testing.T) {
+	t.Parallel()
+	opt := fakeOptions("garbage")
+	opt.StartTimeout = time.Second
+	_, err := Start(context.Background(), embedded(t), opt)
+	if err == nil || !strings.Contains(err.Error(), "no answer from the CLI") || !strings.Contains(err.Error(), "Welcome to not-claude 1.0") {
+		t.Fatalf("start: %v", err)
+	}
+}
+
+// A CLI that ignores the interrupt of a timed-out turn is stuck: the turn
+// fails saying so (ErrCLIStuck, not only ErrTurnTimeout) and the session
+// ends, interruptGrace after the timeout.
+func TestFakeStuckCLIEndsTheSession(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	opt := fakeOptions("stuck")
+	opt.TurnTimeout = 500 * time.Millisecond
+	s, err := Start(ctx, embedded(t), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	_, err = s.Send(ctx, "hi")
+	if !errors.Is(err, ErrTurnTimeout) || !errors.Is(err, ErrCLIStuck) || !strings.Contains(err.Error(), "the session was ended") {
+		t.Fatalf("send: %v", err)
+	}
+	if d := time.Since(start); d < interruptGrace || d > interruptGrace+10*time.Second {
+		t.Errorf("failed after %v, want the timeout and interruptGrace (%v)", d, interruptGrace)
+	}
+	if _, err := s.Send(ctx, "again"); err == nil {
+		t.Error("a send after the session ended succeeded")
+	}
+}
+
 func TestFakeCLIFailsToStart(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -239,8 +293,14 @@ func TestFakeCLIFailsToStart(t *testing.T) {
 		t.Fatalf("start: %v", err)
 	}
 	_, err = Start(ctx, embedded(t), Options{CLI: []string{"/nonexistent/claude"}})
-	if err == nil || !strings.Contains(err.Error(), "/nonexistent/claude") {
+	if err == nil || !strings.Contains(err.Error(), "agent: cli: ") || !strings.Contains(err.Error(), "/nonexistent/claude") {
 		t.Fatalf("start of a missing program: %v", err)
+	}
+	// A missing directory is cwd's fault, not cli's.
+	exe, _ := os.Executable()
+	_, err = Start(ctx, embedded(t), Options{CLI: []string{exe}, Cwd: "/nonexistent/dir"})
+	if err == nil || !strings.HasPrefix(err.Error(), "agent: cwd: ") || !strings.Contains(err.Error(), "/nonexistent/dir") {
+		t.Fatalf("start in a missing directory: %v", err)
 	}
 }
 

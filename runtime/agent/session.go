@@ -21,6 +21,9 @@ var (
 	// ErrTurnTimeout is wrapped by Send and Pending.Wait when a turn ran
 	// past Options.TurnTimeout and was interrupted.
 	ErrTurnTimeout = errors.New("turn timed out")
+	// ErrCLIStuck is wrapped with ErrTurnTimeout when the CLI did not stop
+	// the timed-out turn when interrupted: the session was ended.
+	ErrCLIStuck = errors.New("the CLI did not stop")
 	// ErrClosed is wrapped by calls on a closed session.
 	ErrClosed = errors.New("agent session closed")
 	// ErrCLIExited is wrapped when the CLI process ended while the session
@@ -223,9 +226,19 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 		init["appendSystemPrompt"] = opt.AppendSystemPrompt
 	}
 	if _, err := s.control(sctx, "initialize", init); err != nil {
+		// What a CLI that never answered printed instead (a wrong program,
+		// a banner, a crash trace) is the best clue to why; gone, its exit
+		// error already carries it.
+		var said string
+		if t, ok := s.tr.(interface{ cli() *cliProc }); ok && !errors.Is(err, ErrCLIExited) {
+			said = t.cli().stderr.String()
+		}
 		s.Close()
 		if ws, ok := s.tr.(*wsTransport); ok {
 			err = ws.explainStartFailure(err)
+		}
+		if said != "" {
+			err = fmt.Errorf("%w; its output: %s", err, said)
 		}
 		return nil, fmt.Errorf("agent: start %s: %w", strings.Join(opt.CLI, " "), err)
 	}
@@ -413,7 +426,7 @@ func (s *Session) turnTimedOut(ts *turnState) {
 	select {
 	case <-ts.pending.done:
 	case <-ctx.Done():
-		s.fail(fmt.Errorf("agent: %w after %s and the CLI did not stop within %s of the interrupt; the session was ended", ErrTurnTimeout, ts.limit, interruptGrace))
+		s.fail(fmt.Errorf("agent: %w after %s and %w within %s of the interrupt; the session was ended", ErrTurnTimeout, ts.limit, ErrCLIStuck, interruptGrace))
 		go s.Close()
 	}
 }

@@ -54,7 +54,11 @@ func spawnCLI(ctx context.Context, c *client.Client, s *Session, args []string, 
 	p, err := c.Spawn(ctx, spec, h)
 	if err != nil {
 		// The daemon's message names the command ("spawn claude: executable
-		// file not found in $PATH"); cli names the option that chose it.
+		// file not found in $PATH"); cli names the option that chose it,
+		// unless what failed was the directory, which cwd chose.
+		if why, ok := client.SpawnRefused(err, spec.Command); ok && strings.HasPrefix(why, "cwd: ") {
+			return nil, fmt.Errorf("agent: %s", why)
+		}
 		return nil, fmt.Errorf("agent: cli: %w", err)
 	}
 	cp.p = p
