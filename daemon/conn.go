@@ -11,6 +11,10 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -213,15 +217,81 @@ func (c *conn) serve() {
 		}(req, perr)
 	}
 	if errors.Is(why, io.EOF) {
-		// The peer is done sending, not necessarily done reading: a
-		// half-close (`sous daemon bridge` once its stdin ends, `nc -N`)
-		// still gets an answer to every request it sent, with what its
-		// processes write meanwhile, before the connection closes. A peer
-		// that closed altogether makes these writes fail at once.
-		c.handlers.Wait()
+		c.finishHalfClosed()
 	}
-	c.sess.Close() // stops subscriptions so handlers blocked on them return
+	c.sess.Close() // stops subscriptions and cancels what handlers still wait for
 	c.handlers.Wait()
+}
+
+// finishHalfClosed lets the requests in flight finish and answer after the
+// peer's end of input. The peer may be done sending only, not reading: a
+// half-close (`sous daemon bridge` once its stdin ends, `nc -N`) still
+// gets an answer to every request it sent, with what its processes write
+// meanwhile. A peer that closed altogether is not waited for, nor one that
+// is still waiting after halfCloseGrace: a handler could wait for good (a
+// process.stdin to a child that never reads, while a bridge whose ssh
+// session is gone holds the socket open), so what is left is cancelled,
+// as everything was before. A killAndWait still escalates (KillAndWait).
+func (c *conn) finishHalfClosed() {
+	hc, ok := c.t.(halfCloser)
+	if !ok || hc.peerClosed() {
+		return
+	}
+	done := make(chan struct{})
+	go func() { c.handlers.Wait(); close(done) }()
+	tick := time.NewTicker(peerCheckEvery)
+	defer tick.Stop()
+	grace := time.NewTimer(halfCloseGrace)
+	defer grace.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-grace.C:
+			return
+		case <-tick.C:
+			if hc.peerClosed() {
+				return
+			}
+		}
+	}
+}
+
+// halfCloseGrace bounds the wait for the requests of a half-closed
+// connection: git calls and kills are done well within it.
+const halfCloseGrace = 30 * time.Second
+
+// peerCheckEvery is how often a half-closed connection with requests in
+// flight looks whether its peer has closed altogether.
+const peerCheckEvery = 100 * time.Millisecond
+
+// halfCloser is a transport that can tell a peer that only shut its
+// sending side from one that closed the connection.
+type halfCloser interface {
+	peerClosed() bool
+}
+
+// peerClosed reports whether the peer closed the connection, rather than
+// only shutting its sending side: on a Unix stream socket, poll says
+// POLLHUP only when both directions are shut.
+func (t *streamTransport) peerClosed() bool {
+	sc, ok := t.nc.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	closed := true
+	if cerr := rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		n, err := unix.Poll(fds, 0)
+		closed = err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+	}); cerr != nil {
+		return true
+	}
+	return closed
 }
 
 var errLineTooLong = errors.New("line too long")

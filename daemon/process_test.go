@@ -536,3 +536,45 @@ func TestKillAndWaitEscalatesAfterTheConnectionEnds(t *testing.T) {
 	c.waitClosed(10 * time.Second)
 	waitGone(t, pid, 5*time.Second)
 }
+
+// A peer that closes the connection altogether is not waited for, even
+// with a request still in flight that only its end can stop: a
+// process.stdin to a child that never reads its stdin.
+func TestClosedPeerCancelsRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{})
+	owner := d.dial()
+	owner.result("process.spawn", `{"id":"deaf","command":"sleep","args":["60"]}`)
+	c := d.dial()
+	chunk := base64.StdEncoding.EncodeToString(make([]byte, 512<<10))
+	const n = 32 // 16 MiB: more than the pipe and the daemon's 8 MiB queue hold
+	for range n {
+		c.sendRequest("process.stdin", `{"id":"deaf","data":"`+chunk+`"}`)
+	}
+	// Until the answers stop: the rest wait for room that never comes.
+	c.waitFor("the first answers", 10*time.Second, func() bool { return len(c.resps) > 0 })
+	for last := -1; ; time.Sleep(100 * time.Millisecond) {
+		c.mu.Lock()
+		now := len(c.resps)
+		c.mu.Unlock()
+		if now == last {
+			break
+		}
+		last = now
+	}
+	c.mu.Lock()
+	answered := len(c.resps)
+	c.mu.Unlock()
+	if answered >= n {
+		t.Fatalf("all %d writes were answered: none is held up", n)
+	}
+	c.nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for d.srv.Stats().ConnectionsOpen.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open 5 s after the peer closed, want 1", d.srv.Stats().ConnectionsOpen.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	owner.wantResult("process.killAndWait", `{"id":"deaf","signal":"KILL"}`, `{"found":true,"died":true}`)
+}
