@@ -27,8 +27,8 @@ func spawnEntries() []Entry {
 			Fn: spawnBuiltin},
 		{Name: "reattach", Host: true, Sig: "reattach(id, *, from_seq=0, echo=True) -> Process",
 			Doc: "Follows a process already on the host (spawned by this run, another run or another client), " +
-				"replaying its output after frame from_seq. Reattaching on the connection that already follows the " +
-				"process takes it over from the earlier Process value.",
+				"replaying its output after frame from_seq. A process this run already follows gets a second handle: " +
+				"each handle gets every frame after its own from_seq, once, in order.",
 			Fn: reattachBuiltin},
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,16 +83,28 @@ func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 	t.Parallel()
 	root := newRootCmd(&IO{})
 	for _, name := range []string{"run", "check", "doc"} {
-		cmd, _, err := root.Find([]string{name})
-		if err != nil || cmd.Name() != name {
+		if cmd, _, err := root.Find([]string{name}); err != nil || cmd.Name() != name {
 			t.Fatalf("command %s is not registered: %v", name, err)
 		}
-		if cmd.Example == "" || !strings.Contains(cmd.Example, "sous "+name) {
-			t.Errorf("%s --help has no example", name)
+	}
+	// Every command a user can see, subcommands included (cobra's help
+	// and completion too), shows an example of itself.
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, sub := range cmd.Commands() {
+			if sub.Hidden || sub.Name() == "help" {
+				continue
+			}
+			path := sub.CommandPath()
+			if !strings.Contains(sub.Example, path) {
+				t.Errorf("%s --help has no example of itself", path)
+			}
+			walk(sub)
 		}
-		o := sous(t, name, "--help")
-		if o.code != 0 || !strings.Contains(o.stdout, "Examples:") {
-			t.Errorf("sous %s --help: %+v", name, o)
-		}
+	}
+	walk(root)
+	o := sous(t, "run", "--help")
+	if o.code != 0 || !strings.Contains(o.stdout, "Examples:") {
+		t.Errorf("sous run --help: %+v", o)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -115,6 +116,9 @@ func (q queryCmd) build(streams *IO, extra func(*cobra.Command, map[string]any))
 						// The daemon's own failure (an open, a git run):
 						// its words say it; the code adds nothing.
 						return &exitError{code: 1, err: fmt.Errorf("%s: %s", q.method, we.Message)}
+					}
+					if errors.Is(err, client.ErrAnswerTooLarge) {
+						return fmt.Errorf("%s: %s: %w", q.method, subject, err)
 					}
 					return fmt.Errorf("%s: %w", q.method, err)
 				}

@@ -179,8 +179,33 @@ one over a Unix socket, ssh or a WebSocket.`,
 		root.AddCommand(add(streams))
 	}
 	root.InitDefaultCompletionCmd()
+	addCompletionExamples(root)
 	refuseUnknownSubcommands(root)
 	return root
+}
+
+// addCompletionExamples gives cobra's completion commands the examples
+// every other command has.
+func addCompletionExamples(root *cobra.Command) {
+	comp, _, err := root.Find([]string{"completion"})
+	if err != nil || comp == root {
+		return
+	}
+	comp.Example = `  source <(sous completion bash)
+  sous completion zsh > "${fpath[1]}/_sous"
+  sous completion fish > ~/.config/fish/completions/sous.fish`
+	examples := map[string]string{
+		"bash":       `  source <(sous completion bash)                  # this shell
+  sous completion bash > /etc/bash_completion.d/sous  # every new shell`,
+		"zsh":        `  sous completion zsh > "${fpath[1]}/_sous"       # then start a new shell`,
+		"fish":       `  sous completion fish > ~/.config/fish/completions/sous.fish`,
+		"powershell": `  sous completion powershell | Out-String | Invoke-Expression`,
+	}
+	for _, c := range comp.Commands() {
+		if ex, ok := examples[c.Name()]; ok {
+			c.Example = ex
+		}
+	}
 }
 
 // refuseUnknownSubcommands makes every command group (git, files, daemon,
