@@ -195,7 +195,7 @@ func addCompletionExamples(root *cobra.Command) {
   sous completion zsh > "${fpath[1]}/_sous"
   sous completion fish > ~/.config/fish/completions/sous.fish`
 	examples := map[string]string{
-		"bash":       `  source <(sous completion bash)                  # this shell
+		"bash": `  source <(sous completion bash)                  # this shell
   sous completion bash > /etc/bash_completion.d/sous  # every new shell`,
 		"zsh":        `  sous completion zsh > "${fpath[1]}/_sous"       # then start a new shell`,
 		"fish":       `  sous completion fish > ~/.config/fish/completions/sous.fish`,
