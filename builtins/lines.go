@@ -53,7 +53,11 @@ func (it *linesIter) Next(v *starlark.Value) bool {
 			return false
 		}
 		if err := env.Loop.Wait(env.Ctx, r.wake); err != nil {
-			return false // interrupted: the runtime is cancelling the thread
+			// Interrupted. The runtime cancels the thread too, but from
+			// another goroutine: until it does, the loop would look
+			// finished and the recipe would go on past it.
+			it.thread.Cancel("interrupted")
+			return false
 		}
 	}
 }

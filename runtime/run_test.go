@@ -93,3 +93,53 @@ sleep(30)
 		t.Fatalf("process %d survived the interrupted run", pid)
 	}
 }
+
+// An interrupt during `for l in p.lines()` stops the recipe in the loop:
+// nothing after it runs and the run ends interrupted. The iterator used to
+// end the loop as if the output had ended, and the statement after it
+// could run before the runtime's own cancel of the thread arrived.
+func TestInterruptStopsALinesLoop(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{"main.star": `
+p = spawn(["sh", "-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/pid; while :; do echo tick; sleep 0.005; done"], echo=False)
+n = 0
+for l in p.lines():
+    n += 1
+print("AFTER THE LOOP", n)
+`})
+	pidFile := filepath.Join(dir, "pid")
+	for i := range 30 {
+		os.Remove(pidFile)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		var stderr bytes.Buffer
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, Options{
+				Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
+				Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(),
+			})
+		}()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if b, err := os.ReadFile(pidFile); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the recipe never started its process")
+			}
+		}
+		time.Sleep(time.Duration(20+i) * time.Millisecond)
+		cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
+		var ee *ExitError
+		select {
+		case err := <-done:
+			if !errors.As(err, &ee) || ee.Code != 130 {
+				t.Fatalf("run %d: Run = %v, want exit code 130", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("run %d: the run did not stop when its context was cancelled", i)
+		}
+		if strings.Contains(stderr.String(), "AFTER THE LOOP") {
+			t.Fatalf("run %d: the recipe went on past the interrupted loop:\n%s", i, stderr.String())
+		}
+	}
+}
