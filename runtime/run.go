@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"go.starlark.net/starlark"
 
@@ -204,11 +205,15 @@ func outcome(ctx context.Context, err error) (status string, code int, report, s
 		return "ok", 0, "", "" // even if a signal came as the last line finished
 	case ctx.Err() != nil:
 		code = CodeInterrupted
+		report := "sous: interrupted"
 		var in *Interrupt
 		if errors.As(context.Cause(ctx), &in) {
 			code = in.Code
+			if in.Signal == syscall.SIGPIPE {
+				report = "sous: stopped: the reader of its output went away"
+			}
 		}
-		return "interrupted", code, "sous: interrupted", "interrupted"
+		return "interrupted", code, report, "interrupted"
 	case errors.As(err, &ce):
 		return "error", CodeUsage, err.Error(), err.Error()
 	}

@@ -760,3 +760,58 @@ func TestGracefulStopEndsClientsPromptly(t *testing.T) {
 		t.Errorf("took %v", el)
 	}
 }
+
+// `sous run ... | head -3`: when the reader of its output goes away, sous
+// stops the recipe's processes, what they left in their groups included,
+// and exits 141 as a shell's command would. Go used to kill sous outright
+// with SIGPIPE at its first write, and the grandchildren ran on.
+func TestRunStopsWhenItsReaderGoesAway(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	dir := t.TempDir()
+	recipe := filepath.Join(dir, "main.star")
+	os.WriteFile(recipe, []byte(`
+spawn(["sh", "-c", "sleep 1000 & echo $! > `+dir+`/grandchild; wait"], echo=False)
+p = spawn(["sh", "-c", "while :; do echo line; sleep 0.01; done"])
+p.wait()
+`), 0o644)
+	for _, json := range []bool{false, true} {
+		os.Remove(filepath.Join(dir, "grandchild"))
+		args := []string{"run", recipe}
+		if json {
+			args = append(args, "--json")
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Env = cleanEnv()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(out)
+		for range 3 {
+			if _, err := r.ReadString('\n'); err != nil {
+				t.Fatalf("json %v: reading sous's output: %v", json, err)
+			}
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(filepath.Join(dir, "grandchild")); err == nil && strings.HasSuffix(string(b), "\n") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("json %v: the grandchild never started", json)
+			}
+		}
+		grandchild := readPid(t, filepath.Join(dir, "grandchild"))
+		out.Close() // as head does once it has its lines
+		err = cmd.Wait()
+		if exitCode(err) != 141 || !strings.Contains(stderr.String(), "the reader of its output went away") {
+			t.Errorf("json %v: %v, stderr %q; want exit 141 saying why", json, err, stderr.String())
+		}
+		waitGone(t, grandchild, 5*time.Second)
+	}
+}

@@ -105,8 +105,10 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 	if isTerminal(streams.In) {
 		prompt = streams.In
 	}
-	ctx, stop := interruptible(ctx)
+	ctx, stop, interrupt := interruptible(ctx)
 	defer stop()
+	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
+	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
 	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, streams.Env, builtins.DefaultTable(), rules, prompt
 	err = runtime.Run(ctx, ropt)
 	var ee *runtime.ExitError
@@ -186,8 +188,10 @@ func parseRecipeArgs(flags []string) (map[string]string, error) {
 // interruptible returns a context that a SIGINT or SIGTERM cancels, with
 // the signal as its cause, so the run stops its thread and processes and
 // exits 128+signal. After the first signal the default handling is back:
-// a second Ctrl-C kills sous at once.
-func interruptible(parent context.Context) (context.Context, func()) {
+// a second Ctrl-C kills sous at once. interrupt cancels it the same way
+// for a cause that is not a signal sous received (its output's reader
+// went away).
+func interruptible(parent context.Context) (ctx context.Context, stop func(), interrupt func(*runtime.Interrupt)) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 1)
 	// SIGHUP too: a closed terminal or ssh session must stop the run's
@@ -207,8 +211,10 @@ func interruptible(parent context.Context) (context.Context, func()) {
 		}
 	}()
 	return ctx, func() {
-		signal.Stop(sigs)
-		close(done)
-		cancel(nil)
-	}
+			signal.Stop(sigs)
+			close(done)
+			cancel(nil)
+		}, func(in *runtime.Interrupt) {
+			cancel(in)
+		}
 }
