@@ -215,6 +215,48 @@ type Session struct {
 	// sid labels the session's events: known before Start for a fresh or
 	// resumed session, learned from system messages for a fork.
 	sid atomic.Value // string
+	// asked queues the session's permission requests for the recipe
+	// thread in the order the CLI sent them: their callbacks start at once,
+	// each on a goroutine of its own.
+	asked postOrder
+}
+
+// postOrder posts callbacks to the loop in the order of their sequence
+// numbers (1, 2, 3, ...), holding back one that overtook an earlier one.
+// Every number must be posted once: agent.Request.Seq numbers the
+// requests that reach the session's Permission, which posts each.
+type postOrder struct {
+	mu      sync.Mutex
+	next    uint64 // the number posted next (0: 1)
+	waiting map[uint64]func()
+}
+
+func (o *postOrder) post(seq uint64, f func(), post func(func())) {
+	if seq == 0 {
+		post(f)
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.next == 0 {
+		o.next = 1
+	}
+	if seq != o.next {
+		if o.waiting == nil {
+			o.waiting = make(map[uint64]func())
+		}
+		o.waiting[seq] = f
+		return
+	}
+	post(f)
+	for o.next++; ; o.next++ {
+		g, ok := o.waiting[o.next]
+		if !ok {
+			return
+		}
+		delete(o.waiting, o.next)
+		post(g)
+	}
 }
 
 var (
@@ -349,7 +391,7 @@ func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decisi
 		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd.Load().(string),
 	}
 	done := make(chan decided, 1)
-	s.env.Loop.Post(func() {
+	s.asked.post(r.Seq, func() {
 		if ctx.Err() != nil {
 			return // nobody waits for this answer any more
 		}
@@ -359,7 +401,7 @@ func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decisi
 		}
 		ans, err := s.env.decide(s.thread, req, s.policy)
 		done <- decided{ans, err}
-	})
+	}, s.env.Loop.Post)
 	select {
 	case d := <-done:
 		if d.err != nil {

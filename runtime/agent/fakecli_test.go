@@ -355,7 +355,9 @@ func TestFakeConcurrentPermissions(t *testing.T) {
 	var arrived sync.WaitGroup
 	arrived.Add(2)
 	opt := fakeOptions("concurrent")
+	var seqs sync.Map // tool use id -> Seq
 	opt.Permission = func(ctx context.Context, r Request) (Decision, error) {
+		seqs.Store(r.ToolUseID, r.Seq)
 		arrived.Done()
 		done := make(chan struct{})
 		go func() { arrived.Wait(); close(done) }()
@@ -372,6 +374,12 @@ func TestFakeConcurrentPermissions(t *testing.T) {
 	turn := fakeTurn(t, opt)
 	if want := "p1=allow:<nil>:t1 p2=deny:no rm:t2 h1=error"; turn.Text != want {
 		t.Errorf("answers %q, want %q", turn.Text, want)
+	}
+	// Numbered in the order the CLI sent them, for callers that queue them.
+	for id, want := range map[string]uint64{"t1": 1, "t2": 2} {
+		if got, _ := seqs.Load(id); got != want {
+			t.Errorf("request %s has Seq %v, want %d", id, got, want)
+		}
 	}
 }
 

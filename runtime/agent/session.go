@@ -59,6 +59,9 @@ type Session struct {
 	ctx    context.Context // cancelled when the session ends: stops permission callbacks
 	cancel context.CancelFunc
 	reqSeq atomic.Uint64
+	// permSeq numbers permission requests as they arrive (Request.Seq);
+	// only the reader goroutine takes numbers.
+	permSeq uint64
 
 	mu       sync.Mutex
 	id       string
@@ -772,10 +775,11 @@ func (s *Session) controlRequest(env envelope, cur *turnState) {
 	if req.Input == nil {
 		req.Input = map[string]any{}
 	}
+	s.permSeq++
 	pr := Request{
 		Kind: "tool", Tool: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID,
 		Description: req.Description, SessionID: s.ID(), Suggestions: req.Suggestions,
-		RequestID: env.RequestID, Raw: env.Request,
+		RequestID: env.RequestID, Raw: env.Request, Seq: s.permSeq,
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()

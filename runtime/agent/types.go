@@ -89,6 +89,10 @@ type Request struct {
 	// (fields this package does not know are there).
 	RequestID string
 	Raw       json.RawMessage
+	// Seq is the request's place among the session's permission requests,
+	// from 1, in the order the CLI sent them. Callbacks run at once, so
+	// this is how a caller that queues them keeps that order.
+	Seq uint64
 }
 
 // Decision answers a Request.
