@@ -275,7 +275,9 @@ func TestWriteSlotsBoundLargeBuffers(t *testing.T) {
 func TestIdleReleasesWriteBuffers(t *testing.T) {
 	slots := NewWriteSlots(1)
 	// A memory window of one frame: each append spills the frame before.
-	l := New(Options{MemLimit: 1, SpillDir: t.TempDir(), WriteSlots: slots, IdleRelease: 20 * time.Millisecond})
+	// The idle spell is long enough that appends in a row never reach it,
+	// even under the race detector on a loaded machine (20 ms did, in CI).
+	l := New(Options{MemLimit: 1, SpillDir: t.TempDir(), WriteSlots: slots, IdleRelease: 250 * time.Millisecond})
 	defer l.Close()
 	held := func() (pending, spare, tail int) {
 		l.mu.Lock()
