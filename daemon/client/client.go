@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon"
@@ -86,6 +87,16 @@ type Client struct {
 	// (cur nil): the link being resumed may be one of them, and must not
 	// become current once its reader is gone.
 	broken []link
+	// outageSince is when the connection last stopped getting anywhere:
+	// the break of a link that had carried something (an answer, frames)
+	// since it was resumed, or had nothing in flight. A link that breaks
+	// again with calls in flight before carrying anything continues the
+	// outage, so ReconnectTimeout bounds a series of reconnects that never
+	// get a request through (a 700 KB stdin line on a link that always
+	// breaks sooner), not just the dialling.
+	outageSince time.Time
+	// carried is set when the current link delivers an answer or frames.
+	carried atomic.Bool
 }
 
 // ErrClosed is returned by calls on a closed client.
@@ -487,7 +498,10 @@ func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
 }
 
 func isConnErr(err error) bool {
+	// EPIPE and os.ErrClosed: an ssh link writes to the ssh process's
+	// stdin, a pipe, which fails that way once ssh is gone.
 	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrClosed) ||
 		errors.As(err, new(*net.OpError))
 }
 
@@ -500,15 +514,25 @@ func (c *Client) response(l link, id uint64, result json.RawMessage, err error) 
 		return // a response to a call already answered or abandoned
 	}
 	delete(c.pending, id)
+	if l == c.cur {
+		c.carried.Store(true) // not the answers of a resume: those come before it is current
+	}
 	c.mu.Unlock()
 	cl.result, cl.err = result, err
 	close(cl.done)
 }
 
 // frames implements receiver.
-func (c *Client) frames(_ link, procID string, frames []wire.Frame) {
+func (c *Client) frames(l link, procID string, frames []wire.Frame) {
 	if len(frames) == 0 {
 		return
+	}
+	if !c.carried.Load() {
+		c.mu.Lock()
+		if l == c.cur {
+			c.carried.Store(true)
+		}
+		c.mu.Unlock()
 	}
 	// Usually one follower (see following).
 	for _, p := range c.followers(procID, frames[len(frames)-1].Seq) {
@@ -557,19 +581,25 @@ func (c *Client) closed(l link, err error) {
 	}
 	c.cur = nil
 	c.ready = make(chan struct{})
+	if c.carried.Swap(false) || len(c.pending) == 0 || c.outageSince.IsZero() {
+		// It got something through, or had nothing to get through (a
+		// quiet process for an hour is no outage): a new outage begins.
+		c.outageSince = time.Now()
+	}
+	outageSince := c.outageSince
 	c.mu.Unlock()
 	if c.opt.ReconnectTimeout < 0 {
 		c.giveUp(fmt.Errorf("%w: %v", ErrConnectionLost, err))
 		return
 	}
 	c.opt.Logger.Warn("connection to daemon lost; reconnecting", "err", err)
-	go c.reconnect(err)
+	go c.reconnect(err, outageSince)
 }
 
-// reconnect dials until it succeeds or ReconnectTimeout passes, then
-// reattaches every followed process from its last seq and resends the calls
-// that are safe to resend.
-func (c *Client) reconnect(cause error) {
+// reconnect dials until it succeeds or ReconnectTimeout passes since the
+// outage began (see outageSince), then reattaches every followed process
+// from its last seq and resends the calls that are safe to resend.
+func (c *Client) reconnect(cause error, outageSince time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -583,9 +613,16 @@ func (c *Client) reconnect(cause error) {
 	// progress (frames arrived while resuming): a flaky link that keeps
 	// moving data is worth staying on.
 	delay := 20 * time.Millisecond
-	deadline := time.Now().Add(c.opt.ReconnectTimeout)
+	deadline := outageSince.Add(c.opt.ReconnectTimeout)
 	var lastErr error // the last attempt's own failure, not the deadline's
 	for {
+		if time.Now().After(deadline) {
+			if lastErr == nil {
+				lastErr = errors.New("every new connection broke before a request got through")
+			}
+			c.giveUp(fmt.Errorf("%w (%v); gave up reconnecting after %s: %v", ErrConnectionLost, cause, c.opt.ReconnectTimeout, lastErr))
+			return
+		}
 		before := c.progress()
 		actx, acancel := context.WithDeadline(ctx, deadline)
 		l, err := c.dial(actx, c)
@@ -610,6 +647,9 @@ func (c *Client) reconnect(cause error) {
 		if c.progress() != before {
 			delay = 20 * time.Millisecond
 			deadline = time.Now().Add(c.opt.ReconnectTimeout)
+			c.mu.Lock()
+			c.outageSince = time.Now()
+			c.mu.Unlock()
 			continue
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -310,4 +311,34 @@ func TestClientGivesUpAtOnceWhenTheSocketIsGone(t *testing.T) {
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("gave up after %v, want at once", el)
 	}
+}
+
+// A link that always breaks before a stdin request gets through (each is
+// up to 700 KB of JSON; this one cuts every 20-60 KB) is an outage, even
+// though every reconnect succeeds: the client gives up after
+// ReconnectTimeout, where it reconnected forever.
+func TestReconnectGivesUpWhenNothingGetsThrough(t *testing.T) {
+	t.Parallel()
+	sock := startDaemon(t, daemon.Config{})
+	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinBytes: 20 << 10, MaxBytes: 60 << 10})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.DialUnix(ctx, proxy.Path(), testToken, client.Options{ReconnectTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "sink", Command: "sh", Args: []string{"-c", "cat > /dev/null"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = p.Write(ctx, make([]byte, 600<<10))
+	if !errors.Is(err, client.ErrConnectionLost) {
+		t.Fatalf("write: %v (after %s, %d cuts), want the connection lost", err, time.Since(start), proxy.Cuts())
+	}
+	if el := time.Since(start); el > 20*time.Second {
+		t.Errorf("gave up after %s, want about ReconnectTimeout (2s)", el)
+	}
+	t.Logf("gave up after %s and %d cuts: %v", time.Since(start).Round(time.Millisecond), proxy.Cuts(), err)
 }
