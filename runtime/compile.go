@@ -86,6 +86,18 @@ func (c *compiler) unit(name string, src []byte) *unit {
 	f, prog, err := starlark.SourceProgramOptions(&fileOptions, name, src, c.isPredeclared)
 	if err != nil {
 		c.report(err)
+		if f == nil {
+			return u // it did not parse: its loads are unknown
+		}
+		// It parsed but does not resolve (an undefined name): the files it
+		// loads are still checked, so one pass shows every file's errors.
+		c.stack = append(c.stack, name)
+		defer func() { c.stack = c.stack[:len(c.stack)-1] }()
+		for _, stmt := range f.Stmts {
+			if load, ok := stmt.(*syntax.LoadStmt); ok {
+				c.loadOnce(u, name, load.ModuleName(), load.Module.TokenPos)
+			}
+		}
 		return u
 	}
 	u.prog = prog
@@ -99,12 +111,7 @@ func (c *compiler) unit(name string, src []byte) *unit {
 	defer func() { c.stack = c.stack[:len(c.stack)-1] }()
 	for i := 0; i < prog.NumLoads(); i++ {
 		module, pos := prog.Load(i)
-		if _, seen := u.loads[module]; seen {
-			continue
-		}
-		if dep := c.load(name, module, pos); dep != nil {
-			u.loads[module] = dep
-		}
+		c.loadOnce(u, name, module, pos)
 	}
 	// A loaded name the other file does not define would otherwise fail
 	// only once the loading file runs, after the loaded one has run.
@@ -124,6 +131,17 @@ func (c *compiler) unit(name string, src []byte) *unit {
 		}
 	}
 	return u
+}
+
+// loadOnce compiles what u (the file name) loads as module, once per
+// module.
+func (c *compiler) loadOnce(u *unit, name, module string, pos syntax.Position) {
+	if _, seen := u.loads[module]; seen {
+		return
+	}
+	if dep := c.load(name, module, pos); dep != nil {
+		u.loads[module] = dep
+	}
 }
 
 // load resolves a load statement of file from relative to it.

@@ -49,6 +49,14 @@ func TestCheckFindsEveryErrorBeforeRunning(t *testing.T) {
 			"util.star":    "def f():\n    return nope\n",
 			"ignored.star": "syntax error here (",
 		}, []string{"DIR/util.star:2:12: undefined: nope"}},
+		{"errors in the loading file and in the files it loads, in one pass", map[string]string{
+			"main.star": `load("util.star", "f")` + "\n" + `load("none.star", "g")` + "\nprint(zzz)\n",
+			"util.star": "def f():\n    return nope\n",
+		}, []string{
+			"DIR/main.star:3:7: undefined: zzz",
+			"DIR/util.star:2:12: undefined: nope",
+			"DIR/main.star:2:6: cannot load none.star: DIR/none.star: no such file or directory",
+		}},
 		{"name the loaded file does not define", map[string]string{
 			"main.star":     `load("lib/side.star", "z", "nope", other="f", again="g")` + "\n",
 			"lib/side.star": "print('ran')\nz = 1\ndef f():\n    pass\n" + `load("more.star", "g")` + "\n",
