@@ -113,6 +113,16 @@ func extractTar(c *Call) (starlark.Value, error) {
 	if err := bind(c, 2, req("archive", str(&archive)), req("dest", str(&dest))); err != nil {
 		return nil, err
 	}
+	// Checked here to name the arguments: the daemon's refusal of an empty
+	// one names its protocol fields (archivePath, destDir). A dest it
+	// refuses otherwise (relative, /) fails with its own words, as the
+	// contract has every success:false do.
+	switch {
+	case archive == "":
+		return nil, c.errorf("archive: want the path of a .tar.gz on the host, got \"\"")
+	case dest == "":
+		return nil, c.errorf("dest: want an absolute directory on the host, got \"\"")
+	}
 	var res wire.ExtractResult
 	if err := hostCall(c, archive, "files.extract_tar", wire.PathParams{ArchivePath: archive, DestDir: dest}, &res); err != nil {
 		return nil, err

@@ -112,9 +112,12 @@ func mainIO(args []string, streams *IO) int {
 		return 0
 	}
 	var fe *flagError
-	if errors.As(err, &fe) && cmd.Name() == "run" && cmd.Parent() == root {
-		// A flag cobra could not parse stops `sous run --json` before its
-		// events start; the stream still gets its start and end.
+	var ue *usageError
+	if (errors.As(err, &fe) || errors.As(err, &ue)) && cmd.Name() == "run" && cmd.Parent() == root {
+		// A flag cobra could not parse, or the wrong number of arguments,
+		// stops `sous run --json` before its events start; the stream
+		// still gets its start and end. (runRecipe reports its own usage
+		// errors in the stream, and returns them as exitErrors.)
 		if json, recipe := scanRunArgs(cmd.Flags(), args); json {
 			err = refuseRunJSON(streams, recipe, err)
 		}
@@ -130,7 +133,6 @@ func mainIO(args []string, streams *IO) int {
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "sous:", err)
-	var ue *usageError
 	if errors.As(err, &ue) || isCobraUsageError(err) {
 		return 2
 	}

@@ -44,6 +44,19 @@ func TestRunExitCodes(t *testing.T) {
 		t.Parallel()
 		sous(t, "run").expect(t, 2, "run: want 1 argument(s), got 0")
 	})
+	// No recipe, or two, with --json: the events still start and end.
+	for name, args := range map[string][]string{"json no recipe": {"run", "--json"}, "json two recipes": {"run", "--json", "a.star", "b.star"}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			o := sous(t, args...)
+			o.expect(t, 2, "want 1 argument(s)")
+			lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+			if len(lines) != 2 || !strings.Contains(lines[0], `"event":"start"`) ||
+				!strings.Contains(lines[1], `"event":"end"`) || !strings.Contains(lines[1], `"exit_code":2`) {
+				t.Errorf("stdout:\n%s", o.stdout)
+			}
+		})
+	}
 	// With --json, a usage error the flags hold still gets a start and an
 	// end event, as one in the recipe does.
 	for name, flags := range map[string][]string{"json bad arg flag": {"-a", "novalue"}, "json bad rule": {"--allow", "Bash("}, "json unknown flag": {"--nope"}} {
