@@ -245,30 +245,39 @@ func TestDialWrongTokenFailsClearly(t *testing.T) {
 	}
 }
 
-func TestClientGivesUpWhenDaemonGone(t *testing.T) {
-	dir := testutil.ShortTempDir(t)
-	srv, err := daemon.New(daemon.Config{Token: testToken})
+// daemonWithSleeper serves a daemon on a fresh socket, dials it with opt
+// and spawns a long sleep the client follows.
+func daemonWithSleeper(t *testing.T, cfg daemon.Config, opt client.Options) (*daemon.Server, *client.Client, *client.Proc) {
+	t.Helper()
+	cfg.Token = testToken
+	srv, err := daemon.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "d.sock")
+	t.Cleanup(func() { srv.Close() })
+	sock := filepath.Join(testutil.ShortTempDir(t), "d.sock")
 	ln, err := daemon.ListenUnix(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
+	c, err := client.DialUnix(context.Background(), sock, testToken, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	p, err := c.Spawn(context.Background(), client.SpawnSpec{ID: "long", Command: "sleep", Args: []string{"30"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c, p
+}
+
+func TestClientGivesUpWhenDaemonGone(t *testing.T) {
+	srv, c, p := daemonWithSleeper(t, daemon.Config{}, client.Options{ReconnectTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
-	c, err := client.DialUnix(ctx, sock, testToken, client.Options{ReconnectTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "long", Command: "sleep", Args: []string{"30"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv.Close()
-	_, err = p.Wait(ctx)
+	_, err := p.Wait(ctx)
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("connection to the daemon lost")) {
 		t.Fatalf("wait err = %v", err)
 	}
@@ -282,29 +291,10 @@ func TestClientGivesUpWhenDaemonGone(t *testing.T) {
 // (30 s by default), since what it ran went with it.
 func TestClientGivesUpAtOnceWhenTheSocketIsGone(t *testing.T) {
 	t.Parallel()
-	sock := filepath.Join(testutil.ShortTempDir(t), "d.sock")
-	srv, err := daemon.New(daemon.Config{Token: testToken, ShutdownGrace: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := daemon.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	ctx := context.Background()
-	c, err := client.DialUnix(ctx, sock, testToken, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "long", Command: "sleep", Args: []string{"30"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, p := daemonWithSleeper(t, daemon.Config{ShutdownGrace: 200 * time.Millisecond}, client.Options{})
 	start := time.Now()
 	srv.Close()
-	_, err = p.Wait(ctx)
+	_, err := p.Wait(context.Background())
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("the daemon is gone")) {
 		t.Fatalf("wait err = %v, want the daemon gone", err)
 	}
