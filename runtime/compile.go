@@ -90,58 +90,43 @@ func (c *compiler) unit(name string, src []byte) *unit {
 			return u // it did not parse: its loads are unknown
 		}
 		// It parsed but does not resolve (an undefined name): the files it
-		// loads are still checked, so one pass shows every file's errors.
-		c.stack = append(c.stack, name)
-		defer func() { c.stack = c.stack[:len(c.stack)-1] }()
-		for _, stmt := range f.Stmts {
-			if load, ok := stmt.(*syntax.LoadStmt); ok {
-				c.loadOnce(u, name, load.ModuleName(), load.Module.TokenPos)
+		// loads are still checked below, so one pass shows every file's
+		// errors. Without globals, its own loaders skip their name checks.
+	} else {
+		u.prog = prog
+		u.globals = make(map[string]bool)
+		if m, ok := f.Module.(*resolve.Module); ok {
+			for _, b := range m.Globals {
+				u.globals[b.First.Name] = true
 			}
-		}
-		return u
-	}
-	u.prog = prog
-	u.globals = make(map[string]bool)
-	if m, ok := f.Module.(*resolve.Module); ok {
-		for _, b := range m.Globals {
-			u.globals[b.First.Name] = true
 		}
 	}
 	c.stack = append(c.stack, name)
 	defer func() { c.stack = c.stack[:len(c.stack)-1] }()
-	for i := 0; i < prog.NumLoads(); i++ {
-		module, pos := prog.Load(i)
-		c.loadOnce(u, name, module, pos)
-	}
-	// A loaded name the other file does not define would otherwise fail
-	// only once the loading file runs, after the loaded one has run.
 	for _, stmt := range f.Stmts {
 		load, ok := stmt.(*syntax.LoadStmt)
 		if !ok {
 			continue
 		}
-		dep := u.loads[load.ModuleName()]
+		module := load.ModuleName()
+		dep, seen := u.loads[module]
+		if !seen {
+			if dep = c.load(name, module, load.Module.TokenPos); dep != nil {
+				u.loads[module] = dep
+			}
+		}
+		// A loaded name the other file does not define would otherwise
+		// fail only once the loading file runs, after the loaded one ran.
 		if dep == nil || dep.globals == nil {
 			continue // reported already (missing, cycle, or broken itself)
 		}
 		for _, from := range load.From {
 			if !dep.globals[from.Name] {
-				c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: load: name %s not found in module %s", from.NamePos, from.Name, load.ModuleName()))
+				c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: load: name %s not found in module %s", from.NamePos, from.Name, module))
 			}
 		}
 	}
 	return u
-}
-
-// loadOnce compiles what u (the file name) loads as module, once per
-// module.
-func (c *compiler) loadOnce(u *unit, name, module string, pos syntax.Position) {
-	if _, seen := u.loads[module]; seen {
-		return
-	}
-	if dep := c.load(name, module, pos); dep != nil {
-		u.loads[module] = dep
-	}
 }
 
 // load resolves a load statement of file from relative to it.
