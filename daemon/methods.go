@@ -221,7 +221,7 @@ func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 	// id-required step: a missing id is an unknown one ("Process not found").
 	pr := se.s.reg.Get(p.ID)
 	if pr == nil {
-		return nil, nil, wire.InvalidParams("Process not found")
+		return nil, nil, wire.InvalidParams(wire.MsgProcessNotFound)
 	}
 	if !pr.Running() {
 		return nil, nil, wire.InvalidParams("Process not running")
@@ -279,7 +279,7 @@ func processKill(_ context.Context, se *Session, raw json.RawMessage) (any, func
 	}
 	pr := se.s.reg.Get(p.ID)
 	if pr == nil {
-		return nil, nil, wire.InvalidParams("Process not found")
+		return nil, nil, wire.InvalidParams(wire.MsgProcessNotFound)
 	}
 	pr.Signal(sig) // skipped once reaped: the pgid may be someone else's by then
 	return wire.SuccessResult{Success: true}, nil, nil

@@ -165,7 +165,7 @@ func processResize(_ context.Context, se *Session, raw json.RawMessage) (any, fu
 	}
 	pr := se.s.reg.Get(p.ID)
 	if pr == nil {
-		return nil, nil, wire.InvalidParams("Process not found")
+		return nil, nil, wire.InvalidParams(wire.MsgProcessNotFound)
 	}
 	switch err := pr.Resize(size); {
 	case errors.Is(err, proc.ErrNoTerminal):
@@ -213,7 +213,7 @@ func (s *Server) checkAllowed(spec proc.Spec) error {
 			where = fmt.Sprintf(" in pipeline stage %d", i)
 		}
 		s.log.Warn("spawn refused: command not allowed", "id", spec.ID, "command", st[0], "stage", i, "allowed", strings.Join(s.cfg.AllowCommands, ","))
-		return wire.InvalidParams(fmt.Sprintf("Command not allowed: %q%s (this daemon allows only %s; start it with --allow-command %s to allow it)",
+		return wire.InvalidParams(fmt.Sprintf(wire.MsgCommandNotAllowed+"%q%s (this daemon allows only %s; start it with --allow-command %s to allow it)",
 			st[0], where, strings.Join(s.cfg.AllowCommands, ", "), allowHint(st[0])))
 	}
 	return nil

@@ -158,7 +158,7 @@ wait up to --grace for it to die, then escalate to SIGKILL (unless
 				if !wait {
 					err := c.Call(ctx, "process.kill", params, nil)
 					var we *wire.Error
-					if errors.As(err, &we) && we.Message == "Process not found" {
+					if errors.As(err, &we) && we.Message == wire.MsgProcessNotFound {
 						return fmt.Errorf("kill: no process with id %q on %s", id, c.Target())
 					}
 					if err != nil {

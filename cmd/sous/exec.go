@@ -315,10 +315,6 @@ func checkIDFree(ctx context.Context, conn *client.Conn, id string) error {
 // connection, a usage mistake the daemon caught) exits 1.
 func notStarted(program string, err error) error {
 	why, refused := client.SpawnRefused(err, program)
-	var we *wire.Error
-	if !refused && errors.As(err, &we) && strings.HasPrefix(we.Message, "Command not allowed: ") {
-		return &exitError{code: 126, err: fmt.Errorf("exec: cannot start %s: %s", program, we.Message)}
-	}
 	if !refused {
 		return fmt.Errorf("exec %s: %w", program, err)
 	}
@@ -328,7 +324,8 @@ func notStarted(program string, err error) error {
 	case strings.Contains(why, "executable file not found"),
 		notFound && (strings.HasPrefix(why, "fork/exec") || strings.HasPrefix(why, "stat ")):
 		code = 127
-	case strings.Contains(why, "permission denied"), strings.Contains(why, "exec format error"), strings.Contains(why, "is a directory"):
+	case strings.Contains(why, "permission denied"), strings.Contains(why, "exec format error"), strings.Contains(why, "is a directory"),
+		strings.HasPrefix(why, wire.MsgCommandNotAllowed):
 		code = 126
 	}
 	return &exitError{code: code, err: fmt.Errorf("exec: cannot start %s: %s", program, why)}
@@ -430,7 +427,7 @@ func isNotRunning(err error) bool {
 		return true
 	}
 	var we *wire.Error
-	return errors.As(err, &we) && (we.Message == "Process not running" || we.Message == "Process not found")
+	return errors.As(err, &we) && (we.Message == "Process not running" || we.Message == wire.MsgProcessNotFound)
 }
 
 // follow waits for p's exit while forwarding the signals on sigs (caught by

@@ -116,14 +116,20 @@ func newProc(c *Client, id string, h FrameHandler) *Proc {
 }
 
 // SpawnRefused reports whether err is a daemon's refusal to start program
-// (no such program, a cwd that is not there), which the daemon words
-// "spawn PROGRAM: why", and gives the why.
+// and gives why: no such program or a cwd that is not there, which the
+// daemon words "spawn PROGRAM: why", or a program its --allow-command list
+// leaves out ("Command not allowed: ...", the whole message).
 func SpawnRefused(err error, program string) (why string, ok bool) {
 	var we *wire.Error
-	if !errors.As(err, &we) || !strings.HasPrefix(we.Message, "spawn ") {
+	switch {
+	case !errors.As(err, &we):
 		return "", false
+	case strings.HasPrefix(we.Message, wire.MsgCommandNotAllowed):
+		return we.Message, true
+	case strings.HasPrefix(we.Message, "spawn "):
+		return strings.TrimPrefix(we.Message, "spawn "+program+": "), true
 	}
-	return strings.TrimPrefix(we.Message, "spawn "+program+": "), true
+	return "", false
 }
 
 // Spawn starts a process and follows its output from the first frame.

@@ -38,6 +38,12 @@ const (
 	MsgUnauthorized   = "Unauthorized: invalid or missing auth token"
 	MsgInvalidParams  = "Invalid params"
 	MsgStdinGap       = "stdin offset gap: offset ahead of applied bytes"
+	// MsgProcessNotFound answers a method naming an id the daemon does
+	// not know.
+	MsgProcessNotFound = "Process not found"
+	// MsgCommandNotAllowed starts the refusal of a command the daemon's
+	// --allow-command list leaves out.
+	MsgCommandNotAllowed = "Command not allowed: "
 )
 
 // Error is a JSON-RPC error object. It is also a Go error, so handlers can
