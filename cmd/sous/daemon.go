@@ -344,26 +344,25 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		}
 	}
 	wsLns := make([]net.Listener, 0, len(wsAddrs))
-	for _, a := range wsAddrs {
-		l, err := net.Listen("tcp", a[0])
-		if err != nil {
-			for _, l := range wsLns {
-				l.Close()
-			}
-			if ln != nil {
-				ln.Close()
-			}
-			return fmt.Errorf("--listen ws://%s: %w", a[0], err)
-		}
-		wsLns = append(wsLns, l)
-	}
-	if err := o.removeTokenFile(); err != nil {
+	// unlisten closes what listens so far, for a start-up that fails.
+	unlisten := func() {
 		for _, l := range wsLns {
 			l.Close()
 		}
 		if ln != nil {
 			ln.Close()
 		}
+	}
+	for _, a := range wsAddrs {
+		l, err := net.Listen("tcp", a[0])
+		if err != nil {
+			unlisten()
+			return fmt.Errorf("--listen ws://%s: %w", a[0], err)
+		}
+		wsLns = append(wsLns, l)
+	}
+	if err := o.removeTokenFile(); err != nil {
+		unlisten()
 		return err
 	}
 	if o.metricsAddr != "" {
