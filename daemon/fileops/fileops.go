@@ -169,7 +169,12 @@ func Read(path string, maxBytes *int64) (json.RawMessage, error) {
 	if fi.IsDir() {
 		return nil, wire.InvalidParams("files.read: path is a directory")
 	}
-	size := fi.Size()
+	return readFrom(f, fi.Size(), fi.Mode().IsRegular(), maxBytes)
+}
+
+// readFrom is Read once the file is open: size is what its stat said,
+// which a regular file may have outgrown (or shrunk from) since.
+func readFrom(f io.Reader, size int64, regular bool, maxBytes *int64) (json.RawMessage, error) {
 	if maxBytes != nil && size > *maxBytes {
 		return nil, errExceeds()
 	}
@@ -181,7 +186,7 @@ func Read(path string, maxBytes *int64) (json.RawMessage, error) {
 		r = io.LimitReader(f, *maxBytes+1)
 	}
 	var buf []byte
-	if fi.Mode().IsRegular() && size > 0 && size < 1<<40 {
+	if regular && size > 0 && size < 1<<40 {
 		a := wire.NewReadAnswer(int(size))
 		n, err := io.ReadFull(r, a.Content())
 		switch {
@@ -204,6 +209,7 @@ func Read(path string, maxBytes *int64) (json.RawMessage, error) {
 		}
 		buf = append(append(append(make([]byte, 0, n+1+len(rest)), a.Content()...), one[0]), rest...)
 	} else {
+		var err error
 		if buf, err = readAll(r, size); err != nil {
 			return nil, err
 		}

@@ -264,10 +264,52 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// A file that grows while it is read comes back as one prefix of what was
-// written, at least as long as the file was before the call, and never past
-// maxBytes: the read past the stat size and the limit's extra byte are what
-// tell a grown file from one that ends where the stat said.
+// A regular file whose stat size is behind its content (it grew between the
+// stat and the read) or ahead of it (it shrank) is read as it is, and
+// maxBytes holds on what was read, not on the stat: readFrom is given the
+// stale size directly, so each branch runs every time.
+func TestReadFromAStaleSize(t *testing.T) {
+	content := strings.Repeat("0123456789abcdef", 4096) // 64 KiB
+	n := int64(len(content))
+	tests := []struct {
+		name     string
+		size     int64
+		maxBytes *int64
+		want     string // "" with wantErr
+		wantErr  bool
+	}{
+		{name: "grew", size: 1000, want: content},
+		{name: "grew, maxBytes equal", size: 1000, maxBytes: i64(n), want: content},
+		{name: "grew past maxBytes", size: 1000, maxBytes: i64(n - 1), wantErr: true},
+		{name: "grew by one byte", size: n - 1, want: content},
+		{name: "shrank", size: 2 * n, want: content},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := readFrom(strings.NewReader(content), tt.size, true, tt.maxBytes)
+			if tt.wantErr {
+				var we *wire.Error
+				if !errors.As(err, &we) || we.Message != "files.read: file exceeds maxBytes" {
+					t.Fatalf("readFrom = %.40s, %v; want exceeds maxBytes", raw, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := decodeRead(t, raw); got.Content != tt.want || !got.Exists {
+				t.Errorf("readFrom read %d bytes, want %d", len(got.Content), len(tt.want))
+			}
+		})
+	}
+}
+
+// A file that really grows while it is read comes back as one prefix of
+// what was written, at least as long as the file was before the call, and
+// never past maxBytes. This checks the answer stays consistent under a real
+// writer; whether the bytes past the stat size are kept is
+// TestReadFromAStaleSize's to check (a read that dropped them would still
+// be a prefix here).
 func TestReadWhileFileGrows(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "log")
 	// Each line names its own offset, so any prefix can be checked exactly.
