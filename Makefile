@@ -4,7 +4,7 @@
 test:
 	go test ./...
 
-# The README's performance table: every figure against its baseline, measured
+# The performance table of docs/PERFORMANCE.md: every figure against its baseline, measured
 # side by side (medians of interleaved repeats). Takes several minutes.
 bench:
 	SOUS_BENCH_TABLE=1 go test ./bench -run TestTable -v -count=1 -timeout 60m

@@ -1,5 +1,5 @@
 // Package bench measures sous against its baselines, side by side in the same
-// run, and prints the table of the README's Performance section.
+// run, and prints the table of docs/PERFORMANCE.md.
 //
 //	make bench                                  # the whole table (several minutes)
 //	SOUS_BENCH_TABLE=1 SOUS_BENCH_REPEATS=3 go test ./bench -run TestTable -v -timeout 60m

@@ -21,7 +21,7 @@ func main() {
 }
 
 // startProfile writes a CPU profile of this run to path (for `go tool
-// pprof`), when set: how the README's performance figures were profiled. A
+// pprof`), when set: how the figures in docs/PERFORMANCE.md were profiled. A
 // daemon's profile is complete once it stops (sous daemon stop, SIGTERM).
 func startProfile(path string) (stop func()) {
 	if path == "" {
