@@ -231,7 +231,7 @@ func (p *Process) writeStdin(ctx context.Context, data []byte) error {
 }
 
 // isNotRunning recognises the daemon's answer to stdin for a process that
-// has exited (seeds/001 fixes the message).
+// has exited (docs/PROTOCOL.md fixes the message).
 func isNotRunning(err error) bool {
 	var we *wire.Error
 	return errors.As(err, &we) && we.Code == wire.CodeInvalidParams && we.Message == "Process not running"

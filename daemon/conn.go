@@ -494,7 +494,7 @@ func (c *conn) handle(ticket uint64, req wire.Request, perr error, files []*os.F
 	}
 	if !c.s.authorized(req.Auth) {
 		c.s.stats.Refused.Add(1)
-		// The contract's log line, verbatim (seeds/001, Authentication).
+		// The contract's log line, verbatim (docs/PROTOCOL.md, Authentication).
 		c.s.log.Warn(fmt.Sprintf("[Server] Unauthorized request: method=%s, id=%s", req.Method, idText(req.ID)))
 		c.writeResponse(req.ID, nil, &wire.Error{Code: wire.CodeUnauthorized, Message: wire.MsgUnauthorized})
 		return

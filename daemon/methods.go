@@ -350,7 +350,7 @@ func processReattach(_ context.Context, se *Session, raw json.RawMessage) (any, 
 }
 
 // processList is the process.list extension. Like every process.* method it
-// requires a params object (seeds/001, "Params presence and typing"); it reads
+// requires a params object (docs/PROTOCOL.md, "Params presence and typing"); it reads
 // no field of it.
 func processList(_ context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
 	if _, err := decodeParams[wire.ProcessParams](raw); err != nil {

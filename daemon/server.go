@@ -1,4 +1,4 @@
-// Package daemon implements claustrum's JSON-RPC protocol (seeds/001): the
+// Package daemon implements claustrum's JSON-RPC protocol (docs/PROTOCOL.md): the
 // server that owns processes, files, git and archives, reached over a Unix
 // socket (NDJSON lines) or in process by the embedded client (no encoding at
 // all: frames are handed over as Go values).

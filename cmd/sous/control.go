@@ -244,7 +244,7 @@ and print the result as indented JSON. A JSON-RPC error prints as
 					return &exitError{code: 1, err: fmt.Errorf("%d: %s", we.Code, we.Message), plain: true}
 				}
 				if args[0] == "server.shutdown" && errors.Is(err, client.ErrConnectionLost) {
-					return nil // its answer is the connection closing (seeds/001)
+					return nil // its answer is the connection closing (docs/PROTOCOL.md)
 				}
 				if err != nil {
 					return err

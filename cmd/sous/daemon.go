@@ -77,7 +77,7 @@ type serveOptions struct {
 	retainFor       time.Duration
 	allowCommands   []string // --allow-command
 	// WebSocket transport and metrics (feature transport.websocket,
-	// seeds/001 -metrics-addr).
+	// docs/PROTOCOL.md -metrics-addr).
 	listen          []string
 	wsRequireBearer bool
 	maxConnections  int
@@ -181,7 +181,7 @@ func (o *serveOptions) wsListenAddrs() ([][2]string, error) {
 func (o *serveOptions) readToken() (string, error) {
 	token, err := o.readTokenLine()
 	if err == nil && token == "" {
-		// seeds/001: the daemon never starts unauthenticated, and a
+		// docs/PROTOCOL.md: the daemon never starts unauthenticated, and a
 		// request without "auth" would match an empty token.
 		err = errors.New("the token is empty: the daemon never runs unauthenticated")
 	}

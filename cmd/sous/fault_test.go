@@ -714,7 +714,7 @@ func TestExecInterruptedWhileStarting(t *testing.T) {
 // A graceful stop ends what the daemon ran and closes its connections: a
 // `sous exec` following a command fails at once, without 30 s of
 // reconnecting to a socket that is gone. `sous rpc server.shutdown` is
-// answered by the connection closing, as seeds/001 says, and exits 0.
+// answered by the connection closing, as docs/PROTOCOL.md says, and exits 0.
 func TestGracefulStopEndsClientsPromptly(t *testing.T) {
 	t.Parallel()
 	d := startServe(t, "tok")

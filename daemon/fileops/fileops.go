@@ -1,4 +1,4 @@
-// Package fileops implements claustrum's files.* methods (seeds/001) as plain
+// Package fileops implements claustrum's files.* methods (docs/PROTOCOL.md) as plain
 // Go functions: Stat, List, Read, Validate and ExtractTar. The daemon's
 // dispatcher decodes params, calls these and encodes the results; nothing here
 // knows about JSON-RPC. A *wire.Error return is sent as that error object; any

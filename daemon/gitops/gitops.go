@@ -1,4 +1,4 @@
-// Package gitops implements claustrum's git.* methods (seeds/001, section
+// Package gitops implements claustrum's git.* methods (docs/PROTOCOL.md, section
 // "git.*") by running the real git binary.
 //
 // Running git rather than reimplementing it keeps every answer identical to

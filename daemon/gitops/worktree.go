@@ -13,7 +13,7 @@ import (
 )
 
 // ErrCodeWorktreeRemoveFailed is the errorCode of a git.worktree_remove that
-// could not remove the worktree. seeds/001 defines no code for it (remove is
+// could not remove the worktree. docs/PROTOCOL.md defines no code for it (remove is
 // "lenient"); this one is a claustrum-compatible addition and belongs in
 // package wire next to ErrCodeWorktreeAddFailed.
 const ErrCodeWorktreeRemoveFailed = "worktree_remove_failed"

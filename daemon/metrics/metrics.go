@@ -1,5 +1,5 @@
 // Package metrics exports a daemon's counters in Prometheus' text format
-// (seeds/001, -metrics-addr). The counters are the daemon's own atomics
+// (docs/PROTOCOL.md, -metrics-addr). The counters are the daemon's own atomics
 // (daemon.Stats), read at scrape time: nothing is counted twice, and the
 // daemon itself knows nothing of HTTP or Prometheus.
 //

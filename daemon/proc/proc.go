@@ -754,7 +754,7 @@ func (p *Process) CloseStdin() { p.stdin.Close() }
 // StdinApplied is the stdin high-water mark.
 func (p *Process) StdinApplied() int64 { return p.stdin.Applied() }
 
-// Grace bounds for KillAndWait, from seeds/001.
+// Grace bounds for KillAndWait, from docs/PROTOCOL.md.
 const (
 	DefaultGrace = 3000 * time.Millisecond
 	MaxGrace     = 600000 * time.Millisecond

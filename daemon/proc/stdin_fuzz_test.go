@@ -29,7 +29,7 @@ func (c *collector) Close() error { close(c.closed); return nil }
 // process.stdin requests (appends, writes at offsets behind, at and past the
 // applied mark, retries whose already-applied part differs, empty writes,
 // close) and checks each reply and the bytes the child receives against a
-// model of the contract (seeds/001, process.stdin): a gap is refused and
+// model of the contract (docs/PROTOCOL.md, process.stdin): a gap is refused and
 // changes nothing, a wholly applied write is a duplicate, an overlap writes
 // only the fresh tail, fresh data after close is refused; the child gets
 // exactly the applied bytes, in order, each once. The queue's bound is

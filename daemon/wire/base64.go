@@ -6,7 +6,7 @@ import (
 	fastbase64 "github.com/segmentio/asm/base64"
 )
 
-// Output and stdin travel base64-encoded (seeds/001): every byte a child
+// Output and stdin travel base64-encoded (docs/PROTOCOL.md): every byte a child
 // writes is encoded once by the daemon and decoded once by each client, and
 // every stdin byte the other way round. segmentio/asm's encoding is
 // encoding/base64's standard alphabet with padding, vectorized with AVX2 on

@@ -3,7 +3,7 @@
 // and the stream frames. The daemon and the client both use it, so the two sides
 // cannot drift apart.
 //
-// The contract is seeds/001 (see ../../../shared/seeds). Field order in the
+// The contract is docs/PROTOCOL.md. Field order in the
 // result structs is the order the reference daemon emits, because callers
 // compare frames byte for byte.
 package wire
@@ -31,7 +31,7 @@ const (
 	CodeStdinGap       = -32003
 )
 
-// Fixed error messages. Methods add their own (see the method docs in seeds/001).
+// Fixed error messages. Methods add their own (see the method docs in docs/PROTOCOL.md).
 const (
 	MsgParseError     = "Parse error"
 	MsgInvalidVersion = "Invalid JSON-RPC version"

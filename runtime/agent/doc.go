@@ -1,5 +1,6 @@
 // Package agent drives the Claude Code CLI through its stream-json protocol
-// (seeds/004): it starts the CLI as a process on a claustrum daemon, sends
+// (the CLI's own, summarised below; docs/PROTOCOL.md is the daemon's): it
+// starts the CLI as a process on a claustrum daemon, sends
 // user messages, answers tool permission requests with a Go callback, and
 // turns each prompt's stream of messages into a Turn. It knows nothing of
 // Starlark; builtins/ binds it to recipes.
@@ -73,7 +74,7 @@
 //
 // # What the real CLI does (2.1.81 and 2.1.330, against internal/modelapi)
 //
-// Beyond shared/seeds/README.md:
+// Beyond what the CLI documents:
 //   - --max-turns and --permission-prompt-tool are accepted but hidden from
 //     --help in both versions. --session-id UUID is honoured; a UUID already
 //     used under the same config dir fails at once with "Session ID ... is
