@@ -21,7 +21,9 @@ func spawnEntries() []Entry {
 			Doc: "Starts a process on the host and returns at once. cmd is the program (a string) or a list of program and " +
 				"arguments (then args must be empty). id defaults to a fresh UUID. env is merged over the host's " +
 				"environment; a value of None unsets a variable. echo=True streams stdout and stderr to the runner's as " +
-				"they arrive, line by line, each line prefixed \"[id] \" while more than one process echoes. " +
+				"they arrive, line by line. From the moment a second process echoes while another does, every line of " +
+				"every process is prefixed \"[id] \" for the rest of the run, so a process's lines do not lose their id " +
+				"when the other ends; processes that echo one after another (run after run) stay bare. " +
 				ttyDoc + " Processes of the embedded daemon " +
 				"still running when the recipe ends are stopped. " + sandboxDoc,
 			Fn: spawnBuiltin},
