@@ -26,6 +26,7 @@ type Process struct {
 	opt     procOptions
 	started time.Time
 	proc    *client.Proc // set before announce; read-only afterwards
+	unlist  func()       // takes it off the run's live processes (live.go); set before announce
 
 	mu        sync.Mutex
 	out       [2]capture // stdout, stderr
@@ -157,6 +158,9 @@ func (p *Process) watch() {
 	p.mu.Unlock()
 	if echo != nil {
 		echo.Close()
+	}
+	if p.unlist != nil {
+		p.unlist()
 	}
 	if exited && !p.opt.internal {
 		p.env.Output.Exited(p.id, code)

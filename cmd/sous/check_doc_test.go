@@ -47,7 +47,7 @@ func TestDocOfOneName(t *testing.T) {
 		name string
 		want []string
 	}{
-		{"spawn", []string{"spawn(cmd, args=[], *, id=None, cwd=None, env=None, tty=False, size=None, sandbox=None, echo=True, want_pid=True) -> Process", "Starts a process", "h.spawn acts on the Host h"}},
+		{"spawn", []string{"spawn(cmd, args=[], *, id=None, cwd=None, env=None, tty=False, size=None, sandbox=None, echo=True, want_pid=True, replace=False) -> Process", "Starts a process", "with replace=True the daemon kills that process", "h.spawn acts on the Host h"}},
 		{"files", []string{"files.read(path, *, max_bytes=None) -> string or None", "files.stat(path)"}},
 		{"Process", []string{"Process.wait(timeout=None) -> Result", "Process.stop(grace=3, escalate=True)"}},
 		{"Result.stages", []string{"Result.stages -> list of struct(exit_code, stderr)"}},
