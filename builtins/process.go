@@ -29,10 +29,11 @@ type Process struct {
 	unlist  func()       // takes it off the run's live processes (live.go); set before announce
 
 	mu        sync.Mutex
-	out       [2]capture // stdout, stderr
-	stages    []capture  // a pipeline's stderr, per stage (spawn_ext.go); nil otherwise
-	tty       bool       // spawned with a terminal
-	echo      Echo       // set by announce when echoing
+	out       [2]capture     // stdout, stderr
+	stages    []capture      // a pipeline's stderr, per stage (spawn_ext.go); nil otherwise
+	readLines [2]*lineReader // read_line's position in stdout, stderr; nil until its first call
+	tty       bool           // spawned with a terminal
+	echo      Echo           // set by announce when echoing
 	announced bool
 	early     []chunk // echo held back until the spawn event is out
 	closed    bool    // the end is recorded: late frames are dropped

@@ -91,7 +91,7 @@ print(dir(p))
 False 3 failed 3 False "out\n" "err\n"
 "out\n" "err\n" 3 True
 None
-["close_stdin", "exit_code", "id", "kill", "lines", "output", "pause", "pid", "resize", "resume", "running", "stop", "wait", "write"]
+["close_stdin", "exit_code", "id", "kill", "lines", "output", "pause", "pid", "read_line", "resize", "resume", "running", "stop", "wait", "write"]
 `
 	if o.stderr != want {
 		t.Errorf("log:\n%s\nwant:\n%s", o.stderr, want)
