@@ -39,6 +39,9 @@ type Env struct {
 
 	// What the agent builtins keep for the run; see agents.
 	agents agents
+	// The run's processes that have not ended, for spawn's id check
+	// (live.go).
+	live liveProcesses
 }
 
 // agents is the run's agent state. The recipe-wide policy is only touched

@@ -26,12 +26,14 @@ type Process struct {
 	opt     procOptions
 	started time.Time
 	proc    *client.Proc // set before announce; read-only afterwards
+	unlist  func()       // takes it off the run's live processes (live.go); set before announce
 
 	mu        sync.Mutex
-	out       [2]capture // stdout, stderr
-	stages    []capture  // a pipeline's stderr, per stage (spawn_ext.go); nil otherwise
-	tty       bool       // spawned with a terminal
-	echo      Echo       // set by announce when echoing
+	out       [2]capture     // stdout, stderr
+	stages    []capture      // a pipeline's stderr, per stage (spawn_ext.go); nil otherwise
+	readLines [2]*lineReader // read_line's position in stdout, stderr; nil until its first call
+	tty       bool           // spawned with a terminal
+	echo      Echo           // set by announce when echoing
 	announced bool
 	early     []chunk // echo held back until the spawn event is out
 	closed    bool    // the end is recorded: late frames are dropped
@@ -157,6 +159,9 @@ func (p *Process) watch() {
 	p.mu.Unlock()
 	if echo != nil {
 		echo.Close()
+	}
+	if p.unlist != nil {
+		p.unlist()
 	}
 	if exited && !p.opt.internal {
 		p.env.Output.Exited(p.id, code)

@@ -59,11 +59,15 @@ func processEntries() []Entry {
 			Fn: method(processStop)},
 		{Name: "Process.lines", Sig: `Process.lines(stream="stdout") -> iterable of strings`,
 			Doc: "The lines of stdout or stderr, from the first, as they arrive; iteration ends when the process exits. " +
-				"Lines come without their newline. It is a single pass: call lines() again to start over. " +
+				"Lines come without their newline. It is a single pass, and each lines() call iterates from the first " +
+				"line again, whatever an earlier loop read: to go on where the last read stopped (write a question, read " +
+				"its answer, and again), use read_line(). " +
 				"An iteration holds at most 4 MiB of output the recipe has not read yet in memory, and the rest in a " +
 				"temporary file, up to 1 GiB; a recipe further behind than that, or a line longer than 16 MiB, fails the " +
 				"iteration, after the lines before the gap. The process is not held back for a slow loop.",
 			Fn: method(processLines)},
+		{Name: "Process.read_line", Sig: `Process.read_line(stream="stdout", timeout=None) -> string or None`,
+			Doc: readLineDoc, Fn: method(processReadLine)},
 		{Name: "Process.output", Sig: `Process.output(stream="stdout") -> string`,
 			Doc: "Everything received on stdout or stderr so far (the first 16 MiB).", Fn: method(processOutput)},
 		{Name: "Process.resize", Sig: "Process.resize(rows, cols)",
@@ -229,11 +233,10 @@ func processLines(c *Call, p *Process) (starlark.Value, error) {
 	}
 	i, _ := streamIndex(stream)
 	p.mu.Lock()
-	r := p.out[i].reader(fmt.Sprintf("process %s's %s", p.id, stream), c.Env.Lines)
+	r, err := p.newLineReader(c, i, stream) // read_line.go
 	p.mu.Unlock()
-	if r == nil {
-		return nil, c.errorf("process %s wrote more than the %d bytes of %s it keeps before lines() was called, so its lines cannot start from the first",
-			p.id, p.opt.limit, stream)
+	if err != nil {
+		return nil, err
 	}
 	return &lines{p: p, r: r, stream: i, thread: c.Thread}, nil
 }

@@ -17,11 +17,15 @@ import (
 func spawnEntries() []Entry {
 	return []Entry{
 		{Name: "spawn", Host: true,
-			Sig: "spawn(cmd, args=[], *, id=None, cwd=None, env=None, tty=False, size=None, sandbox=None, echo=True, want_pid=True) -> Process",
+			Sig: "spawn(cmd, args=[], *, id=None, cwd=None, env=None, tty=False, size=None, sandbox=None, echo=True, want_pid=True, replace=False) -> Process",
 			Doc: "Starts a process on the host and returns at once. cmd is the program (a string) or a list of program and " +
-				"arguments (then args must be empty). id defaults to a fresh UUID. env is merged over the host's " +
+				"arguments (then args must be empty). id defaults to a fresh UUID. An id a running process has on the host " +
+				"(this run's, or another client's where the daemon has process.list) fails the spawn; with replace=True the " +
+				"daemon kills that process and the id is the new one's (the old handle's wait then fails). env is merged over the host's " +
 				"environment; a value of None unsets a variable. echo=True streams stdout and stderr to the runner's as " +
-				"they arrive, line by line, each line prefixed \"[id] \" while more than one process echoes. " +
+				"they arrive, line by line. From the moment a second process echoes while another does, every line of " +
+				"every process is prefixed \"[id] \" for the rest of the run, so a process's lines do not lose their id " +
+				"when the other ends; processes that echo one after another (run after run) stay bare. " +
 				ttyDoc + " Processes of the embedded daemon " +
 				"still running when the recipe ends are stopped. " + sandboxDoc,
 			Fn: spawnBuiltin},
@@ -41,6 +45,7 @@ type spawnSpec struct {
 	env     map[string]*string
 	sandbox *wire.Sandbox // sandbox.go
 	ext     spawnExt      // spawn_ext.go: tty, timeout, pipeline
+	replace bool          // spawn's replace=True: take the id of a running process
 }
 
 // commandLine joins cmd (a string, or a list when list is set) and args
@@ -69,7 +74,7 @@ func spawnBuiltin(c *Call) (starlark.Value, error) {
 		req("cmd", command(&cmd, &cmdList)), opt("args", strList(&args)),
 		opt("id", optStr(&spec.id)), opt("cwd", optStr(&spec.cwd)), opt("env", envDict(&spec.env)),
 		opt("tty", boolean(&tty)), opt("size", value(&size)), opt("sandbox", sandboxArg(&spec.sandbox)),
-		opt("echo", boolean(&echo)), opt("want_pid", boolean(&wantPid)))
+		opt("echo", boolean(&echo)), opt("want_pid", boolean(&wantPid)), opt("replace", boolean(&spec.replace)))
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +95,10 @@ func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Proces
 	}
 	if spec.id == "" {
 		spec.id = uuid.NewString()
+	} else if !spec.replace {
+		if err := checkIDFree(c, cl, spec.id); err != nil { // live.go
+			return nil, err
+		}
 	}
 	p := newProcess(c.Env, host, spec.id, spec.argv, opt)
 	req := client.SpawnSpec{ID: spec.id, Command: spec.argv[0], Args: spec.argv[1:], Cwd: spec.cwd, Env: spec.env, Sandbox: spec.sandbox}
@@ -113,6 +122,7 @@ func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Proces
 		}
 		return nil, c.errorf("%s", msg)
 	}
+	c.Env.live.add(cl, p)
 	p.announce(false)
 	return p, nil
 }
@@ -154,6 +164,7 @@ func reattachBuiltin(c *Call) (starlark.Value, error) {
 	if !res.Found {
 		return nil, c.errorf("no process %q on %s", id, c.Host.target)
 	}
+	c.Env.live.add(cl, p)
 	p.announce(true)
 	return p, nil
 }

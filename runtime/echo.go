@@ -95,7 +95,8 @@ func (e *echo) Close() {
 
 // appendLine formats one line (or a piece of one) for the runner: an
 // output event in --json mode, else the bytes, prefixed with "[id] " at
-// the start of a line while more than one process echoes.
+// the start of a line once more than one process echoed at a time (see
+// output.prefixed).
 func (e *echo) appendLine(b []byte, stream wire.Stream, line []byte) []byte {
 	o := e.o
 	if o.json {
@@ -107,7 +108,7 @@ func (e *echo) appendLine(b []byte, stream wire.Stream, line []byte) []byte {
 		}
 		return o.appendEvent(b, "output", fields...)
 	}
-	if o.echoing > 1 && !e.midLine[streamSlot(stream)] {
+	if o.prefixed && !e.midLine[streamSlot(stream)] {
 		b = append(b, '[')
 		b = append(b, e.id...)
 		b = append(b, "] "...)

@@ -22,9 +22,14 @@ type output struct {
 	now            func() time.Time
 
 	mu      sync.Mutex
-	echoing int  // processes echoing now: more than one turns on "[id] " prefixes
-	closed  bool // the end event is out; anything later is dropped
-	buf     []byte
+	echoing int // processes echoing now
+	// prefixed turns on "[id] " prefixes once a second process echoes
+	// while another does, and keeps them on for the rest of the run: a
+	// process's lines must not lose their id because another ended, nor
+	// a reader have to guess which process a bare line came from.
+	prefixed bool
+	closed   bool // the end event is out; anything later is dropped
+	buf      []byte
 }
 
 var _ builtins.Output = (*output)(nil)
@@ -207,6 +212,9 @@ func (o *output) Echo(id string) builtins.Echo {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.echoing++
+	if o.echoing > 1 {
+		o.prefixed = true
+	}
 	return &echo{o: o, id: id}
 }
 

@@ -12,7 +12,11 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
-func TestEchoPrefixesOnlyWhileSeveralEcho(t *testing.T) {
+// TestEchoPrefixesOnceSeveralEcho: no prefix while one process echoes;
+// from the moment a second one echoes, every line has its id, and goes on
+// having it after the second ended, so that one process's lines are not
+// prefixed or not by timing. A line already begun gets none in its middle.
+func TestEchoPrefixesOnceSeveralEcho(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	o := newOutput(&stdout, &stderr, false)
@@ -22,13 +26,32 @@ func TestEchoPrefixesOnlyWhileSeveralEcho(t *testing.T) {
 	a.Write(wire.Stdout, []byte("tial\n"))
 	b.Write(wire.Stderr, []byte("from b\n"))
 	b.Close()
-	a.Write(wire.Stdout, []byte("alone again\nno newline"))
+	a.Write(wire.Stdout, []byte("after b\nno newline"))
 	a.Close()
-	if want := "alone\n[a] partial\nalone again\nno newline\n"; stdout.String() != want {
+	c := o.Echo("c")
+	c.Write(wire.Stdout, []byte("later, alone\n"))
+	c.Close()
+	if want := "alone\n[a] partial\n[a] after b\n[a] no newline\n[c] later, alone\n"; stdout.String() != want {
 		t.Errorf("stdout = %q, want %q", stdout.String(), want)
 	}
 	if want := "[b] from b\n"; stderr.String() != want {
 		t.Errorf("stderr = %q, want %q", stderr.String(), want)
+	}
+}
+
+// TestEchoStaysBareForProcessesOneAfterAnother: processes that never echo
+// at the same time (run after run) never turn prefixes on.
+func TestEchoStaysBareForProcessesOneAfterAnother(t *testing.T) {
+	t.Parallel()
+	var stdout bytes.Buffer
+	o := newOutput(&stdout, &bytes.Buffer{}, false)
+	for _, id := range []string{"a", "b", "c"} {
+		e := o.Echo(id)
+		e.Write(wire.Stdout, []byte(id+"\n"))
+		e.Close()
+	}
+	if want := "a\nb\nc\n"; stdout.String() != want {
+		t.Errorf("stdout = %q, want %q", stdout.String(), want)
 	}
 }
 

@@ -143,3 +143,40 @@ print("AFTER THE LOOP", n)
 		}
 	}
 }
+
+// An interrupt while read_line waits stops the recipe there, with the
+// run's exit code for the signal, and nothing after it runs.
+func TestInterruptStopsReadLine(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{"main.star": `
+p = spawn(["sh", "-c", "echo ready; exec sleep 30"], echo=False)
+print(p.read_line())
+p.read_line()
+print("AFTER READ_LINE")
+`})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	var stderr testutil.SyncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Recipe: filepath.Join(dir, "main.star"), Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable()})
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "ready\n"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the recipe never read its first line:\n%s", stderr.String())
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // into the second read_line's wait
+	cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
+	var ee *ExitError
+	select {
+	case err := <-done:
+		if !errors.As(err, &ee) || ee.Code != 130 {
+			t.Fatalf("Run = %v, want exit code 130", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not stop when its context was cancelled")
+	}
+	if strings.Contains(stderr.String(), "AFTER READ_LINE") {
+		t.Fatalf("the recipe went on past the interrupted read_line:\n%s", stderr.String())
+	}
+}

@@ -47,9 +47,11 @@ func TestDocOfOneName(t *testing.T) {
 		name string
 		want []string
 	}{
-		{"spawn", []string{"spawn(cmd, args=[], *, id=None, cwd=None, env=None, tty=False, size=None, sandbox=None, echo=True, want_pid=True) -> Process", "Starts a process", "h.spawn acts on the Host h"}},
+		{"spawn", []string{"spawn(cmd, args=[], *, id=None, cwd=None, env=None, tty=False, size=None, sandbox=None, echo=True, want_pid=True, replace=False) -> Process", "Starts a process", "with replace=True the daemon kills that process", "h.spawn acts on the Host h"}},
 		{"files", []string{"files.read(path, *, max_bytes=None) -> string or None", "files.stat(path)"}},
 		{"Process", []string{"Process.wait(timeout=None) -> Result", "Process.stop(grace=3, escalate=True)"}},
+		{"Process.lines", []string{"each lines() call iterates from the first", "use read_line()"}},
+		{"Process.read_line", []string{`Process.read_line(stream="stdout", timeout=None) -> string or None`, "passes before a whole line arrives, read_line fails"}},
 		{"Result.stages", []string{"Result.stages -> list of struct(exit_code, stderr)"}},
 		{"Host", []string{"Methods and modules: extract_tar, files, git, pipeline, reattach, run, sdk, sh, spawn"}},
 		{"Host.run", []string{"Host.run: run, acting on the host.", "run(cmd, args=[], *, cwd=None"}},

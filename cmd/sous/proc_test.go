@@ -91,7 +91,7 @@ print(dir(p))
 False 3 failed 3 False "out\n" "err\n"
 "out\n" "err\n" 3 True
 None
-["close_stdin", "exit_code", "id", "kill", "lines", "output", "pause", "pid", "resize", "resume", "running", "stop", "wait", "write"]
+["close_stdin", "exit_code", "id", "kill", "lines", "output", "pause", "pid", "read_line", "resize", "resume", "running", "stop", "wait", "write"]
 `
 	if o.stderr != want {
 		t.Errorf("log:\n%s\nwant:\n%s", o.stderr, want)
@@ -480,5 +480,51 @@ wait_all(pendings=[ps[0], slow], timeout=0.2)
 	o.expect(t, 1, "main.star:5:9", "wait_all: still waiting after 0.2s for 1 of 2: <Process slow running>")
 	if o.stderr[:len("[1, 2, 3]\n")] != "[1, 2, 3]\n" {
 		t.Errorf("log:\n%s", o.stderr)
+	}
+}
+
+// TestEchoPrefixesStayOnOnceTwoProcessesEchoed: a line a process prints
+// while it is the only one echoing has no prefix; from the moment a second
+// echoing process is spawned, every line of every process carries its id,
+// also after the other one ended. Before, a2 came out bare because b had
+// ended by then, so the same process's lines were prefixed or not by
+// timing. stdin paces the children, so the order is exact.
+func TestEchoPrefixesStayOnOnceTwoProcessesEchoed(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, `
+a = spawn(["sh", "-c", "echo a1; read go; echo a2; echo a-err >&2"], id="a")
+for line in a.lines():
+    break  # a1 is out, echoed while a was alone
+b = spawn(["sh", "-c", "echo b1"], id="b")
+b.wait()
+a.write("go\n")
+a.wait()
+`)
+	o.expect(t, 0)
+	if want := "a1\n[b] b1\n[a] a2\n"; o.stdout != want {
+		t.Errorf("stdout %q, want %q", o.stdout, want)
+	}
+	if want := "[a] a-err\n"; o.stderr != want {
+		t.Errorf("stderr %q, want %q", o.stderr, want)
+	}
+}
+
+// TestEchoPrefixesProcessesSpawnedTogether: processes spawned in one
+// statement, before any prints, all get their prefix on every line, the
+// last one's too although it prints after the others ended.
+func TestEchoPrefixesProcessesSpawnedTogether(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, `
+ps = [spawn(["sh", "-c", "read go; echo out-%d; echo err-%d >&2" % (i, i)], id="p%d" % i) for i in range(3)]
+for p in ps:
+    p.write("go\n")
+    p.wait()
+`)
+	o.expect(t, 0)
+	if want := "[p0] out-0\n[p1] out-1\n[p2] out-2\n"; o.stdout != want {
+		t.Errorf("stdout %q, want %q", o.stdout, want)
+	}
+	if want := "[p0] err-0\n[p1] err-1\n[p2] err-2\n"; o.stderr != want {
+		t.Errorf("stderr %q, want %q", o.stderr, want)
 	}
 }
