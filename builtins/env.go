@@ -15,7 +15,8 @@ import (
 // nothing in this package outlives it.
 type Env struct {
 	// Ctx ends when the run is interrupted. It lives here rather than in
-	// each call because Starlark threads carry no context.
+	// each call because Starlark threads carry no context. Once the recipe
+	// has ended, the runtime sets it to each deferred call's own context.
 	Ctx    context.Context
 	Table  *Table
 	Loop   Waiter
@@ -39,6 +40,10 @@ type Env struct {
 
 	// What the agent builtins keep for the run; see agents.
 	agents agents
+	// The calls defer() registered, oldest first, and whether the recipe
+	// has ended (defer.go). Recipe thread only.
+	deferred []Deferred
+	ended    bool
 }
 
 // agents is the run's agent state. The recipe-wide policy is only touched
