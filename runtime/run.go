@@ -126,11 +126,27 @@ func Refuse(opt Options, err error) error {
 }
 
 // Check compiles a recipe and every file it loads without running
-// anything: the errors `sous run` would stop at before starting. The error
-// is a *CompileError.
+// anything: the errors `sous run` would stop at before starting, and the
+// keyword arguments of builtin calls that the builtin does not take, which
+// a run finds only when the call runs (keywords.go). The error is a
+// *CompileError.
 func Check(path string, table *builtins.Table) error {
-	_, err := compile(path, table.IsPredeclared)
-	return err
+	b, err := compile(path, table.IsPredeclared)
+	errs := &CompileError{}
+	if err != nil && !errors.As(err, &errs) {
+		return err
+	}
+	if b != nil {
+		for _, u := range b.order {
+			if u.file != nil {
+				errs.Errs = append(errs.Errs, checkKeywords(u.file, table)...)
+			}
+		}
+	}
+	if len(errs.Errs) > 0 {
+		return errs
+	}
+	return nil
 }
 
 // lookupIn looks a variable up in an environment list; the last
