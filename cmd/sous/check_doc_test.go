@@ -131,6 +131,7 @@ func TestDocOfOneName(t *testing.T) {
 		{"Turn", []string{"Turn.denials -> list of struct(tool, tool_use_id, input)", "Turn.messages -> list of dicts"}},
 		{"approvals", []string{"approvals(policy)", "Sets the recipe-wide approver"}},
 		{"Request.kind", []string{"Request.kind -> string", `"privileged"`}},
+		{"defer", []string{"defer(fn, *args, **kwargs)", "newest first"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
