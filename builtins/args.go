@@ -33,6 +33,12 @@ func opt(name string, p param) binding { return binding{name: name, optional: tr
 // promises. Only the first positional parameters may be passed by position:
 // the rest of the signature is keyword-only (after the "*").
 func bind(c *Call, positional int, params ...binding) error {
+	if c.listParams != nil {
+		for _, b := range params {
+			*c.listParams = append(*c.listParams, b.name)
+		}
+		return errParamsListed
+	}
 	if len(c.Args) > positional {
 		return fmt.Errorf("%s: got %d positional arguments, want at most %d", c.Name, len(c.Args), positional)
 	}
@@ -62,6 +68,10 @@ func bind(c *Call, positional int, params ...binding) error {
 	}
 	return nil
 }
+
+// errParamsListed is what bind returns once it listed a builtin's
+// parameters for a test (Call.listParams).
+var errParamsListed = errors.New("parameters listed")
 
 // argError is a conversion error inside a container argument; path locates
 // the element (`[2]`, `["HOME"]`).

@@ -15,7 +15,8 @@ import (
 // nothing in this package outlives it.
 type Env struct {
 	// Ctx ends when the run is interrupted. It lives here rather than in
-	// each call because Starlark threads carry no context.
+	// each call because Starlark threads carry no context. Once the recipe
+	// has ended, the runtime sets it to each deferred call's own context.
 	Ctx    context.Context
 	Table  *Table
 	Loop   Waiter
@@ -42,6 +43,10 @@ type Env struct {
 	// The run's processes that have not ended, for spawn's id check
 	// (live.go).
 	live liveProcesses
+	// The calls defer() registered, oldest first, and whether the recipe
+	// has ended (defer.go). Recipe thread only.
+	deferred []Deferred
+	ended    bool
 }
 
 // agents is the run's agent state. The recipe-wide policy is only touched

@@ -6,7 +6,7 @@ import "slices"
 // afresh: no table is shared between runs through a package variable.
 func Plugins() []Plugin {
 	return []Plugin{
-		{Name: "core", Entries: slices.Concat(coreEntries(), waitEntries())},
+		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries())},
 		{Name: "proc", Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries())},
 		{Name: "files", Entries: filesEntries()},
 		{Name: "git", Entries: gitEntries()},

@@ -395,8 +395,10 @@ func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decisi
 		if ctx.Err() != nil {
 			return // nobody waits for this answer any more
 		}
-		if s.env.Ctx.Err() != nil {
-			done <- decided{ans: Answer{Message: "the recipe is stopping", By: ByDefault}}
+		if s.env.Ctx.Err() != nil || s.env.ended {
+			ans := Answer{Message: "the recipe is stopping", By: ByDefault}
+			s.env.logApproval(req, ans)
+			done <- decided{ans: ans}
 			return
 		}
 		ans, err := s.env.decide(s.thread, req, s.policy)

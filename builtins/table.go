@@ -22,6 +22,11 @@ type Call struct {
 	Kwargs []starlark.Tuple
 	Host   *Host          // the host a host-bound builtin acts on
 	Recv   starlark.Value // the receiver of a method
+
+	// listParams, set only by a test, makes bind list the parameters it
+	// was given instead of binding them: how the test checks that each
+	// Sig names exactly what its Func takes (signature_test.go).
+	listParams *[]string
 }
 
 // errorf returns an error prefixed with the builtin's name.
@@ -77,14 +82,15 @@ type Plugin struct {
 type Table struct {
 	entries []*Entry
 	byName  map[string]*Entry
-	members map[string][]*Entry // by owner, sorted by name
+	members map[string][]*Entry  // by owner, sorted by name
+	sigs    map[string]Signature // of the functions (entries with Fn), by name
 }
 
 // NewTable indexes the plugins' entries. A name defined twice, a member
 // without its owner's heading, or an entry that is both a function and a
 // value is an error: the table is the contract, so it must be exact.
 func NewTable(plugins ...Plugin) (*Table, error) {
-	t := &Table{byName: make(map[string]*Entry), members: make(map[string][]*Entry)}
+	t := &Table{byName: make(map[string]*Entry), members: make(map[string][]*Entry), sigs: make(map[string]Signature)}
 	for _, p := range plugins {
 		for i := range p.Entries {
 			e := &p.Entries[i]
@@ -102,6 +108,13 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 			}
 			if e.Sig == "" || e.Doc == "" {
 				return nil, fmt.Errorf("builtins: %s has no signature or no doc", e.Name)
+			}
+			if e.Fn != nil {
+				sig, err := parseSignature(e.Name, e.Sig)
+				if err != nil {
+					return nil, fmt.Errorf("builtins: %s: signature %q: %v", e.Name, e.Sig, err)
+				}
+				t.sigs[e.Name] = sig
 			}
 			t.byName[e.Name] = e
 			t.entries = append(t.entries, e)
@@ -136,6 +149,14 @@ func (t *Table) Entries() []*Entry { return t.entries }
 func (t *Table) Lookup(name string) (*Entry, bool) {
 	e, ok := t.byName[name]
 	return e, ok
+}
+
+// Signature returns what the Sig of the function name says about calling
+// it; false when name is not a function (a value, an attribute, a heading,
+// or Starlark's own).
+func (t *Table) Signature(name string) (Signature, bool) {
+	s, ok := t.sigs[name]
+	return s, ok
 }
 
 // Members returns the entries of a module or type, sorted by name.

@@ -23,7 +23,8 @@ var fileOptions = syntax.FileOptions{
 
 // unit is one recipe file, parsed and resolved.
 type unit struct {
-	name    string // the path shown in messages: as given, or joined to the loader's
+	name    string       // the path shown in messages: as given, or joined to the loader's
+	file    *syntax.File // parsed, and resolved as far as it could be; nil when it did not parse
 	prog    *starlark.Program
 	loads   map[string]*unit // by the module string of each load statement
 	globals map[string]bool  // the names the file defines at top level
@@ -36,6 +37,7 @@ type unit struct {
 type bundle struct {
 	root  *unit
 	units map[string]*unit // by display name, for the loader
+	order []*unit          // in the order they were compiled, for messages
 }
 
 // CompileError lists what is wrong with a recipe before it runs, one
@@ -47,6 +49,8 @@ type CompileError struct {
 func (e *CompileError) Error() string { return strings.Join(e.Errs, "\n") }
 
 // compile parses and resolves path and, depth first, every file it loads.
+// With a *CompileError it still returns what it compiled, when it could
+// read path, so that a check can look further into the files that did.
 func compile(path string, isPredeclared func(string) bool) (*bundle, error) {
 	c := &compiler{
 		isPredeclared: isPredeclared,
@@ -60,7 +64,7 @@ func compile(path string, isPredeclared func(string) bool) (*bundle, error) {
 	}
 	c.b.root = c.unit(path, src)
 	if len(c.errs.Errs) > 0 {
-		return nil, c.errs
+		return c.b, c.errs
 	}
 	return c.b, nil
 }
@@ -83,7 +87,9 @@ func (c *compiler) unit(name string, src []byte) *unit {
 	u := &unit{name: name, loads: make(map[string]*unit)}
 	c.byAbs[abs] = u
 	c.b.units[name] = u
+	c.b.order = append(c.b.order, u)
 	f, prog, err := starlark.SourceProgramOptions(&fileOptions, name, src, c.isPredeclared)
+	u.file = f
 	if err != nil {
 		c.report(err)
 		if f == nil {

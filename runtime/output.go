@@ -169,6 +169,14 @@ func (o *output) Log(text string) {
 // Error writes an error report to stderr, in both modes.
 func (o *output) Error(text string) { o.line(text) }
 
+// Failure reports, in one line, something that failed without stopping the
+// run (a deferred call): on stderr in both modes, and as a log event in
+// --json mode, where stdout is all a reader may see.
+func (o *output) Failure(text string) {
+	o.line(text)
+	o.event("log", field{"text", text})
+}
+
 // line writes text and a newline to stderr.
 func (o *output) line(text string) {
 	o.mu.Lock()

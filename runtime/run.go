@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"syscall"
@@ -43,6 +42,10 @@ type Options struct {
 	// decided a permission request (the question goes to Stderr). Nil: such
 	// requests are denied.
 	Prompt io.Reader
+	// Cleanup is the context the recipe's deferred calls run under, after
+	// the recipe ended: it ends when they are to be abandoned (a second
+	// Ctrl-C). Nil: they run to the end.
+	Cleanup context.Context
 }
 
 // ExitError says how a run that did not finish ended. What went wrong has
@@ -73,15 +76,35 @@ const (
 
 // Run compiles the recipe and everything it loads, then runs it on its
 // own thread until it finishes, fails, or ctx ends (an interrupt: the
-// thread is cancelled and the embedded daemon's processes stopped). It
-// returns nil when the recipe finished, else an *ExitError.
+// thread is cancelled). Then the calls the recipe deferred run, and last
+// the run's daemon connections close: the embedded daemon's processes are
+// stopped. It returns nil when the recipe and its deferred calls finished,
+// else an *ExitError.
 func Run(ctx context.Context, opt Options) error {
 	out := newOutput(opt.Stdout, opt.Stderr, opt.JSON)
 	out.start(opt.Recipe, opt.Args)
-	err := execute(ctx, opt, out)
+	r, err := prepare(opt, out)
+	if err == nil {
+		err = r.execute(ctx)
+	}
 	status, code, report, summary := outcome(ctx, err)
 	if report != "" {
 		out.Error(report)
+	}
+	if r != nil {
+		cleanup := opt.Cleanup
+		if cleanup == nil {
+			cleanup = context.WithoutCancel(ctx)
+		}
+		if cerr := r.cleanup(cleanup); cerr != nil && code == 0 {
+			// The recipe finished; its cleanup did not.
+			err = cerr
+			status, code, summary = "failed", CodeFailed, cerr.Error()
+			if errors.Is(cerr, errAbandoned) {
+				status, code = "interrupted", interruptCode(ctx)
+			}
+		}
+		r.close()
 	}
 	out.end(status, code, summary)
 	if code == 0 {
@@ -103,91 +126,27 @@ func Refuse(opt Options, err error) error {
 }
 
 // Check compiles a recipe and every file it loads without running
-// anything: the errors `sous run` would stop at before starting. The error
-// is a *CompileError.
+// anything: the errors `sous run` would stop at before starting, and the
+// keyword arguments of builtin calls that the builtin does not take, which
+// a run finds only when the call runs (keywords.go). The error is a
+// *CompileError.
 func Check(path string, table *builtins.Table) error {
-	_, err := compile(path, table.IsPredeclared)
-	return err
-}
-
-func execute(ctx context.Context, opt Options, out *output) (err error) {
-	b, err := compile(opt.Recipe, opt.Table.IsPredeclared)
-	if err != nil {
+	b, err := compile(path, table.IsPredeclared)
+	errs := &CompileError{}
+	if err != nil && !errors.As(err, &errs) {
 		return err
 	}
-	environ := opt.Env
-	if environ == nil {
-		environ = os.Environ()
-	}
-	getenv := opt.Getenv
-	if getenv == nil {
-		getenv = lookupIn(environ)
-	}
-	host := opt.Host
-	if host.Embedded.Env == nil {
-		host.Embedded.Env = environ
-	}
-	hosts := newHosts(host)
-	defer func() {
-		if cerr := hosts.Close(); cerr != nil {
-			out.Error(fmt.Sprintf("sous: closing daemon connections: %v", cerr))
-		}
-	}()
-
-	// The builtins see a context of their own: it also ends when the recipe
-	// is aborted (a policy failed while an agent waited for its answer), so
-	// that whatever the recipe thread waits for returns at once. The run's
-	// ctx still says whether the run was interrupted.
-	bctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var thread *starlark.Thread
-	var abortErr error // the first abort's error; recipe thread only
-	appr := &approver{ctx: bctx, rules: opt.Approvals}
-	if opt.Prompt != nil {
-		appr.prompt = newPrompter(out, opt.Prompt)
-	}
-	env := &builtins.Env{
-		Ctx:      bctx,
-		Table:    opt.Table,
-		Loop:     NewLoop(),
-		Output:   out,
-		Hosts:    hosts,
-		Args:     opt.Args,
-		Getenv:   getenv,
-		Approver: appr,
-		Lines:    opt.Lines,
-		Abort: func(err error) {
-			if abortErr != nil {
-				return
+	if b != nil {
+		for _, u := range b.order {
+			if u.file != nil {
+				errs.Errs = append(errs.Errs, checkKeywords(u.file, table)...)
 			}
-			abortErr = err
-			cancel()
-			thread.Cancel("a policy failed")
-		},
-	}
-	// Registered after the hosts' Close, so it runs before it: the agent
-	// sessions end while their daemons are still there to reap them.
-	defer func() {
-		if cerr := env.Close(); cerr != nil {
-			out.Error(fmt.Sprintf("sous: closing agent sessions: %v", cerr))
 		}
-	}()
-	predeclared := opt.Table.Predeclared(env)
-	ld := &loader{b: b, predeclared: predeclared, done: make(map[*unit]starlark.StringDict)}
-	thread = &starlark.Thread{
-		Name:  "sous run " + opt.Recipe,
-		Print: func(_ *starlark.Thread, msg string) { out.Log(msg) },
-		Load:  ld.load,
 	}
-	stop := context.AfterFunc(ctx, func() { thread.Cancel("interrupted") })
-	defer stop()
-	_, err = b.root.prog.Init(thread, predeclared)
-	if abortErr != nil {
-		// Whatever the recipe was doing stopped because of the abort; the
-		// abort's error (a policy's traceback) is why the recipe failed.
-		return abortErr
+	if len(errs.Errs) > 0 {
+		return errs
 	}
-	return err
+	return nil
 }
 
 // lookupIn looks a variable up in an environment list; the last
@@ -204,16 +163,12 @@ func outcome(ctx context.Context, err error) (status string, code int, report, s
 	case err == nil:
 		return "ok", 0, "", "" // even if a signal came as the last line finished
 	case ctx.Err() != nil:
-		code = CodeInterrupted
 		report := "sous: interrupted"
 		var in *Interrupt
-		if errors.As(context.Cause(ctx), &in) {
-			code = in.Code
-			if in.Signal == syscall.SIGPIPE {
-				report = "sous: stopped: the reader of its output went away"
-			}
+		if errors.As(context.Cause(ctx), &in) && in.Signal == syscall.SIGPIPE {
+			report = "sous: stopped: the reader of its output went away"
 		}
-		return "interrupted", code, report, "interrupted"
+		return "interrupted", interruptCode(ctx), report, "interrupted"
 	case errors.As(err, &ce):
 		return "error", CodeUsage, err.Error(), err.Error()
 	}
@@ -221,6 +176,16 @@ func outcome(ctx context.Context, err error) (status string, code int, report, s
 		return "failed", CodeFailed, backtrace(ee), ee.Msg
 	}
 	return "failed", CodeFailed, "sous: " + err.Error(), err.Error()
+}
+
+// interruptCode is the exit code of a run stopped by ctx's interrupt:
+// 128+signal, as its cause says.
+func interruptCode(ctx context.Context) int {
+	var in *Interrupt
+	if errors.As(context.Cause(ctx), &in) {
+		return in.Code
+	}
+	return CodeInterrupted
 }
 
 // innermostEvalError finds the deepest Starlark error in err's chain. An

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -658,6 +659,11 @@ func TestRecipeAgentFix(t *testing.T) {
 		"approval: deny Bash curl -s https://example.com/upload (by session: agent-fix allows reading, editing inside "+wt(),
 		"task 1: tests ok, $", "4 turns, 1 denial (Bash curl -s https://example.com/upload), agent: Fixed Add.",
 		"all 1 task: tests pass")
+	// Costs are shown to the hundredth of a cent, not as a float's repr
+	// ($0.0005600000000000001).
+	if !regexp.MustCompile(`task 1: tests ok, \$\d+\.\d{4}, 4 turns`).MatchString(o.stderr) {
+		t.Errorf("the cost is not shown with 4 digits:\n%s", o.stderr)
+	}
 	if got := w.readFile(filepath.Join(wt(), "add.go")); !strings.Contains(got, "a + b + 1") {
 		t.Errorf("the fix is not in the worktree: %q", got)
 	}
@@ -730,6 +736,11 @@ func TestRecipeAgentFanout(t *testing.T) {
 		"agent 1: ok, $", ", 3 turns, 1 denials, 1 changed: NOTES.md | notes written",
 		", 3 turns, 1 denials, 1 changed: README | readme edited",
 		"total cost $")
+	for _, re := range []string{`agent 1: ok, \$\d+\.\d{4}, 3 turns`, `agent 2: ok, \$\d+\.\d{4}, 3 turns`, `total cost \$\d+\.\d{4} for 2 agents\n`} {
+		if !regexp.MustCompile(re).MatchString(o.stderr) {
+			t.Errorf("stderr does not match %s:\n%s", re, o.stderr)
+		}
+	}
 	if fileExists(filepath.Join(w.dir, "trees")) {
 		t.Error("cleanup=1 left the worktrees")
 	}

@@ -17,8 +17,12 @@ func newCheckCmd(streams *IO) *cobra.Command {
 		Short: "Check recipes without running them",
 		Long: `Check parses each recipe and every file it loads and resolves every name
 against the builtins, without running anything: the errors sous run would stop
-at before starting. Each error is printed as file:line:col: message, and the
-exit code is 2 when there is any; each good recipe prints "ok RECIPE".`,
+at before starting. It also checks the keyword arguments of builtin calls
+against the builtins' signatures (spawn("true", cwdd="/")), where the callee is
+statically the builtin: a global or module member the file does not rebind, a
+method of a variable assigned once from a builtin (h = host(...); h.spawn(...)),
+or the function given to defer. Each error is printed as file:line:col: message,
+and the exit code is 2 when there is any; each good recipe prints "ok RECIPE".`,
 		Example: `  sous check recipes/*.star`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {

@@ -30,6 +30,80 @@ func TestCheck(t *testing.T) {
 	sous(t, "check").expect(t, 2, "needs at least one recipe")
 }
 
+// TestCheckKeywordArguments: a keyword argument that the builtin called
+// does not take is an error of sous check, where the callee is statically
+// that builtin: a global or module member nobody rebound, a method of a
+// value only ever assigned a builtin's result (h = host(...), p =
+// spawn(...)), or the function given to defer.
+func TestCheckKeywordArguments(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"bad.star": `spawn("true", cwdd="/")
+git.worktree_create("b", "p", sourc="main", repo=".")
+h = host("embedded")
+h.spawn("true", cwdd="/")
+h.git.info(pth=".")
+p = spawn("sleep")
+p.wait(timout=1)
+s = sdk.session(cwd=".")
+s.start("x").wait(timeot=1)
+run("true", bogus=1)
+defer(git.worktree_remove, "p", rpo=".")
+sp = spawn
+def f():
+    return sp("x", cwdd="/")
+fmt_float(1.5, digit=3)
+host("embedded").files.read("x", max_byte=1)
+`,
+		"good.star": `load("lib.star", "files")
+files.read("x", anything=1)
+def f(spawn, h):
+    spawn("x", cwdd=1)
+    h.spawn("x", cwdd=1)
+sh = lambda script, **kw: None
+sh("x", anything=1)
+q = spawn("x")
+q = 3
+q.wait(timout=1)
+sdk.send("x", cwd=".", anything=1)
+opts = {"cwd": "/"}
+spawn("true", echo=False, **opts)
+defer(print, "x", sep="-")
+print("x", sep="-")
+`,
+		"lib.star": "files = struct(read = lambda path, **kw: kw)\n",
+		// An undefined name does not hide the file's other errors.
+		"undef.star": "nope()\nspawn(\"x\", cwdd=1)\n",
+	})
+	bad, good, undef := filepath.Join(dir, "bad.star"), filepath.Join(dir, "good.star"), filepath.Join(dir, "undef.star")
+	o := sous(t, "check", bad, good, undef)
+	want := []string{
+		bad + `:1:15: spawn: unexpected keyword argument "cwdd" (did you mean "cwd"?)`,
+		bad + `:2:31: git.worktree_create: unexpected keyword argument "sourc" (did you mean "source"?)`,
+		bad + `:4:17: spawn: unexpected keyword argument "cwdd" (did you mean "cwd"?)`,
+		bad + `:5:12: git.info: unexpected keyword argument "pth" (did you mean "path"?)`,
+		bad + `:7:8: Process.wait: unexpected keyword argument "timout" (did you mean "timeout"?)`,
+		bad + `:9:19: Pending.wait: unexpected keyword argument "timeot" (did you mean "timeout"?)`,
+		bad + `:10:13: run: unexpected keyword argument "bogus"`,
+		bad + `:11:33: git.worktree_remove: unexpected keyword argument "rpo" (did you mean "repo"?)`,
+		bad + `:14:20: spawn: unexpected keyword argument "cwdd" (did you mean "cwd"?)`,
+		bad + `:15:16: fmt_float: unexpected keyword argument "digit" (did you mean "digits"?)`,
+		bad + `:16:34: files.read: unexpected keyword argument "max_byte" (did you mean "max_bytes"?)`,
+		undef + ":1:1: undefined: nope",
+		undef + `:2:12: spawn: unexpected keyword argument "cwdd" (did you mean "cwd"?)`,
+	}
+	o.expect(t, 2, want...)
+	if got := strings.Count(o.stderr, "unexpected keyword argument"); got != len(want)-1 {
+		t.Errorf("%d errors, want %d:\n%s", got, len(want), o.stderr)
+	}
+	if strings.Contains(o.stderr, `"bogus" (did you mean`) {
+		t.Errorf("a suggestion for a name like no parameter:\n%s", o.stderr)
+	}
+	if o.stdout != "ok "+good+"\n" {
+		t.Errorf("stdout %q", o.stdout)
+	}
+}
+
 func TestDocListsTheWholeTable(t *testing.T) {
 	t.Parallel()
 	o := sous(t, "doc")
@@ -59,6 +133,7 @@ func TestDocOfOneName(t *testing.T) {
 		{"Turn", []string{"Turn.denials -> list of struct(tool, tool_use_id, input)", "Turn.messages -> list of dicts"}},
 		{"approvals", []string{"approvals(policy)", "Sets the recipe-wide approver"}},
 		{"Request.kind", []string{"Request.kind -> string", `"privileged"`}},
+		{"defer", []string{"defer(fn, *args, **kwargs)", "newest first"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -107,6 +107,24 @@ func TestRecipeWorktrees(t *testing.T) {
 
 	o = sous(t, "run", recipe("worktrees.star"), "-a", "repo="+repo, "-a", "branches=feature", "-a", "cmd=echo broke >&2; exit 3")
 	o.expect(t, 1, "feature: failed (exit code 3)", "the command failed on feature")
+
+	// A run that fails halfway (no branch nosuch to make a worktree from)
+	// removes the worktree and branch it made, so the next run can make
+	// them again instead of failing on "already exists".
+	for range 2 {
+		o = sous(t, "run", recipe("worktrees.star"), "-a", "repo="+repo, "-a", "branches=feature,nosuch")
+		o.expect(t, 1, "worktree "+repo+".worktrees/feature <- feature", "Error in git.worktree_create: git.worktree_create: ")
+		if strings.Contains(o.stderr, "already exists") || strings.Contains(o.stderr, "sous: deferred") {
+			t.Errorf("stderr:\n%s", o.stderr)
+		}
+		if fileExists(repo + ".worktrees") {
+			t.Error("the failed run left its worktrees")
+		}
+		out, err = exec.Command("git", "-C", repo, "branch", "--list", "fanout/*").Output()
+		if err != nil || len(out) != 0 {
+			t.Errorf("the failed run left fanout branches: %q %v", out, err)
+		}
+	}
 }
 
 func TestRecipeRelease(t *testing.T) {

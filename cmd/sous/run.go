@@ -39,11 +39,13 @@ func newRunCmd(streams *IO) *cobra.Command {
 host: the daemon at --socket (or $SOUS_SOCKET) or --remote ssh://... or
 ws://... (or $SOUS_REMOTE), else a daemon embedded in sous,
 started only when the recipe first needs it and stopped, with every process it
-still runs, when the recipe ends.
+still runs, when the recipe ends. The calls the recipe registered with defer()
+run before that, however it ended; a second Ctrl-C abandons them.
 
 The recipe and every file it loads are checked before anything runs. Exit codes:
-0 the recipe finished, 1 it failed, 2 usage error (bad flags, missing file,
-syntax or undefined name), 130 interrupted (Ctrl-C).
+0 the recipe finished, 1 it failed (or only a deferred call failed), 2 usage
+error (bad flags, missing file, syntax or undefined name), 130 interrupted
+(Ctrl-C).
 
 With --json, stdout carries one JSON event per line (start first, end last) and
 nothing else; errors still go to stderr.
@@ -105,8 +107,9 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 	if isTerminal(streams.In) {
 		prompt = streams.In
 	}
-	ctx, stop, interrupt := interruptible(ctx)
+	ctx, cleanup, stop, interrupt := interruptible(ctx)
 	defer stop()
+	ropt.Cleanup = cleanup
 	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
 	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
 	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, streams.Env, builtins.DefaultTable(), rules, prompt
@@ -187,13 +190,15 @@ func parseRecipeArgs(flags []string) (map[string]string, error) {
 
 // interruptible returns a context that a SIGINT or SIGTERM cancels, with
 // the signal as its cause, so the run stops its thread and processes and
-// exits 128+signal. After the first signal the default handling is back:
-// a second Ctrl-C kills sous at once. interrupt cancels it the same way
-// for a cause that is not a signal sous received (its output's reader
-// went away).
-func interruptible(parent context.Context) (ctx context.Context, stop func(), interrupt func(*runtime.Interrupt)) {
+// exits 128+signal; and the context of the recipe's deferred calls, which
+// a second signal cancels: a second Ctrl-C abandons the cleanup. After the
+// second signal the default handling is back: a third kills sous at once.
+// interrupt cancels the first context the same way for a cause that is not
+// a signal sous received (its output's reader went away).
+func interruptible(parent context.Context) (ctx, cleanup context.Context, stop func(), interrupt func(*runtime.Interrupt)) {
 	ctx, cancel := context.WithCancelCause(parent)
-	sigs := make(chan os.Signal, 1)
+	cleanup, abandon := context.WithCancel(context.WithoutCancel(parent))
+	sigs := make(chan os.Signal, 2)
 	// SIGHUP too: a closed terminal or ssh session must stop the run's
 	// processes as Ctrl-C does, not leave them running.
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -201,19 +206,26 @@ func interruptible(parent context.Context) (ctx context.Context, stop func(), in
 	go func() {
 		select {
 		case sig := <-sigs:
-			signal.Stop(sigs)
 			code := runtime.CodeInterrupted
 			if s, ok := sig.(syscall.Signal); ok {
 				code = 128 + int(s)
 			}
 			cancel(&runtime.Interrupt{Signal: sig, Code: code})
 		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			signal.Stop(sigs)
+			abandon()
+		case <-done:
 		}
 	}()
-	return ctx, func() {
+	return ctx, cleanup, func() {
 			signal.Stop(sigs)
 			close(done)
 			cancel(nil)
+			abandon()
 		}, func(in *runtime.Interrupt) {
 			cancel(in)
 		}

@@ -1,0 +1,143 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/builtins"
+)
+
+// recipeRun is one run of a compiled recipe, in three parts: execute runs
+// the recipe, cleanup its deferred calls, close ends its agent sessions
+// and daemon connections. Everything here happens on the goroutine that
+// called Run, the recipe thread.
+type recipeRun struct {
+	opt         Options
+	out         *output
+	b           *bundle
+	hosts       *hosts
+	env         *builtins.Env
+	appr        *approver
+	predeclared starlark.StringDict
+	load        func(*starlark.Thread, string) (starlark.StringDict, error)
+
+	// stopBuiltins ends the context the builtins see while the recipe runs.
+	stopBuiltins context.CancelFunc
+	// callCancels end the contexts of the deferred calls made so far: they
+	// stay open until close, as the recipe's does, for what a call started.
+	callCancels []context.CancelFunc
+
+	// What an abort (a policy failed while an agent waited for its answer)
+	// stops: the thread running now, the recipe's or a deferred call's, and
+	// its builtins' context; abortErr is the first abort's error.
+	thread   *starlark.Thread
+	cancel   context.CancelFunc
+	abortErr error
+}
+
+// prepare compiles the recipe and sets up what it runs with. No daemon is
+// started yet: the default host connects on first use.
+func prepare(opt Options, out *output) (*recipeRun, error) {
+	b, err := compile(opt.Recipe, opt.Table.IsPredeclared)
+	if err != nil {
+		return nil, err
+	}
+	environ := opt.Env
+	if environ == nil {
+		environ = os.Environ()
+	}
+	getenv := opt.Getenv
+	if getenv == nil {
+		getenv = lookupIn(environ)
+	}
+	host := opt.Host
+	if host.Embedded.Env == nil {
+		host.Embedded.Env = environ
+	}
+	r := &recipeRun{opt: opt, out: out, b: b, hosts: newHosts(host)}
+	r.appr = &approver{rules: opt.Approvals}
+	if opt.Prompt != nil {
+		r.appr.prompt = newPrompter(out, opt.Prompt)
+	}
+	r.env = &builtins.Env{
+		Table:    opt.Table,
+		Loop:     NewLoop(),
+		Output:   out,
+		Hosts:    r.hosts,
+		Args:     opt.Args,
+		Getenv:   getenv,
+		Approver: r.appr,
+		Lines:    opt.Lines,
+		Abort:    r.abort,
+	}
+	r.predeclared = opt.Table.Predeclared(r.env)
+	r.load = (&loader{b: b, predeclared: r.predeclared, done: make(map[*unit]starlark.StringDict)}).load
+	return r, nil
+}
+
+// abort is the Env's Abort: it stops whatever runs now, the recipe or a
+// deferred call, with err.
+func (r *recipeRun) abort(err error) {
+	if r.abortErr != nil {
+		return
+	}
+	r.abortErr = err
+	r.cancel()
+	r.thread.Cancel("a policy failed")
+}
+
+func (r *recipeRun) newThread(name string) *starlark.Thread {
+	return &starlark.Thread{
+		Name:  name,
+		Print: func(_ *starlark.Thread, msg string) { r.out.Log(msg) },
+		Load:  r.load,
+	}
+}
+
+// execute runs the recipe until it finishes, fails, or ctx ends.
+func (r *recipeRun) execute(ctx context.Context) error {
+	// The builtins see a context of their own: it also ends when the recipe
+	// is aborted (a policy failed while an agent waited for its answer), so
+	// that whatever the recipe thread waits for returns at once. The run's
+	// ctx still says whether the run was interrupted.
+	bctx, cancel := context.WithCancel(ctx)
+	r.stopBuiltins = cancel
+	thread := r.newThread("sous run " + r.opt.Recipe)
+	r.enter(bctx, cancel, thread)
+	stop := context.AfterFunc(ctx, func() { thread.Cancel("interrupted") })
+	defer stop()
+	_, err := r.b.root.prog.Init(thread, r.predeclared)
+	if r.abortErr != nil {
+		// Whatever the recipe was doing stopped because of the abort; the
+		// abort's error (a policy's traceback) is why the recipe failed.
+		return r.abortErr
+	}
+	return err
+}
+
+// enter makes thread the one running, with ctx (which cancel ends) the
+// context of its builtins and of the approval prompt.
+func (r *recipeRun) enter(ctx context.Context, cancel context.CancelFunc, thread *starlark.Thread) {
+	r.env.Ctx, r.appr.ctx = ctx, ctx
+	r.thread, r.cancel, r.abortErr = thread, cancel, nil
+}
+
+// close ends the run's agent sessions, then its daemon connections: the
+// sessions end while their daemons are still there to reap them.
+func (r *recipeRun) close() {
+	if err := r.env.Close(); err != nil {
+		r.out.Error(fmt.Sprintf("sous: closing agent sessions: %v", err))
+	}
+	if r.stopBuiltins != nil {
+		r.stopBuiltins()
+	}
+	for _, cancel := range r.callCancels {
+		cancel()
+	}
+	if err := r.hosts.Close(); err != nil {
+		r.out.Error(fmt.Sprintf("sous: closing daemon connections: %v", err))
+	}
+}
