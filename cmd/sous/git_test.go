@@ -182,3 +182,34 @@ print(files.stat(args["repo"] + "/wt-rel").exists)
 		}
 	}
 }
+
+// sous git worktree says what it did and refuses to lose work on every
+// daemon: with the git extensions, and without them (checks beforehand).
+func TestGitWorktreeCLI(t *testing.T) {
+	t.Parallel()
+	for name, flags := range gitHosts(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			repo := makeRepo(t)
+			wt := filepath.Join(t.TempDir(), "wt")
+			run := func(args ...string) outcome { return sous(t, append(append([]string{"git", "worktree"}, args...), flags...)...) }
+			if o := run("create", "feature", wt, "--repo", repo, "--source", "main"); o.code != 0 || o.stdout != "created "+wt+" on existing branch feature (--source main not used)\n" {
+				t.Errorf("create on an existing branch: exit %d, %q, %q", o.code, o.stdout, o.stderr)
+			}
+			os.WriteFile(filepath.Join(wt, "notes.txt"), []byte("unsaved"), 0o644)
+			if o := run("remove", wt, "--repo", repo); o.code != 1 ||
+				o.stderr != "sous: "+wt+": uncommitted changes that removing it would lose:\n  ?? notes.txt\n(--force removes it anyway)\n" {
+				t.Errorf("remove of a dirty worktree: exit %d, %q", o.code, o.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(wt, "notes.txt")); err != nil {
+				t.Fatalf("the refused removal lost the file: %v", err)
+			}
+			if o := run("remove", wt, "--repo", repo, "--force"); o.code != 0 || o.stdout != "removed\n" {
+				t.Errorf("remove --force: exit %d, %q, %q", o.code, o.stdout, o.stderr)
+			}
+			if o := run("create", "topic", wt, "--repo", repo); o.code != 0 || o.stdout != "created "+wt+" on new branch topic from main\n" {
+				t.Errorf("create on a new branch: exit %d, %q, %q", o.code, o.stdout, o.stderr)
+			}
+		})
+	}
+}
