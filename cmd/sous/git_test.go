@@ -192,7 +192,9 @@ func TestGitWorktreeCLI(t *testing.T) {
 			t.Parallel()
 			repo := makeRepo(t)
 			wt := filepath.Join(t.TempDir(), "wt")
-			run := func(args ...string) outcome { return sous(t, append(append([]string{"git", "worktree"}, args...), flags...)...) }
+			run := func(args ...string) outcome {
+				return sous(t, append(append([]string{"git", "worktree"}, args...), flags...)...)
+			}
 			if o := run("create", "feature", wt, "--repo", repo, "--source", "main"); o.code != 0 || o.stdout != "created "+wt+" on existing branch feature (--source main not used)\n" {
 				t.Errorf("create on an existing branch: exit %d, %q, %q", o.code, o.stdout, o.stderr)
 			}
