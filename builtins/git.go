@@ -1,16 +1,22 @@
 package builtins
 
 import (
+	"context"
+
 	"go.starlark.net/starlark"
 
+	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 func gitEntries() []Entry {
 	return []Entry{
 		{Name: "git", Host: true, Sig: "git",
-			Doc: "Git repositories on the host, through the daemon (which runs the host's git). " +
-				"Paths default to \".\", the daemon's directory."},
+			Doc: "Git repositories on the host, through the daemon (which runs the host's git, with every program a " +
+				"repository's config or attributes could name switched off, and refuses a worktree whose .git was " +
+				"pointed at a git dir inside it). Paths default to \".\". A relative path is the recipe's: against the " +
+				"directory sous runs in when the host is on this machine (the embedded daemon, a unix:// socket); an " +
+				"ssh:// or ws:// host's daemon resolves it against its own working directory."},
 		{Name: "git.info", Host: true, Sig: `git.info(path=".") -> struct(is_repo, repo, branch, root, repo_slug, default_branch)`,
 			Doc: "Describes the repository at path: branch (\"detached:<sha>\" when detached), root (the top level), " +
 				"repo_slug (owner/repo from origin) and default_branch (origin/HEAD's). Outside a repository is_repo " +
@@ -23,32 +29,41 @@ func gitEntries() []Entry {
 			Doc: "The local branches, sorted; empty outside a repository.",
 			Fn:  gitBranches},
 		{Name: "git.worktree_create", Host: true,
-			Sig: `git.worktree_create(branch, path, *, repo=".", source=None) -> struct(path, branch, source_branch)`,
-			Doc: "Adds a worktree of repo at path on branch, created from source (default: repo's current branch) " +
-				"when it does not exist. Fails with the daemon's error and errorCode (not_a_repo, worktree_add_failed).",
+			Sig: `git.worktree_create(branch, path, *, repo=".", source=None) -> struct(path, branch, source_branch, new_branch)`,
+			Doc: "Adds a worktree of repo at path on branch. When branch does not exist it is created from source " +
+				"(default: repo's current branch): new_branch is True and source_branch says what it started from " +
+				"(None for an unborn branch of a repository without commits). When branch exists it is checked out " +
+				"and source is not used: new_branch is False and source_branch None. path is the worktree's path as " +
+				"sent to the daemon (absolute on this machine). Fails with the daemon's error and errorCode " +
+				"(not_a_repo, worktree_add_failed).",
 			Fn: gitWorktreeCreate},
-		{Name: "git.worktree_remove", Host: true, Sig: `git.worktree_remove(path, *, repo=".")`,
-			Doc: "Removes the worktree at path from repo. Fails with the daemon's error when it cannot.",
-			Fn:  gitWorktreeRemove},
+		{Name: "git.worktree_remove", Host: true, Sig: `git.worktree_remove(path, *, repo=".", force=False)`,
+			Doc: "Removes the worktree at path from repo. It refuses, deleting nothing, a worktree with uncommitted " +
+				"changes (naming them) and a path that is not a worktree of repo. force=True removes it anyway, " +
+				"as the daemon's git.worktree_remove does by default. Fails with the daemon's error when it cannot.",
+			Fn: gitWorktreeRemove},
 	}
 }
 
-func gitPath(c *Call) (string, error) {
-	path := "."
-	if err := bind(c, 1, opt("path", str(&path))); err != nil {
-		return "", err
+// gitPath binds the path argument of the queries: what the recipe gave
+// (for messages) and what goes to the host (hostPath).
+func gitPath(c *Call) (given, sent string, err error) {
+	given = "."
+	if err := bind(c, 1, opt("path", str(&given))); err != nil {
+		return "", "", err
 	}
-	return path, nil
+	sent, err = hostPath(c, given)
+	return given, sent, err
 }
 
 func gitInfo(c *Call) (starlark.Value, error) {
-	path, err := gitPath(c)
+	path, sent, err := gitPath(c)
 	if err != nil {
 		return nil, err
 	}
 	// Outside a repository the daemon sends fewer fields; they decode as empty.
 	var res wire.GitInfoResult
-	if err := hostCall(c, path, "git.info", wire.GitParams{Path: path}, &res); err != nil {
+	if err := hostCall(c, path, "git.info", wire.GitParams{Path: sent}, &res); err != nil {
 		return nil, err
 	}
 	return record(starlark.StringDict{
@@ -62,12 +77,12 @@ func gitInfo(c *Call) (starlark.Value, error) {
 }
 
 func gitStatus(c *Call) (starlark.Value, error) {
-	path, err := gitPath(c)
+	path, sent, err := gitPath(c)
 	if err != nil {
 		return nil, err
 	}
 	var res wire.GitStatusResult
-	if err := hostCall(c, path, "git.status", wire.GitParams{Path: path}, &res); err != nil {
+	if err := hostCall(c, path, "git.status", wire.GitParams{Path: sent}, &res); err != nil {
 		return nil, err
 	}
 	return record(starlark.StringDict{
@@ -78,12 +93,12 @@ func gitStatus(c *Call) (starlark.Value, error) {
 }
 
 func gitBranches(c *Call) (starlark.Value, error) {
-	path, err := gitPath(c)
+	path, sent, err := gitPath(c)
 	if err != nil {
 		return nil, err
 	}
 	var res wire.GitBranchesResult
-	if err := hostCall(c, path, "git.list_branches", wire.GitParams{Path: path}, &res); err != nil {
+	if err := hostCall(c, path, "git.list_branches", wire.GitParams{Path: sent}, &res); err != nil {
 		return nil, err
 	}
 	return stringList(res.Branches), nil
@@ -96,35 +111,82 @@ func gitWorktreeCreate(c *Call) (starlark.Value, error) {
 		opt("repo", str(&repo)), opt("source", optStr(&source))); err != nil {
 		return nil, err
 	}
+	params, err := worktreeParams(c, repo, path)
+	if err != nil {
+		return nil, err
+	}
+	params.BranchName, params.SourceBranch = branch, source
 	var res wire.WorktreeResult
-	params := wire.GitParams{BaseRepo: repo, BranchName: branch, WorktreePath: path, SourceBranch: source}
-	if err := hostCall(c, path, "git.worktree_create", params, &res); err != nil {
+	err = hostDo(c, path, "git.worktree_create", func(ctx context.Context, cl *client.Client) (err error) {
+		res, err = cl.CreateWorktree(ctx, params)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	if !res.Success {
 		return nil, worktreeFailed(c, path, repo, res)
 	}
+	// The daemon echoes a source even for a branch it only checked out;
+	// source_branch says what the branch was made from, if it was made.
+	newBranch, sourceBranch := starlark.Value(starlark.None), starlark.Value(starlark.None)
+	if res.NewBranch != nil {
+		newBranch = starlark.Bool(*res.NewBranch)
+	}
+	if res.SourceBranch != "" && (res.NewBranch == nil || *res.NewBranch) {
+		sourceBranch = starlark.String(res.SourceBranch)
+	}
 	return record(starlark.StringDict{
 		"path":          starlark.String(res.Path),
 		"branch":        starlark.String(branch),
-		"source_branch": starlark.String(res.SourceBranch),
+		"source_branch": sourceBranch,
+		"new_branch":    newBranch,
 	}), nil
 }
 
 func gitWorktreeRemove(c *Call) (starlark.Value, error) {
 	var path string
 	repo := "."
-	if err := bind(c, 1, req("path", str(&path)), opt("repo", str(&repo))); err != nil {
+	force := false
+	if err := bind(c, 1, req("path", str(&path)), opt("repo", str(&repo)), opt("force", boolean(&force))); err != nil {
+		return nil, err
+	}
+	params, err := worktreeParams(c, repo, path)
+	if err != nil {
 		return nil, err
 	}
 	var res wire.WorktreeResult
-	if err := hostCall(c, path, "git.worktree_remove", wire.GitParams{BaseRepo: repo, WorktreePath: path}, &res); err != nil {
+	err = hostDo(c, path, "git.worktree_remove", func(ctx context.Context, cl *client.Client) (err error) {
+		res, err = cl.RemoveWorktree(ctx, params, force)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	if !res.Success {
-		return nil, worktreeFailed(c, path, repo, res)
+	switch {
+	case res.Success:
+		return starlark.None, nil
+	case res.ErrorCode == wire.ErrCodeWorktreeDirty:
+		return nil, c.errorf("%s: uncommitted changes that removing it would lose: %s (force=True removes it anyway)",
+			path, wire.SummarizeChanges(res.Changes))
+	case res.ErrorCode == wire.ErrCodeNotAWorktree:
+		return nil, c.errorf("%s: %s (%s; force=True skips this check)", path, res.Error, res.ErrorCode)
 	}
-	return starlark.None, nil
+	return nil, worktreeFailed(c, path, repo, res)
+}
+
+// worktreeParams are the repository and worktree paths of a worktree
+// call, as sent to the host (hostPath).
+func worktreeParams(c *Call, repo, path string) (wire.GitParams, error) {
+	sentRepo, err := hostPath(c, repo)
+	if err != nil {
+		return wire.GitParams{}, err
+	}
+	sentPath, err := hostPath(c, path)
+	if err != nil {
+		return wire.GitParams{}, err
+	}
+	return wire.GitParams{BaseRepo: sentRepo, WorktreePath: sentPath}, nil
 }
 
 // worktreeFailed is the error of a worktree call the daemon answered with

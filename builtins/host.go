@@ -100,11 +100,20 @@ func hostBuiltin(c *Call) (starlark.Value, error) {
 // hostCall makes one daemon call on the call's host. subject (a path)
 // leads the error message when set.
 func hostCall(c *Call, subject, method string, params, result any) error {
+	return hostDo(c, subject, method, func(ctx context.Context, cl *client.Client) error {
+		return cl.Call(ctx, method, params, result)
+	})
+}
+
+// hostDo runs f with the client of the call's host, as hostCall makes its
+// call: for the client's methods that make more than one (with an
+// extension, or without it).
+func hostDo(c *Call, subject, method string, f func(ctx context.Context, cl *client.Client) error) error {
 	cl, err := c.Host.client(c)
 	if err != nil {
 		return err
 	}
-	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) error { return cl.Call(ctx, method, params, result) })
+	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) error { return f(ctx, cl) })
 	if err == nil {
 		return nil
 	}

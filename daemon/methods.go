@@ -26,7 +26,8 @@ var extensionMethods = []string{"process.list", "process.resize"}
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnExitSignal, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror,
-	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect}
+	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect,
+	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch}
 
 // namespaces maps each namespace to its methods. server.* takes no params;
 // the others require a params object.
@@ -58,9 +59,11 @@ var namespaces = map[string]map[string]handler{
 			return se.s.git.Branches(ctx, p.Path)
 		}),
 		"worktree_create": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+			p.ReportNewBranch = p.ReportNewBranch && se.s.enabled(wire.FeatureWorktreeCreateNewBranch)
 			return se.s.git.WorktreeCreate(ctx, p)
 		}),
 		"worktree_remove": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+			p.Strict = p.Strict && se.s.enabled(wire.FeatureWorktreeRemoveStrict)
 			return se.s.git.WorktreeRemove(ctx, p)
 		}),
 	},

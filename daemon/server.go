@@ -85,7 +85,8 @@ type Config struct {
 	// DisableFeatures are extensions this daemon neither advertises nor
 	// honours, as a daemon from before them (for testing clients' fallbacks):
 	// process.spawn.pipeline, process.spawn.timeout, process.spawn.env.unset,
-	// process.spawn.tty.
+	// process.spawn.tty, git.worktree_remove.strict,
+	// git.worktree_create.newbranch.
 	DisableFeatures []string
 }
 

@@ -41,6 +41,7 @@ func withConn(ctx context.Context, t *targetFlags, f func(ctx context.Context, c
 type callConn interface {
 	Call(ctx context.Context, method string, params, result any) error
 	RequireFeature(ctx context.Context, name, what string) error
+	HasFeature(ctx context.Context, name string) (bool, error)
 	Target() string
 }
 

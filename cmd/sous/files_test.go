@@ -88,19 +88,19 @@ i = git.info(repo)
 print(i.is_repo, i.branch, i.root == repo, i.repo_slug == "", git.info("/").is_repo)
 print(git.status(repo).clean, git.branches(repo))
 w = git.worktree_create("topic", args["wt"], repo=repo)
-print(w.branch, w.source_branch, w.path == args["wt"], git.info(args["wt"]).branch)
+print(w.branch, w.source_branch, w.new_branch, w.path == args["wt"], git.info(args["wt"]).branch)
 sh("echo change > README", cwd=args["wt"], echo=False)
 s = git.status(args["wt"])
 print(s.clean, s.changes)
 print(git.branches(repo))
-git.worktree_remove(args["wt"], repo=repo)
+git.worktree_remove(args["wt"], repo=repo, force=True)
 print(files.stat(args["wt"]).exists)
 git.worktree_create("x", args["wt"] + "2", repo="/")
 `, "-a", "repo="+repo, "-a", "wt="+wt)
 	o.expect(t, 1, "main.star:14:20", "git.worktree_create: repo /: not a git repository (not_a_repo)")
 	want := `True main True True False
 True ["feature", "main"]
-topic main True topic
+topic main True True topic
 False ["M README"]
 ["feature", "main", "topic"]
 False

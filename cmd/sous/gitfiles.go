@@ -280,7 +280,9 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 	}
 	// What create's line says of the branch: the daemon's result echoes a
 	// source branch even when the branch existed and was only checked out
-	// (claustrum's contract), so create asks beforehand.
+	// (claustrum's contract), so create asks the daemon to say whether it
+	// made the branch (git.worktree_create.newbranch), or a daemon without
+	// that extension for its branches beforehand.
 	var branch, source string // the call's branchName and --source
 	existed := -1             // unknown; 0 no, 1 yes
 	var force bool            // remove --force
@@ -295,6 +297,10 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 			result: func() any { return &wire.WorktreeResult{} },
 			before: func(ctx context.Context, c callConn, params map[string]any) error {
 				branch, _ = params["branchName"].(string)
+				if ok, err := c.HasFeature(ctx, wire.FeatureWorktreeCreateNewBranch); err == nil && ok {
+					params["reportNewBranch"] = true
+					return nil
+				}
 				repo, ok := params["baseRepo"].(string)
 				if !ok {
 					repo = "." // the daemon's working directory, as for create
@@ -312,6 +318,12 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 				r := res.(*wire.WorktreeResult)
 				if !r.Success {
 					return nil
+				}
+				if r.NewBranch != nil {
+					existed = 1
+					if *r.NewBranch {
+						existed = 0
+					}
 				}
 				switch {
 				case existed == 1 && source != "":
@@ -347,9 +359,24 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 				}
 				return nil
 			},
-			check: worktreeFailed,
+			check: func(res any) error {
+				switch r := res.(*wire.WorktreeResult); r.ErrorCode {
+				case wire.ErrCodeWorktreeDirty:
+					return dirtyWorktree(r.Changes)
+				case wire.ErrCodeNotAWorktree:
+					return fmt.Errorf("%s (--force asks the daemon to remove it anyway)", strings.TrimPrefix(r.Error, "git worktree remove failed: "))
+				}
+				return worktreeFailed(res)
+			},
 			before: func(ctx context.Context, c callConn, params map[string]any) error {
 				if force {
+					return nil
+				}
+				// The daemon checks, in the same call as the removal
+				// (git.worktree_remove.strict); one without the
+				// extension is asked beforehand.
+				if ok, err := c.HasFeature(ctx, wire.FeatureWorktreeRemoveStrict); err == nil && ok {
+					params["strict"] = true
 					return nil
 				}
 				return removable(ctx, c, params["worktreePath"].(string))
@@ -364,7 +391,8 @@ func newWorktreeCmd(streams *IO) *cobra.Command {
 
 // removable refuses, unless --force, to remove a worktree whose changes the
 // removal would lose (the protocol's git.worktree_remove forces), and a path
-// that is no worktree at all (the protocol lets that pass silently).
+// that is no worktree at all (the protocol lets that pass silently): for a
+// daemon without git.worktree_remove.strict, which checks both itself.
 func removable(ctx context.Context, c callConn, path string) error {
 	var st wire.GitStatusResult
 	if err := c.Call(ctx, "git.status", map[string]any{"path": path}, &st); err != nil {
@@ -374,14 +402,19 @@ func removable(ctx context.Context, c callConn, path string) error {
 	case !st.IsRepo:
 		return errors.New("not a git worktree (--force asks the daemon to remove it anyway)")
 	case !st.Clean:
-		shown := st.Changes[:min(len(st.Changes), 5)]
-		more := ""
-		if len(st.Changes) > len(shown) {
-			more = fmt.Sprintf("\n  ... and %d more", len(st.Changes)-len(shown))
-		}
-		return fmt.Errorf("uncommitted changes that removing it would lose:\n  %s%s\n(--force removes it anyway)", strings.Join(shown, "\n  "), more)
+		return dirtyWorktree(st.Changes)
 	}
 	return nil
+}
+
+// dirtyWorktree is remove's refusal of a worktree with changes.
+func dirtyWorktree(changes []string) error {
+	shown := changes[:min(len(changes), 5)]
+	more := ""
+	if len(changes) > len(shown) {
+		more = fmt.Sprintf("\n  ... and %d more", len(changes)-len(shown))
+	}
+	return fmt.Errorf("uncommitted changes that removing it would lose:\n  %s%s\n(--force removes it anyway)", strings.Join(shown, "\n  "), more)
 }
 
 // pathFlag is a flag whose value is a path on the daemon's host, made

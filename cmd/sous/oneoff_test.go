@@ -101,7 +101,7 @@ func TestOneOffCommands(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(wt, "notes.txt")); err != nil {
 				t.Fatalf("the refused removal lost the file: %v", err)
 			}
-			want(cmd([]string{"git", "worktree", "remove"}, t.TempDir(), "--repo", repo), 1, "", "not a git worktree (--force asks")
+			want(cmd([]string{"git", "worktree", "remove"}, t.TempDir(), "--repo", repo), 1, "", "' is not a worktree of "+repo+" (--force asks the daemon to remove it anyway)\n")
 			want(cmd([]string{"git", "worktree", "remove"}, wt, "--repo", repo, "--force"), 0, "removed", "")
 			want(cmd([]string{"git", "worktree", "create"}, "x", wt, "--repo", t.TempDir()), 1, "", "not a git repository (not_a_repo)")
 

@@ -3,7 +3,6 @@ package gitops
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,16 +83,12 @@ func TestInheritedRepoEnvIgnored(t *testing.T) {
 }
 
 // TestDeadlineBoundsGit checks that a git that would block (here on a
-// post-checkout hook that sleeps, and keeps git's stderr open while it does)
-// is stopped by the caller's deadline.
+// smudge filter that sleeps, and keeps git's stderr open while it does) is
+// stopped by the caller's deadline. Not parallel: the filter is the
+// operator's (the process environment's), the kind the daemon still runs.
 func TestDeadlineBoundsGit(t *testing.T) {
-	t.Parallel()
 	repo := newRepoWithCommit(t, "main")
-	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
-	writeFile(t, hook, "#!/bin/sh\nexec sleep 5\n")
-	if err := os.Chmod(hook, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	operatorFilter(t, repo, "exec sleep 5")
 	const deadline = 300 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()

@@ -2,9 +2,12 @@
 // "git.*") by running the real git binary.
 //
 // Running git rather than reimplementing it keeps every answer identical to
-// what the user sees on the command line (hooks, config, worktree metadata,
-// sha256 repositories all just work). Each call runs git with a clean,
-// predictable environment (see gitEnv) and is bounded by the caller's context.
+// what the user sees on the command line (config, worktree metadata, sha256
+// repositories all just work). Each call runs git with a clean, predictable
+// environment (see gitEnv), with the settings that keep a repository's own
+// config from running programs (harden.go), and is bounded by the caller's
+// context. A worktree whose .git was pointed at a git dir planted inside it
+// is refused (link.go).
 //
 // Results are the wire types; an *wire.Error return is a JSON-RPC error with
 // that code, and any other error is an internal (-32603) error.
@@ -32,7 +35,7 @@ type Git struct {
 }
 
 // waitDelay bounds how long a cancelled call waits for git's output pipes to
-// close. A hook started by git can inherit them and outlive the killed git;
+// close. A filter started by git can inherit them and outlive the killed git;
 // without the bound, such a grandchild would keep the call from returning.
 const waitDelay = time.Second
 
@@ -121,23 +124,43 @@ func (g *Git) resolve(p string) (string, error) {
 // *gitError; a cancelled or expired ctx is reported as ctx's error so callers
 // never mistake an interrupted git for an answer (for example "not a repo").
 func (g *Git) run(ctx context.Context, dir string, args ...string) (string, error) {
-	return g.runEnv(ctx, dir, nil, nil, args...)
+	return g.exec(ctx, invocation{dir: dir}, args...)
 }
 
 // runEnv is run with extra environment entries and an optional stdin.
 func (g *Git) runEnv(ctx context.Context, dir string, extraEnv []string, stdin io.Reader, args ...string) (string, error) {
+	return g.exec(ctx, invocation{dir: dir, env: extraEnv, stdin: stdin}, args...)
+}
+
+// invocation is how one git runs, besides its arguments.
+type invocation struct {
+	dir    string
+	env    []string  // added to gitEnv's
+	stdin  io.Reader // nil: none
+	config []string  // -c settings added to hardening's (guardArgs)
+}
+
+// exec runs git for run, runEnv and runGuarded.
+func (g *Git) exec(ctx context.Context, inv invocation, args ...string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("git %s: %w", subcommand(args), err)
 	}
 	// git pages only to a terminal and stdout here is a pipe, so --no-pager
 	// and GIT_PAGER=cat are belt and braces (they also beat a pager.<cmd>
-	// setting in the user's config).
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-pager"}, args...)...)
+	// setting in the user's config). hardening (harden.go) keeps the
+	// repository's config from naming programs for git to run.
+	argv := make([]string, 0, 1+len(hardening)+len(inv.config)+len(args))
+	argv = append(argv, "--no-pager")
+	argv = append(argv, hardening...)
+	argv = append(argv, inv.config...)
+	argv = append(argv, args...)
+	cmd := exec.CommandContext(ctx, "git", argv...)
+	dir := inv.dir
 	cmd.Dir = dir
-	cmd.Env = append(gitEnv(os.Environ(), dir), extraEnv...)
-	cmd.Stdin = stdin
+	cmd.Env = append(append(gitEnv(os.Environ(), dir), hardenedEnv...), inv.env...)
+	cmd.Stdin = inv.stdin
 	// git runs commands of its own (`worktree add` a `reset --hard` that
-	// checks the files out, hooks), and killing git alone when ctx ends
+	// checks the files out, the filter drivers of the user's config), and killing git alone when ctx ends
 	// (a recipe's Ctrl-C) left them writing into the worktree after sous
 	// had exited. So git leads a group of its own, and ending ctx sends
 	// the group SIGTERM: git's handlers then clean up after themselves
@@ -145,7 +168,7 @@ func (g *Git) runEnv(ctx context.Context, dir string, extraEnv []string, stdin i
 	// leave it registered and locked. What is left once git exits, or is
 	// killed WaitDelay later, gets SIGKILL. The group is a new session's,
 	// without a terminal: in a background group of the terminal's session,
-	// a hook that reads /dev/tty would be stopped (SIGTTIN) and hang the
+	// a filter that reads /dev/tty would be stopped (SIGTTIN) and hang the
 	// call, where without one its open fails at once.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
@@ -235,10 +258,11 @@ type repo struct {
 // probe finds the repository around dir. It returns errNotRepo when dir does
 // not exist, is not a directory, or git says it is outside any repository;
 // other git failures (for example "dubious ownership") are real errors and
-// are returned as such rather than being disguised as "not a repo".
+// are returned as such rather than being disguised as "not a repo", and so
+// is checkLink's refusal of a .git that git did not make.
 func (g *Git) probe(ctx context.Context, dir string) (repo, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return repo{}, errNotRepo
+	if err := enterRepo(dir); err != nil {
+		return repo{}, err
 	}
 	out, err := g.run(ctx, dir, "rev-parse", "--absolute-git-dir", "--git-common-dir")
 	if err != nil {

@@ -14,14 +14,24 @@ import (
 // runRepo runs git in dir for a read-only query and reports a directory
 // that is missing, not a directory, or outside any repository as errNotRepo.
 func (g *Git) runRepo(ctx context.Context, dir string, args ...string) (string, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", errNotRepo
+	if err := enterRepo(dir); err != nil {
+		return "", err
 	}
 	out, err := g.run(ctx, dir, args...)
 	if err != nil {
 		return out, classify(err)
 	}
 	return out, nil
+}
+
+// enterRepo is what is checked before the first git runs in dir for a
+// query: errNotRepo for a directory that is missing or not a directory, and
+// checkLink's refusal of a .git that git did not make.
+func enterRepo(dir string) error {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return errNotRepo
+	}
+	return checkLink(dir)
 }
 
 // Info implements git.info.
@@ -146,17 +156,18 @@ func (g *Git) originDefaultBranch(ctx context.Context, dir string) (string, erro
 // (["M a.txt","?? new"]), and keeps its leading space further down. The
 // columns still tell it from a staged change, "M  a.txt" (two spaces). Paths
 // are relative to the top level even when path is a subdirectory, and the
-// whole repository is reported, as git does.
+// whole repository is reported, as git does, except for changes inside a
+// submodule's own work tree (see statusLines).
 //
 // Outside a repository the result is {isRepo:false,clean:false}. A bare
 // repository has no work tree to report on and git's refusal is returned as
-// an error.
+// an error, and so is checkLink's refusal of a .git that git did not make.
 func (g *Git) Status(ctx context.Context, path string) (wire.GitStatusResult, error) {
 	dir, err := g.resolve(path)
 	if err != nil {
 		return wire.GitStatusResult{}, err
 	}
-	out, err := g.runRepo(ctx, dir, "status", "--porcelain")
+	out, err := g.statusLines(ctx, dir)
 	if errors.Is(err, errNotRepo) {
 		return wire.GitStatusResult{IsRepo: false, Clean: false}, nil
 	}
@@ -165,6 +176,23 @@ func (g *Git) Status(ctx context.Context, path string) (wire.GitStatusResult, er
 	}
 	changes := splitLines(strings.TrimSpace(out))
 	return wire.GitStatusResult{IsRepo: true, Clean: len(changes) == 0, Changes: changes}, nil
+}
+
+// statusLines runs `git status --porcelain` in dir as runRepo runs a
+// query, with the filter drivers of the repository's config switched off
+// (status runs the clean filter of a file whose stat data changed), and
+// without looking inside submodules: that takes a git run in each, under
+// the submodule's own config (harden.go). A submodule whose commit differs
+// is still reported.
+func (g *Git) statusLines(ctx context.Context, dir string) (string, error) {
+	if err := enterRepo(dir); err != nil {
+		return "", err
+	}
+	out, err := g.runGuarded(ctx, dir, "status", "--porcelain", "--ignore-submodules=dirty")
+	if err != nil {
+		return out, classify(err)
+	}
+	return out, nil
 }
 
 // splitLines splits git output into lines without trimming them; nil when

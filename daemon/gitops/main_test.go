@@ -142,3 +142,19 @@ func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
+
+// operatorFilter commits slow.txt to repo with an attribute that gives it
+// the smudge filter "slow", and defines that filter, running script, in the
+// process environment's config (GIT_CONFIG_COUNT), where an operator would:
+// the daemon runs filters defined there (harden.go), so the checkout of a
+// worktree of repo runs script. The caller must not be parallel.
+func operatorFilter(t *testing.T, repo, script string) {
+	t.Helper()
+	writeFile(t, filepath.Join(repo, ".gitattributes"), "slow.txt filter=slow\n")
+	commitFile(t, repo, "slow.txt", "slow\n")
+	gitT(t, repo, "add", ".gitattributes")
+	gitT(t, repo, "commit", "-q", "-m", "attributes")
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "filter.slow.smudge")
+	t.Setenv("GIT_CONFIG_VALUE_0", script) // git runs it with the shell
+}

@@ -37,6 +37,10 @@ func addFailed(msg string) wire.WorktreeResult {
 	return wire.WorktreeResult{Success: false, Error: "git worktree add failed: " + msg, ErrorCode: wire.ErrCodeWorktreeAddFailed}
 }
 
+func notAWorktree(msg string) wire.WorktreeResult {
+	return wire.WorktreeResult{Success: false, Error: "git worktree remove failed: " + msg, ErrorCode: wire.ErrCodeNotAWorktree}
+}
+
 func removeFailed(msg string) wire.WorktreeResult {
 	return wire.WorktreeResult{Success: false, Error: "git worktree remove failed: " + msg, ErrorCode: ErrCodeWorktreeRemoveFailed}
 }
@@ -61,7 +65,9 @@ func isCtxErr(err error) bool {
 //   - A branchName that already exists is checked out in the new worktree
 //     rather than failing, so a recipe can re-create a worktree for its branch
 //     after removing it; sourceBranch is then only echoed. Otherwise the
-//     branch is created from sourceBranch.
+//     branch is created from sourceBranch. With reportNewBranch (the
+//     git.worktree_create.newbranch extension) a success says which
+//     happened in newBranch.
 //   - On an unborn HEAD with no sourceBranch the new worktree gets a new unborn
 //     (orphan) branch and sourceBranch is omitted from the result.
 //   - A branchName or sourceBranch starting with '-' is worktree_add_failed
@@ -114,6 +120,9 @@ func (g *Git) WorktreeCreate(ctx context.Context, p wire.GitParams) (wire.Worktr
 		return addFailed(gitMessage(err)), nil
 	}
 	result.Path = p.WorktreePath
+	if !p.ReportNewBranch {
+		result.NewBranch = nil // the contract's result, field for field
+	}
 	return result, nil
 }
 
@@ -129,15 +138,18 @@ func (g *Git) addWorktree(ctx context.Context, repoDir, wt, branch, source strin
 	// show-ref exits 1 for a missing ref and 128 for an invalid name; both
 	// mean "create it" and let worktree add report a bad name in git's words.
 	_, err := g.run(ctx, repoDir, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
+	existed := err == nil
+	// The adds check files out, through the filter drivers the attributes
+	// name: runGuarded switches off those of the repository's config.
 	switch {
-	case err == nil:
+	case existed:
 		// "--" keeps a path or branch starting with '-' from being an option.
-		_, err = g.run(ctx, repoDir, "worktree", "add", "-q", "--", wt, branch)
+		_, err = g.runGuarded(ctx, repoDir, "worktree", "add", "-q", "--", wt, branch)
 	case isCtxErr(err):
 	case source == "":
 		err = g.addOrphan(ctx, repoDir, wt, branch)
 	default:
-		_, err = g.run(ctx, repoDir, "worktree", "add", "-q", "-b", branch, "--", wt, source)
+		_, err = g.runGuarded(ctx, repoDir, "worktree", "add", "-q", "-b", branch, "--", wt, source)
 		if err != nil {
 			g.dropFailedBranch(ctx, repoDir, branch, err)
 		}
@@ -145,7 +157,8 @@ func (g *Git) addWorktree(ctx context.Context, repoDir, wt, branch, source strin
 	if err != nil {
 		return wire.WorktreeResult{}, err
 	}
-	return wire.WorktreeResult{Success: true, SourceBranch: source}, nil
+	created := !existed
+	return wire.WorktreeResult{Success: true, SourceBranch: source, NewBranch: &created}, nil
 }
 
 // dropFailedBranch deletes the branch a failed `worktree add -b` created.
@@ -205,7 +218,7 @@ func (g *Git) addOrphan(ctx context.Context, repoDir, wt, branch string) error {
 			return fmt.Errorf("'%s' is already checked out at '%s'", branch, w.path)
 		}
 	}
-	_, err = g.run(ctx, repoDir, "worktree", "add", "-q", "--orphan", "-b", branch, "--", wt)
+	_, err = g.runGuarded(ctx, repoDir, "worktree", "add", "-q", "--orphan", "-b", branch, "--", wt)
 	var ge *gitError
 	if errors.As(err, &ge) && ge.exitCode == 129 && strings.Contains(ge.stderr, "orphan") {
 		// git < 2.42 has no --orphan (129 is a usage error).
@@ -230,7 +243,7 @@ func (g *Git) addOrphanLegacy(ctx context.Context, repoDir, wt, branch string) e
 	if strings.TrimRight(name, "\n") != branch { // e.g. "@{-1}" expanded to another name
 		return fmt.Errorf("'%s' is not a valid branch name", branch)
 	}
-	tree, err := g.runEnv(ctx, repoDir, nil, strings.NewReader(""), "hash-object", "-t", "tree", "-w", "--stdin")
+	tree, err := g.runEnv(ctx, repoDir, nil, strings.NewReader(""), "hash-object", "-t", "tree", "-w", "--no-filters", "--stdin")
 	if err != nil {
 		return err
 	}
@@ -239,7 +252,7 @@ func (g *Git) addOrphanLegacy(ctx context.Context, repoDir, wt, branch string) e
 	if err != nil {
 		return err
 	}
-	if _, err := g.run(ctx, repoDir, "worktree", "add", "-q", "--detach", "--", wt, strings.TrimRight(commit, "\n")); err != nil {
+	if _, err := g.runGuarded(ctx, repoDir, "worktree", "add", "-q", "--detach", "--", wt, strings.TrimRight(commit, "\n")); err != nil {
 		return err
 	}
 	if err := g.orphanHead(ctx, wt, branch); err != nil {
@@ -334,7 +347,9 @@ func (g *Git) worktrees(ctx context.Context, repoDir string) ([]worktree, error)
 //     worktree, an unrelated directory): deleting it would lose data that
 //     was never git's to remove.
 //
-// Those last two use errorCode ErrCodeWorktreeRemoveFailed.
+// Those last two use errorCode ErrCodeWorktreeRemoveFailed. With strict
+// (the git.worktree_remove.strict extension) it removes less; see
+// removeStrict.
 func (g *Git) WorktreeRemove(ctx context.Context, p wire.GitParams) (wire.WorktreeResult, error) {
 	if p.WorktreePath == "" {
 		return wire.WorktreeResult{}, wire.InvalidParams("worktreePath is required")
@@ -347,7 +362,11 @@ func (g *Git) WorktreeRemove(ctx context.Context, p wire.GitParams) (wire.Worktr
 	if err != nil {
 		return wire.WorktreeResult{}, err
 	}
-	res, err := g.removeWorktree(ctx, repoDir, wt)
+	remove := g.removeWorktree
+	if p.Strict {
+		remove = g.removeStrict
+	}
+	res, err := remove(ctx, repoDir, wt)
 	if err != nil {
 		if isCtxErr(err) {
 			return wire.WorktreeResult{}, fmt.Errorf("worktree remove of %s: %w", wt, err)
@@ -357,36 +376,60 @@ func (g *Git) WorktreeRemove(ctx context.Context, p wire.GitParams) (wire.Worktr
 	return res, nil
 }
 
-func (g *Git) removeWorktree(ctx context.Context, repoDir, wt string) (wire.WorktreeResult, error) {
+// removal is what removeWorktree and removeStrict find out before they
+// remove anything.
+type removal struct {
+	repo   repo
+	linked *worktree // the registered linked worktree at the path, if any
+	// refusal, when set, is the answer: there is nothing to remove.
+	refusal *wire.WorktreeResult
+}
+
+// prepareRemoval finds wt among repoDir's worktrees and refuses what
+// neither kind of remove touches: a repoDir that is no repository, the
+// main worktree, a locked worktree.
+func (g *Git) prepareRemoval(ctx context.Context, repoDir, wt string) (removal, error) {
 	r, err := g.probe(ctx, repoDir)
 	if errors.Is(err, errNotRepo) {
-		return notARepo(), nil
+		res := notARepo()
+		return removal{refusal: &res}, nil
 	}
 	if err != nil {
-		return wire.WorktreeResult{}, err
+		return removal{}, err
 	}
 	wts, err := g.worktrees(ctx, repoDir)
 	if err != nil {
-		return wire.WorktreeResult{}, err
+		return removal{}, err
 	}
 	target := samePath(wt)
-	var linked *worktree // the registered linked worktree at wt, if any
+	rm := removal{repo: r}
 	for i := range wts {
 		if samePath(wts[i].path) != target {
 			continue
 		}
 		if i == 0 { // the main worktree, or the bare repository itself
-			return removeFailed(fmt.Sprintf("'%s' is the main worktree", wt)), nil
+			res := removeFailed(fmt.Sprintf("'%s' is the main worktree", wt))
+			return removal{refusal: &res}, nil
 		}
-		linked = &wts[i]
+		rm.linked = &wts[i]
 	}
-	if linked != nil && linked.locked {
+	if rm.linked != nil && rm.linked.locked {
 		msg := fmt.Sprintf("'%s' is locked", wt)
-		if linked.reason != "" {
-			msg += ": " + linked.reason
+		if rm.linked.reason != "" {
+			msg += ": " + rm.linked.reason
 		}
-		return removeFailed(msg), nil
+		res := removeFailed(msg)
+		return removal{refusal: &res}, nil
 	}
+	return rm, nil
+}
+
+func (g *Git) removeWorktree(ctx context.Context, repoDir, wt string) (wire.WorktreeResult, error) {
+	rm, err := g.prepareRemoval(ctx, repoDir, wt)
+	if err != nil || rm.refusal != nil {
+		return derefResult(rm.refusal), err
+	}
+	r, linked := rm.repo, rm.linked
 
 	_, rmErr := g.run(ctx, repoDir, "worktree", "remove", "--force", "--", wt)
 	if rmErr == nil {
@@ -411,25 +454,81 @@ func (g *Git) removeWorktree(ctx context.Context, repoDir, wt string) (wire.Work
 	return wire.WorktreeResult{Success: true}, nil
 }
 
+// removeStrict is git.worktree_remove with strict: it removes only a linked
+// worktree of repoDir with nothing to lose, and deletes nothing otherwise.
+//   - wt must be registered with repoDir (a registered worktree whose
+//     directory is gone is only pruned) and its .git must lead into
+//     repoDir's worktrees directory (linkedTo): errorCode not_a_worktree.
+//   - Its git.status must be clean: errorCode worktree_dirty, with the
+//     porcelain lines in changes.
+//   - The removal is git's own, not forced: git checks once more, and
+//     refuses a worktree with submodules, whose own changes Status does
+//     not look at. Any refusal of git's is worktree_remove_failed, and the
+//     directory is left alone (the lenient remove would delete it).
+func (g *Git) removeStrict(ctx context.Context, repoDir, wt string) (wire.WorktreeResult, error) {
+	rm, err := g.prepareRemoval(ctx, repoDir, wt)
+	if err != nil || rm.refusal != nil {
+		return derefResult(rm.refusal), err
+	}
+	if rm.linked == nil {
+		return notAWorktree(fmt.Sprintf("'%s' is not a worktree of %s", wt, repoDir)), nil
+	}
+	if _, err := os.Lstat(wt); errors.Is(err, fs.ErrNotExist) {
+		// Gone already: nothing to lose, only its metadata to drop.
+		if _, err := g.run(ctx, repoDir, "worktree", "prune"); err != nil {
+			return wire.WorktreeResult{}, err
+		}
+		return wire.WorktreeResult{Success: true}, nil
+	}
+	if err := linkedTo(wt, rm.repo.commonDir); err != nil {
+		return notAWorktree(err.Error()), nil
+	}
+	st, err := g.Status(ctx, wt)
+	switch {
+	case err != nil:
+		return wire.WorktreeResult{}, err
+	case !st.IsRepo:
+		return notAWorktree(fmt.Sprintf("'%s' is not a git worktree", wt)), nil
+	case !st.Clean:
+		return wire.WorktreeResult{
+			Success:   false,
+			Error:     fmt.Sprintf("git worktree remove failed: '%s' has uncommitted changes: %s", wt, wire.SummarizeChanges(st.Changes)),
+			ErrorCode: wire.ErrCodeWorktreeDirty,
+			Changes:   st.Changes,
+		}, nil
+	}
+	// git's check runs `git status` in the worktree, under its config.
+	guard, err := g.guardArgs(ctx, wt)
+	if err != nil {
+		return wire.WorktreeResult{}, err
+	}
+	if _, err := g.exec(ctx, invocation{dir: repoDir, config: guard}, "worktree", "remove", "--", wt); err != nil {
+		if isCtxErr(err) {
+			return wire.WorktreeResult{}, err
+		}
+		return removeFailed(gitMessage(err)), nil
+	}
+	return wire.WorktreeResult{Success: true}, nil
+}
+
+// derefResult is *res, or the zero result for nil.
+func derefResult(res *wire.WorktreeResult) wire.WorktreeResult {
+	if res == nil {
+		return wire.WorktreeResult{}
+	}
+	return *res
+}
+
 // belongsTo reports whether dir is a linked worktree of the repository whose
 // common git dir is commonDir, judged by its .git file alone: it catches a
 // worktree whose metadata git no longer recognises (pruned, or half
 // written), which is exactly when `git worktree remove` refuses it.
 func belongsTo(dir, commonDir string) bool {
-	data, err := os.ReadFile(filepath.Join(dir, ".git"))
-	if err != nil { // missing, or a directory: a main worktree or no worktree
+	gitDir, ok := readGitFile(filepath.Join(dir, ".git"))
+	if !ok { // missing, or a directory: a main worktree or no worktree
 		return false
 	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	gitDir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir: ")
-	if !ok {
-		return false
-	}
-	if !filepath.IsAbs(gitDir) {
-		gitDir = filepath.Join(dir, gitDir)
-	}
-	rel, err := filepath.Rel(samePath(filepath.Join(commonDir, "worktrees")), samePath(gitDir))
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return filepath.Dir(samePath(gitDir)) == filepath.Join(samePath(commonDir), "worktrees")
 }
 
 // samePath canonicalises p for comparison: symlinks resolved as far as the

@@ -491,16 +491,13 @@ func TestWorktreeFromBareRepository(t *testing.T) {
 }
 
 // Ending the context of a git call (a recipe's Ctrl-C) ends what git runs
-// too: a hook of `worktree add` is not left running once the call returns.
+// too: a filter of `worktree add`'s checkout is not left running once the
+// call returns. Not parallel: the filter is the operator's (the process
+// environment's), the kind the daemon still runs.
 func TestGitCancelEndsItsChildren(t *testing.T) {
-	t.Parallel()
 	repo := newRepoWithCommit(t, "main")
-	pidFile := filepath.Join(t.TempDir(), "hook.pid")
-	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
-	writeFile(t, hook, "#!/bin/sh\necho $$ > '"+pidFile+".tmp' && mv '"+pidFile+".tmp' '"+pidFile+"'\nexec sleep 60\n")
-	if err := os.Chmod(hook, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	pidFile := filepath.Join(t.TempDir(), "filter.pid")
+	operatorFilter(t, repo, "echo $$ > '"+pidFile+".tmp' && mv '"+pidFile+".tmp' '"+pidFile+"' && exec sleep 60")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -513,7 +510,7 @@ func TestGitCancelEndsItsChildren(t *testing.T) {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the hook never ran")
+			t.Fatal("the filter never ran")
 		}
 	}
 	cancel()
@@ -527,6 +524,6 @@ func TestGitCancelEndsItsChildren(t *testing.T) {
 	}
 	if !testutil.Exits(pid, 2*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
-		t.Fatal("git's hook outlived the cancelled call")
+		t.Fatal("git's filter outlived the cancelled call")
 	}
 }

@@ -11,6 +11,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // MaxLine is the largest request line the daemon serves, in bytes, not counting
@@ -156,6 +157,19 @@ const (
 	// spawner nobody else can follow the process through (sous exec on its
 	// embedded daemon). A terminal's child cannot take them.
 	FeatureSpawnMirrorDirect = "process.spawn.mirror.direct"
+
+	// git.worktree_remove {"strict": true}: instead of removing whatever is
+	// at worktreePath (the contract's lenient default), the daemon removes
+	// only a linked worktree of baseRepo with nothing to lose. Otherwise
+	// success is false with errorCode "worktree_dirty" (and "changes", the
+	// porcelain lines of git.status) or "not_a_worktree", and nothing is
+	// deleted.
+	FeatureWorktreeRemoveStrict = "git.worktree_remove.strict"
+	// git.worktree_create {"reportNewBranch": true}: a success carries
+	// "newBranch", true when the daemon created branchName, false when it
+	// checked out a branch that existed (sourceBranch is then only the
+	// echo the contract asks for).
+	FeatureWorktreeCreateNewBranch = "git.worktree_create.newbranch"
 )
 
 // ---- server.* ----
@@ -241,6 +255,9 @@ type GitParams struct {
 	BranchName   string `json:"branchName,omitempty"`
 	WorktreePath string `json:"worktreePath,omitempty"`
 	SourceBranch string `json:"sourceBranch,omitempty"`
+	// Extensions: git.worktree_remove.strict, git.worktree_create.newbranch.
+	Strict          bool `json:"strict,omitempty"`
+	ReportNewBranch bool `json:"reportNewBranch,omitempty"`
 }
 
 // GitInfoResult is git.info's result for a repository. For a path outside any
@@ -282,12 +299,20 @@ type WorktreeResult struct {
 	SourceBranch string `json:"sourceBranch,omitempty"`
 	Error        string `json:"error,omitempty"`
 	ErrorCode    string `json:"errorCode,omitempty"`
+	// NewBranch: whether create made branchName (asked for with
+	// reportNewBranch; absent otherwise).
+	NewBranch *bool `json:"newBranch,omitempty"`
+	// Changes: what a strict remove refused to lose (ErrCodeWorktreeDirty).
+	Changes []string `json:"changes,omitempty"`
 }
 
 // Worktree error codes.
 const (
 	ErrCodeNotARepo          = "not_a_repo"
 	ErrCodeWorktreeAddFailed = "worktree_add_failed"
+	// A strict git.worktree_remove's refusals (git.worktree_remove.strict).
+	ErrCodeWorktreeDirty = "worktree_dirty"
+	ErrCodeNotAWorktree  = "not_a_worktree"
 )
 
 // ---- process.* ----
@@ -422,4 +447,21 @@ type ProcessInfo struct {
 // ProcessListResult is process.list's result (extension).
 type ProcessListResult struct {
 	Processes []ProcessInfo `json:"processes"`
+}
+
+// SummarizeChanges names the changes of a dirty worktree in one line for
+// messages: the first few git.status porcelain lines (leading blanks
+// trimmed), then how many more ("M a.txt, ?? new and 3 more").
+func SummarizeChanges(changes []string) string {
+	const shown = 5
+	n := min(len(changes), shown)
+	parts := make([]string, n)
+	for i, c := range changes[:n] {
+		parts[i] = strings.TrimLeft(c, " ")
+	}
+	s := strings.Join(parts, ", ")
+	if more := len(changes) - n; more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
