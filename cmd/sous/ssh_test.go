@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -275,5 +276,58 @@ print("host():", p.wait().stdout.strip())
 	_, errOut, code := f.sous(t, "", "run", "--remote", f.remote, recipe, "-a", "again="+f.remote)
 	if code != 0 || !strings.Contains(errOut, "default host: remote-42") || !strings.Contains(errOut, "host(): through host()") {
 		t.Fatalf("sous run --remote: code %d\n%s", code, errOut)
+	}
+}
+
+// TestSSHFirstConnectFailsAtOnce: when the first ssh connection fails after
+// ssh started (the bridge not on the remote PATH, no daemon at the remote
+// socket, the key refused), sous fails at once with ssh's own words, as
+// --socket does for a missing socket: it used to redial for the reconnect
+// timeout (30 s, about 100 logins) and end in "gave up reconnecting".
+func TestSSHFirstConnectFailsAtOnce(t *testing.T) {
+	f := newSSHFixture(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, "other_key")).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	otherKey := "SOUS_SSH_COMMAND=ssh -i " + filepath.Join(dir, "other_key") + " -o IdentitiesOnly=yes -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
+	noSocket := fmt.Sprintf("ssh://root@127.0.0.1:%d%s", f.port, filepath.Join(dir, "none.sock"))
+	for _, tc := range []struct {
+		name   string
+		remote string
+		env    []string
+		want   []string
+	}{
+		{"bridge not on the remote PATH", f.remote, []string{"SOUS_BRIDGE_CMD=sous-not-installed daemon bridge --socket"},
+			[]string{"sous-not-installed", "not found"}},
+		{"no daemon at the remote socket", noSocket, nil,
+			[]string{"dial server", filepath.Join(dir, "none.sock"), "no such file or directory"}},
+		{"key refused", f.remote, []string{otherKey},
+			[]string{"Permission denied (publickey"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(f.bin, "rpc", "--remote", tc.remote, "server.ping")
+			cmd.Env = append(slices.Clone(f.env), tc.env...) // the last of a name counts
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			start := time.Now()
+			err := cmd.Run()
+			took := time.Since(start)
+			if code := exitCode(err); code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			msg := stderr.String()
+			if strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "sous: connect to "+tc.remote+": ssh: ") || strings.Contains(msg, "reconnect") {
+				t.Errorf("stderr %q: want one line naming the target and ssh's complaint, nothing about reconnecting", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("stderr %q lacks %q", msg, w)
+				}
+			}
+			if took > 5*time.Second {
+				t.Errorf("failing took %s", took.Round(time.Millisecond))
+			}
+		})
 	}
 }
