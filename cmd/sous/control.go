@@ -193,7 +193,7 @@ wait up to --grace for it to die, then escalate to SIGKILL (unless
 	f := cmd.Flags()
 	f.StringVar(&signal, "signal", "", "signal name or number (default TERM)")
 	f.BoolVar(&wait, "wait", false, "wait for the process to die (process.killAndWait)")
-	f.DurationVar(&grace, "grace", 0, "with --wait: how long to wait before escalating (default 3s)")
+	durationVar(f, &grace, "grace", 0, "with --wait: how long to wait before escalating (default 3s; 10s, or 10 for seconds)")
 	f.BoolVar(&noEscalate, "no-escalate", false, "with --wait: never send SIGKILL")
 	t.register(cmd)
 	return cmd

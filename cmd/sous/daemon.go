@@ -99,7 +99,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.Int64Var(&o.replayDiskTotal, "replay-disk-total", 4<<30, "bytes spilled for replay by all processes together; past it, processes that exited longest ago lose their spilled replay first")
 	f.IntVar(&o.replayMemTotal, "replay-mem-total", 64<<20, "bytes of replay that exited processes keep in memory together; past it, those that exited longest ago move theirs to disk (with --replay-disk-limit 0: drop it, keeping the exit)")
 	f.IntVar(&o.retainExited, "retain-exited", 1000, "how many exited processes stay reattachable; older ones are forgotten")
-	f.DurationVar(&o.retainFor, "retain-for", time.Hour, "how long an exited process stays reattachable")
+	durationVar(f, &o.retainFor, "retain-for", time.Hour, "how long an exited process stays reattachable (30m, 2h, or 600 for seconds)")
 	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "spawn only this program (`NAME`: any command of that base name; /ABS/PATH: that file, found on PATH or named); repeatable; default: any. Refusals are -32602, logged and counted")
 	f.StringArrayVar(&o.listen, "listen", nil, "also serve JSON-RPC over WebSocket at `ws://HOST:PORT[/PATH]` (path default /; repeatable; --socket \"\" serves WebSocket only)")
 	f.BoolVar(&o.wsRequireBearer, "ws-require-bearer", true, "refuse WebSocket upgrades without \"Authorization: Bearer TOKEN\" (401); =false admits them and relies on each request's auth")
@@ -427,7 +427,7 @@ forwarded to the daemon over a pipe, never through disk, argv or environment.`,
 	// WebSocket-only daemon is serve's alone.
 	cmd.Flags().Lookup("listen").Usage = "also serve JSON-RPC over WebSocket at `ws://HOST:PORT[/PATH]` (path default /; repeatable)"
 	cmd.Flags().StringVar(&o.logFile, "log-file", "", "file for the daemon's logs (default SOCKET.log)")
-	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the socket to accept")
+	durationVar(cmd.Flags(), &wait, "wait", 10*time.Second, "how long to wait for the socket to accept (30s, or 30 for seconds)")
 	return cmd
 }
 

@@ -64,8 +64,8 @@ Ctrl-C before the spawn is answered (sous waiting to reconnect, say) makes
 sous exit 130 too, after sending the signal to the command in case the daemon
 started it; if the daemon cannot be told, sous names the id to kill.
 
---timeout stops the whole process group (SIGTERM, then SIGKILL after 3 s) and
-exits 124; the daemon enforces it when it can (process.spawn.timeout), so it
+--timeout (30s, 5m, or plain seconds: 90, 0.5) stops the whole process group
+(SIGTERM, then SIGKILL after 3 s) and exits 124; the daemon enforces it when it can (process.spawn.timeout), so it
 holds even if sous is gone. A command that never started exits as in a
 shell: 127 when the program is not found, 126 when it cannot be executed,
 and 125 when the daemon could not start it for another reason (a missing
@@ -82,6 +82,7 @@ With --detach, sous prints the process id and leaves the command running on a
 daemon that outlives it (--socket or --remote); follow it later with
 'sous attach ID'.`,
 		Example: `  sous exec -- make test
+  sous exec --timeout 90 -- ./integration.sh
   sous exec --cwd /src -e GOFLAGS=-race -- go test ./...
   sous exec --remote ssh://build --tty -- htop
   sous exec --socket /tmp/sous.sock --detach --id nightly -- ./long-job.sh
@@ -101,7 +102,7 @@ daemon that outlives it (--socket or --remote); follow it later with
 	f.StringVar(&o.cwd, "cwd", "", "working directory of the command on the daemon's host")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "set an environment variable (K=V; K= sets it empty; repeatable)")
 	f.BoolVar(&o.tty, "tty", false, "give the command a pseudo-terminal the size of yours (raw mode here while it runs)")
-	f.DurationVar(&o.timeout, "timeout", 0, "stop the command's process group after this long (e.g. 30s, 5m)")
+	durationVar(f, &o.timeout, "timeout", 0, "stop the command's process group after this long (30s, 5m, or 90 for seconds)")
 	f.BoolVar(&o.detach, "detach", false, "print the id and leave the command running")
 	f.SetInterspersed(false)
 	o.target.register(cmd)
