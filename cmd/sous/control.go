@@ -9,10 +9,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
@@ -94,7 +96,12 @@ func newPsCmd(streams *IO) *cobra.Command {
 		Use:   "ps",
 		Short: "List the processes on a daemon",
 		Long: `List the processes a daemon knows: running ones and exited ones whose output
-it still keeps for replay. Needs the daemon's process.list extension.`,
+it still keeps for replay. Needs the daemon's process.list extension.
+
+STATUS is "running", "exited N", or "killed (SIGNAME)" for a process a
+signal ended (just "killed" where the daemon does not say which). COMMAND is
+shell-quoted, so spaces and empty arguments show (printf '%s' 'a b' ''), and
+a pipeline lists its stages joined by " | ".`,
 		Example: `  sous ps --socket /tmp/sous.sock
   sous ps --remote ssh://build --json | jq '.[] | select(.running)'`,
 		Args: cobra.NoArgs,
@@ -113,12 +120,8 @@ it still keeps for replay. Needs the daemon's process.list extension.`,
 				tw := tabwriter.NewWriter(streams.Out, 2, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tPID\tSTATUS\tSTARTED\tCOMMAND")
 				for _, p := range res.Processes {
-					status := "running"
-					if p.ExitCode != nil {
-						status = fmt.Sprintf("exited %d", *p.ExitCode)
-					}
 					started := time.Unix(0, int64(p.StartTime*1e9)).Format(time.TimeOnly)
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", cell(p.ID), p.Pid, status, started, cell(strings.Join(append([]string{p.Command}, p.Args...), " ")))
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", cell(p.ID), p.Pid, psStatus(p), started, psCommand(p))
 				}
 				return tw.Flush()
 			})
@@ -127,6 +130,34 @@ it still keeps for replay. Needs the daemon's process.list extension.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	t.register(cmd)
 	return cmd
+}
+
+// psStatus is a process's STATUS: running, exited N, or killed (SIGNAME)
+// for one a signal ended (exit code -1; plain "killed" from a daemon that
+// does not say which signal).
+func psStatus(p wire.ProcessInfo) string {
+	switch {
+	case p.ExitCode == nil:
+		return "running"
+	case *p.ExitCode != -1:
+		return fmt.Sprintf("exited %d", *p.ExitCode)
+	case p.Signal > 0:
+		return fmt.Sprintf("killed (%s)", unix.SignalName(syscall.Signal(p.Signal)))
+	}
+	return "killed"
+}
+
+// psCommand is a process's COMMAND, shell-quoted as run errors show it;
+// a pipeline's stages joined by " | ".
+func psCommand(p wire.ProcessInfo) string {
+	if len(p.Pipeline) == 0 {
+		return shellJoin(append([]string{p.Command}, p.Args...))
+	}
+	stages := make([]string, len(p.Pipeline))
+	for i, argv := range p.Pipeline {
+		stages[i] = shellJoin(argv)
+	}
+	return strings.Join(stages, " | ")
 }
 
 func newKillCmd(streams *IO) *cobra.Command {
