@@ -236,10 +236,16 @@ func newRPCCmd(streams *IO) *cobra.Command {
 		Use:   "rpc METHOD [JSON|-]",
 		Short: "Make one raw JSON-RPC call and print the result",
 		Long: `Call a daemon method with params given as JSON (or read from stdin with "-")
-and print the result as indented JSON. A JSON-RPC error prints as
-"code: message" and exits 1. The token is added for you.`,
+and print the result as indented JSON. The token is added for you.
+
+A JSON-RPC error exits 1 with one line on stderr: the method, the daemon's
+message as it came and its code. The daemon's "Invalid params" names no
+member; sous adds which one did not decode, from the param types it knows:
+
+  sous rpc: files.stat: Invalid params (-32602): path: want string, got number`,
 		Example: `  sous rpc server.capabilities
   sous rpc --socket /tmp/sous.sock files.stat '{"path":"/etc/hosts"}'
+  sous rpc process.kill '{"id":"nightly","signal":"INT"}'
   echo '{"path":"."}' | sous rpc git.info -`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
@@ -272,7 +278,7 @@ and print the result as indented JSON. A JSON-RPC error prints as
 				err := c.Call(ctx, args[0], params, &res)
 				var we *wire.Error
 				if errors.As(err, &we) {
-					return &exitError{code: 1, err: fmt.Errorf("%d: %s", we.Code, we.Message), plain: true}
+					return &exitError{code: 1, err: rpcError(args[0], params, we), plain: true}
 				}
 				if args[0] == "server.shutdown" && errors.Is(err, client.ErrConnectionLost) {
 					return nil // its answer is the connection closing (seeds/001)
@@ -289,6 +295,19 @@ and print the result as indented JSON. A JSON-RPC error prints as
 	}
 	t.register(cmd)
 	return cmd
+}
+
+// rpcError is a JSON-RPC error as rpc prints it: the daemon's message
+// verbatim and its code, then, for the bare "Invalid params" the protocol
+// prescribes for a mistyped member, which member it was.
+func rpcError(method string, params json.RawMessage, we *wire.Error) error {
+	msg := fmt.Sprintf("sous rpc: %s: %s (%d)", method, we.Message, we.Code)
+	if we.Code == wire.CodeInvalidParams && we.Message == wire.MsgInvalidParams {
+		if why := client.ExplainInvalidParams(method, params); why != "" {
+			msg += ": " + why
+		}
+	}
+	return errors.New(msg)
 }
 
 func truncate(s string, n int) string {
