@@ -173,7 +173,8 @@ func newKillCmd(streams *IO) *cobra.Command {
 wait up to --grace for it to die, then escalate to SIGKILL (unless
 --no-escalate), and print what happened.`,
 		Example: `  sous kill --socket /tmp/sous.sock nightly
-  sous kill --socket /tmp/sous.sock nightly --signal INT --wait --grace 10s`,
+  sous kill --socket /tmp/sous.sock nightly --signal INT --wait --grace 10s
+  sous kill --socket /tmp/sous.sock nightly --wait --grace 0.5 --no-escalate`,
 		Args:              exactArgs(1, "kill ID"),
 		ValidArgsFunction: completeProcessIDs(&t),
 		RunE: func(cmd *cobra.Command, args []string) error {

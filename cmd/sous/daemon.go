@@ -259,8 +259,10 @@ func newDaemonServeCmd(streams *IO) *cobra.Command {
 		Short: "Run a daemon in the foreground",
 		Long: `Serve claustrum's protocol on a Unix socket in the foreground (for systemd,
 CI, containers). Prints a line containing "listening" for each address once
-it accepts connections. SIGTERM, SIGINT or a server.shutdown request with the
-token stop it and every child process group (unless --keep-children).
+it accepts connections. Without --socket it serves $SOUS_SOCKET, else
+~/.claude/remote/rpc.sock (its directory created 0700), as start does.
+SIGTERM, SIGINT or a server.shutdown request with the token stop it and
+every child process group (unless --keep-children).
 
 Children inherit the daemon's environment with CLAUDE_SSH_DAEMON_CHILD=1 and,
 as claustrum's daemon gives them, the PATH of the user's login shell
@@ -438,9 +440,15 @@ func newDaemonStartCmd(streams *IO) *cobra.Command {
 		Long: `Start a daemon in the background (a new session, detached from the terminal)
 and return once its socket accepts connections. Logs go to --log-file
 (default: the socket path with ".log" appended). With --token-fd the token is
-forwarded to the daemon over a pipe, never through disk, argv or environment.`,
-		Example: `  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok`,
-		Args:    cobra.NoArgs,
+forwarded to the daemon over a pipe, never through disk, argv or environment.
+
+Without --socket it serves $SOUS_SOCKET, else claustrum's default
+~/.claude/remote/rpc.sock, whose directory it creates (0700); 'sous daemon
+stop' and 'sous daemon bridge' without --socket find it there.`,
+		Example: `  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok
+  sous daemon start --token-fd 0 < ~/.sous-token     # on ~/.claude/remote/rpc.sock
+  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok --retain-for 2h --wait 30`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return startDaemon(streams, &o, wait)
 		},
