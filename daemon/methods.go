@@ -376,6 +376,7 @@ func processList(_ context.Context, se *Session, raw json.RawMessage) (any, func
 		}
 		if code, exited := pr.ExitCode(); exited {
 			info.ExitCode = &code
+			info.Signal = pr.EndSignal()
 		} else {
 			info.Running = true
 		}

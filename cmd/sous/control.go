@@ -9,10 +9,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
@@ -95,7 +97,12 @@ func newPsCmd(streams *IO) *cobra.Command {
 		Use:   "ps",
 		Short: "List the processes on a daemon",
 		Long: `List the processes a daemon knows: running ones and exited ones whose output
-it still keeps for replay. Needs the daemon's process.list extension.`,
+it still keeps for replay. Needs the daemon's process.list extension.
+
+STATUS is "running", "exited N", or "killed (SIGNAME)" for a process a
+signal ended (just "killed" where the daemon does not say which). COMMAND is
+shell-quoted, so spaces and empty arguments show (printf '%s' 'a b' ''), and
+a pipeline lists its stages joined by " | ".`,
 		Example: `  sous ps --socket /tmp/sous.sock
   sous ps --remote ssh://build --json | jq '.[] | select(.running)'`,
 		Args: cobra.NoArgs,
@@ -114,12 +121,8 @@ it still keeps for replay. Needs the daemon's process.list extension.`,
 				tw := tabwriter.NewWriter(streams.Out, 2, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tPID\tSTATUS\tSTARTED\tCOMMAND")
 				for _, p := range res.Processes {
-					status := "running"
-					if p.ExitCode != nil {
-						status = fmt.Sprintf("exited %d", *p.ExitCode)
-					}
 					started := time.Unix(0, int64(p.StartTime*1e9)).Format(time.TimeOnly)
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", cell(p.ID), p.Pid, status, started, cell(strings.Join(append([]string{p.Command}, p.Args...), " ")))
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", cell(p.ID), p.Pid, psStatus(p), started, psCommand(p))
 				}
 				return tw.Flush()
 			})
@@ -128,6 +131,34 @@ it still keeps for replay. Needs the daemon's process.list extension.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	t.register(cmd)
 	return cmd
+}
+
+// psStatus is a process's STATUS: running, exited N, or killed (SIGNAME)
+// for one a signal ended (exit code -1; plain "killed" from a daemon that
+// does not say which signal).
+func psStatus(p wire.ProcessInfo) string {
+	switch {
+	case p.ExitCode == nil:
+		return "running"
+	case *p.ExitCode != -1:
+		return fmt.Sprintf("exited %d", *p.ExitCode)
+	case p.Signal > 0:
+		return fmt.Sprintf("killed (%s)", unix.SignalName(syscall.Signal(p.Signal)))
+	}
+	return "killed"
+}
+
+// psCommand is a process's COMMAND, shell-quoted as run errors show it;
+// a pipeline's stages joined by " | ".
+func psCommand(p wire.ProcessInfo) string {
+	if len(p.Pipeline) == 0 {
+		return shellJoin(append([]string{p.Command}, p.Args...))
+	}
+	stages := make([]string, len(p.Pipeline))
+	for i, argv := range p.Pipeline {
+		stages[i] = shellJoin(argv)
+	}
+	return strings.Join(stages, " | ")
 }
 
 func newKillCmd(streams *IO) *cobra.Command {
@@ -143,7 +174,8 @@ func newKillCmd(streams *IO) *cobra.Command {
 wait up to --grace for it to die, then escalate to SIGKILL (unless
 --no-escalate), and print what happened.`,
 		Example: `  sous kill --socket /tmp/sous.sock nightly
-  sous kill --socket /tmp/sous.sock nightly --signal INT --wait --grace 10s`,
+  sous kill --socket /tmp/sous.sock nightly --signal INT --wait --grace 10s
+  sous kill --socket /tmp/sous.sock nightly --wait --grace 0.5 --no-escalate`,
 		Args:              exactArgs(1, "kill ID"),
 		ValidArgsFunction: completeProcessIDs(&t),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -194,7 +226,7 @@ wait up to --grace for it to die, then escalate to SIGKILL (unless
 	f := cmd.Flags()
 	f.StringVar(&signal, "signal", "", "signal name or number (default TERM)")
 	f.BoolVar(&wait, "wait", false, "wait for the process to die (process.killAndWait)")
-	f.DurationVar(&grace, "grace", 0, "with --wait: how long to wait before escalating (default 3s)")
+	durationVar(f, &grace, "grace", 0, "with --wait: how long to wait before escalating (default 3s; 10s, or 10 for seconds)")
 	f.BoolVar(&noEscalate, "no-escalate", false, "with --wait: never send SIGKILL")
 	t.register(cmd)
 	return cmd
@@ -206,10 +238,16 @@ func newRPCCmd(streams *IO) *cobra.Command {
 		Use:   "rpc METHOD [JSON|-]",
 		Short: "Make one raw JSON-RPC call and print the result",
 		Long: `Call a daemon method with params given as JSON (or read from stdin with "-")
-and print the result as indented JSON. A JSON-RPC error prints as
-"code: message" and exits 1. The token is added for you.`,
+and print the result as indented JSON. The token is added for you.
+
+A JSON-RPC error exits 1 with one line on stderr: the method, the daemon's
+message as it came and its code. The daemon's "Invalid params" names no
+member; sous adds which one did not decode, from the param types it knows:
+
+  sous rpc: files.stat: Invalid params (-32602): path: want string, got number`,
 		Example: `  sous rpc server.capabilities
   sous rpc --socket /tmp/sous.sock files.stat '{"path":"/etc/hosts"}'
+  sous rpc process.kill '{"id":"nightly","signal":"INT"}'
   echo '{"path":"."}' | sous rpc git.info -`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
@@ -242,7 +280,7 @@ and print the result as indented JSON. A JSON-RPC error prints as
 				err := c.Call(ctx, args[0], params, &res)
 				var we *wire.Error
 				if errors.As(err, &we) {
-					return &exitError{code: 1, err: fmt.Errorf("%d: %s", we.Code, we.Message), plain: true}
+					return &exitError{code: 1, err: rpcError(args[0], params, we), plain: true}
 				}
 				if args[0] == "server.shutdown" && errors.Is(err, client.ErrConnectionLost) {
 					return nil // its answer is the connection closing (docs/PROTOCOL.md)
@@ -259,6 +297,19 @@ and print the result as indented JSON. A JSON-RPC error prints as
 	}
 	t.register(cmd)
 	return cmd
+}
+
+// rpcError is a JSON-RPC error as rpc prints it: the daemon's message
+// verbatim and its code, then, for the bare "Invalid params" the protocol
+// prescribes for a mistyped member, which member it was.
+func rpcError(method string, params json.RawMessage, we *wire.Error) error {
+	msg := fmt.Sprintf("sous rpc: %s: %s (%d)", method, we.Message, we.Code)
+	if we.Code == wire.CodeInvalidParams && we.Message == wire.MsgInvalidParams {
+		if why := client.ExplainInvalidParams(method, params); why != "" {
+			msg += ": " + why
+		}
+	}
+	return errors.New(msg)
 }
 
 func truncate(s string, n int) string {

@@ -45,19 +45,39 @@ be reattached from other runs, hosts (over ssh) and tools.`,
 	return cmd
 }
 
-// defaultSocket is $SOUS_SOCKET, else claustrum's default:
-// ~/.claude/remote/rpc.sock. The directory is not created.
+// defaultSocket is the socket of serve, start, stop and bridge without
+// --socket: $SOUS_SOCKET, else claustrum's default (homeSocket).
 func defaultSocket() string {
 	// The same variable the clients' --socket defaults to, so that
 	// `export SOUS_SOCKET=...` serves, stops and reaches one daemon.
 	if s := os.Getenv("SOUS_SOCKET"); s != "" {
 		return s
 	}
+	return homeSocket()
+}
+
+// homeSocket is claustrum's default socket, ~/.claude/remote/rpc.sock.
+func homeSocket() string {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return filepath.Join(".claude", "remote", "rpc.sock")
 	}
 	return filepath.Join(home, ".claude", "remote", "rpc.sock")
+}
+
+// makeHomeSocketDir creates the directory of ~/.claude/remote/rpc.sock
+// (0700, as the socket is the daemon's alone) when that is the socket to
+// serve: nobody chose that path, so its directory missing is no mistake
+// to report. (claustrum leaves it to the user.) A directory of a socket
+// the user named must exist: a typo there should not make directories.
+func makeHomeSocketDir(socket string) error {
+	if socket == "" || socket != homeSocket() {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
+		return fmt.Errorf("create the default socket's directory: %w", err)
+	}
+	return nil
 }
 
 // serveOptions are the flags shared by serve and start.
@@ -88,7 +108,7 @@ type serveOptions struct {
 
 func (o *serveOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.socket, "socket", defaultSocket(), "Unix socket path to listen on ($SOUS_SOCKET, else claustrum's default)")
+	f.StringVar(&o.socket, "socket", defaultSocket(), "Unix socket path to listen on ($SOUS_SOCKET, else claustrum's default, whose directory is created 0700 if missing)")
 	f.StringVar(&o.tokenFile, "token-file", "", "read the auth token from this file once, then delete it")
 	f.IntVar(&o.tokenFD, "token-fd", -1, "read the auth token from this open file descriptor (0 = stdin); keeps it off disk")
 	f.StringVar(&o.stateDir, "state-dir", "", "directory for spilled replay frames (default: a private temp dir, removed at exit)")
@@ -99,7 +119,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.Int64Var(&o.replayDiskTotal, "replay-disk-total", 4<<30, "bytes spilled for replay by all processes together; past it, processes that exited longest ago lose their spilled replay first")
 	f.IntVar(&o.replayMemTotal, "replay-mem-total", 64<<20, "bytes of replay that exited processes keep in memory together; past it, those that exited longest ago move theirs to disk (with --replay-disk-limit 0: drop it, keeping the exit)")
 	f.IntVar(&o.retainExited, "retain-exited", 1000, "how many exited processes stay reattachable; older ones are forgotten")
-	f.DurationVar(&o.retainFor, "retain-for", time.Hour, "how long an exited process stays reattachable")
+	durationVar(f, &o.retainFor, "retain-for", time.Hour, "how long an exited process stays reattachable (30m, 2h, or 600 for seconds)")
 	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "spawn only this program (`NAME`: any command of that base name; /ABS/PATH: that file, found on PATH or named); repeatable; default: any. Refusals are -32602, logged and counted")
 	f.StringArrayVar(&o.listen, "listen", nil, "also serve JSON-RPC over WebSocket at `ws://HOST:PORT[/PATH]` (path default /; repeatable; --socket \"\" serves WebSocket only)")
 	f.BoolVar(&o.wsRequireBearer, "ws-require-bearer", true, "refuse WebSocket upgrades without \"Authorization: Bearer TOKEN\" (401); =false admits them and relies on each request's auth")
@@ -136,6 +156,9 @@ func (o *serveOptions) check() error {
 	// Last, as it dials: a daemon already serving the socket is not a flag
 	// mistake, but it too must not cost the token file.
 	if o.socket != "" {
+		if err := makeHomeSocketDir(o.socket); err != nil {
+			return err
+		}
 		return daemon.CheckSocketPath(o.socket)
 	}
 	return nil
@@ -236,8 +259,10 @@ func newDaemonServeCmd(streams *IO) *cobra.Command {
 		Short: "Run a daemon in the foreground",
 		Long: `Serve claustrum's protocol on a Unix socket in the foreground (for systemd,
 CI, containers). Prints a line containing "listening" for each address once
-it accepts connections. SIGTERM, SIGINT or a server.shutdown request with the
-token stop it and every child process group (unless --keep-children).
+it accepts connections. Without --socket it serves $SOUS_SOCKET, else
+~/.claude/remote/rpc.sock (its directory created 0700), as start does.
+SIGTERM, SIGINT or a server.shutdown request with the token stop it and
+every child process group (unless --keep-children).
 
 Children inherit the daemon's environment with CLAUDE_SSH_DAEMON_CHILD=1 and,
 as claustrum's daemon gives them, the PATH of the user's login shell
@@ -415,9 +440,15 @@ func newDaemonStartCmd(streams *IO) *cobra.Command {
 		Long: `Start a daemon in the background (a new session, detached from the terminal)
 and return once its socket accepts connections. Logs go to --log-file
 (default: the socket path with ".log" appended). With --token-fd the token is
-forwarded to the daemon over a pipe, never through disk, argv or environment.`,
-		Example: `  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok`,
-		Args:    cobra.NoArgs,
+forwarded to the daemon over a pipe, never through disk, argv or environment.
+
+Without --socket it serves $SOUS_SOCKET, else claustrum's default
+~/.claude/remote/rpc.sock, whose directory it creates (0700); 'sous daemon
+stop' and 'sous daemon bridge' without --socket find it there.`,
+		Example: `  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok
+  sous daemon start --token-fd 0 < ~/.sous-token     # on ~/.claude/remote/rpc.sock
+  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok --retain-for 2h --wait 30`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return startDaemon(streams, &o, wait)
 		},
@@ -427,7 +458,7 @@ forwarded to the daemon over a pipe, never through disk, argv or environment.`,
 	// WebSocket-only daemon is serve's alone.
 	cmd.Flags().Lookup("listen").Usage = "also serve JSON-RPC over WebSocket at `ws://HOST:PORT[/PATH]` (path default /; repeatable)"
 	cmd.Flags().StringVar(&o.logFile, "log-file", "", "file for the daemon's logs (default SOCKET.log)")
-	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the socket to accept")
+	durationVar(cmd.Flags(), &wait, "wait", 10*time.Second, "how long to wait for the socket to accept (30s, or 30 for seconds)")
 	return cmd
 }
 
@@ -565,14 +596,18 @@ func newDaemonStopCmd(streams *IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stop",
 		Short: "Ask a running daemon to shut down (best effort)",
-		Long: `Send server.shutdown to the daemon on --socket, with the token from
+		Long: `Send server.shutdown to the daemon on --socket (default $SOUS_SOCKET, else
+~/.claude/remote/rpc.sock, as serve and start), with the token from
 --token-file (read, not deleted), else SOUS_TOKEN, else CLAUDE_RPC_TOKEN.
-Without a daemon this is a silent no-op that exits 0, as claustrum -stop is.
-A daemon that answers instead of stopping (a refused token) keeps running:
-its reply is printed on stdout, as claustrum prints it, and sous exits 1
-with a line on stderr saying so.`,
+It exits 0, silently, once the daemon has taken the request and closed the
+connection (it then stops its children and removes its socket).
+
+It exits 1 with one line on stderr when nothing was stopped: no daemon
+listens on the socket (unlike claustrum -stop, which exits 0 there), no
+token was given, or the daemon refused the token and runs on.`,
 		Example: `  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock
-  sous daemon stop --socket /tmp/sous.sock --token-file ~/.config/sous/token`,
+  sous daemon stop --socket /tmp/sous.sock --token-file ~/.config/sous/token
+  sous daemon stop --token-file ~/.config/sous/token || true   # none running is fine`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			token := client.TokenFromEnv(os.Getenv)
@@ -585,7 +620,7 @@ with a line on stderr saying so.`,
 			if socket == "" {
 				return usageErrorf("stop: --socket must name the daemon's socket")
 			}
-			return stopDaemon(streams, socket, token)
+			return stopDaemon(socket, token)
 		},
 	}
 	cmd.Flags().StringVar(&socket, "socket", defaultSocket(), "the daemon's Unix socket ($SOUS_SOCKET, else claustrum's default)")
@@ -593,33 +628,59 @@ with a line on stderr saying so.`,
 	return cmd
 }
 
-func stopDaemon(streams *IO, socket, token string) error {
+// stopDaemon sends server.shutdown. A daemon that stops closes the
+// connection without a reply; every other outcome leaves a daemon running,
+// or none there, and is said in one line (exit 1).
+func stopDaemon(socket, token string) error {
 	conn, err := net.DialTimeout("unix", socket, 2*time.Second)
 	if err != nil {
-		return nil // no daemon: nothing to stop
+		return fmt.Errorf("daemon stop: no daemon listens on %s (%s)", socket, dialFailure(err))
 	}
 	defer conn.Close()
-	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"server.shutdown","auth":%s}`+"\n", strconv.Quote(token))
+	if token == "" {
+		// The daemon never runs without a token, so it would refuse.
+		return fmt.Errorf("daemon stop: the daemon on %s needs its token to stop, and none was given (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN)", socket)
+	}
+	auth, _ := json.Marshal(token) // a string always encodes
+	req := `{"jsonrpc":"2.0","id":1,"method":"server.shutdown","auth":` + string(auth) + "}\n"
 	if _, err := conn.Write([]byte(req)); err != nil {
-		return nil
+		return fmt.Errorf("daemon stop: send to the daemon on %s: %w", socket, err)
 	}
 	// A stopping daemon closes the connection without a reply; a refusing
 	// one answers. Either way, wait briefly for whichever comes.
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	line, _ := bufio.NewReader(conn).ReadString('\n')
-	if line == "" {
-		return nil
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	switch {
+	case line == "" && errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("daemon stop: the daemon on %s neither answered nor stopped within 5s", socket)
+	case line == "":
+		return nil // it closed the connection: stopping
 	}
-	fmt.Fprint(streams.Out, line)
 	var resp wire.Response
-	why := "it answered instead of stopping"
-	if json.Unmarshal([]byte(line), &resp) == nil && resp.Error != nil {
-		why = resp.Error.Message
-		if resp.Error.Code == wire.CodeUnauthorized {
-			why += " (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token)"
-		}
+	if json.Unmarshal([]byte(line), &resp) != nil || resp.Error == nil {
+		return fmt.Errorf("daemon stop: the daemon on %s answered instead of stopping, and is still running: %s", socket, truncate(strings.TrimSpace(line), 200))
 	}
-	return fmt.Errorf("the daemon on %s is still running: %s", socket, why)
+	if resp.Error.Code == wire.CodeUnauthorized {
+		return fmt.Errorf("daemon stop: the daemon on %s refused the token and is still running (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token)", socket)
+	}
+	return fmt.Errorf("daemon stop: the daemon on %s is still running: %s (%d)", socket, resp.Error.Message, resp.Error.Code)
+}
+
+// dialFailure says why a socket could not be reached, in a few words.
+func dialFailure(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return "no such file or directory"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused: a socket left behind"
+	case errors.Is(err, syscall.EACCES):
+		return "permission denied"
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err.Error()
+	}
+	return err.Error()
 }
 
 func newDaemonBridgeCmd(streams *IO) *cobra.Command {

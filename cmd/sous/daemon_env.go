@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/seed5ad92d46/sous/internal/envlist"
@@ -55,7 +56,13 @@ func loginShellPath(ctx context.Context, shell string, env []string) (string, er
 	defer cancel()
 	cmd := exec.CommandContext(ctx, shell, "-l", "-c", `printf '\n`+marker+`%s\n' "$PATH"`)
 	cmd.Env = env
-	cmd.WaitDelay = time.Second // a profile's background job must not hold the pipe open
+	// A shell that takes too long gets SIGTERM, its whole group with it,
+	// as a shell expects to be stopped: its traps then run. SIGKILL left
+	// the lock of a profile's `pyenv rehash` behind, and every later
+	// shell of the user waited 60 s for it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = time.Second // then SIGKILL; nor may a profile's background job hold the pipe open
 	out, err := cmd.Output()
 	if err != nil {
 		return "", err

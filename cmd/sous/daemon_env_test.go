@@ -6,9 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/seed5ad92d46/sous/internal/envlist"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // The daemon's children get the login shell's PATH, found behind a marker
@@ -54,6 +59,52 @@ func TestDaemonChildEnv(t *testing.T) {
 		}
 		if n != 1 {
 			t.Errorf("%s: %d PATH entries in %q", tt.name, n, env)
+		}
+	}
+}
+
+// A login shell that outlives loginPathTimeout is stopped as a shell
+// expects to be, with SIGTERM to its whole group, so that the profile's
+// traps run: SIGKILL left the lock of a profile's `pyenv rehash`
+// (~/.pyenv/shims/.pyenv-shim) behind, and every later shell of the user
+// then waited 60 s for it. What the profile started goes too.
+func TestDaemonChildEnvSlowShellCleansUp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lock, child := filepath.Join(dir, "lock"), filepath.Join(dir, "child.pid")
+	slow := filepath.Join(dir, "slow")
+	script := "#!/bin/bash\n" +
+		"echo held > " + lock + "\n" +
+		"trap 'rm -f " + lock + "' EXIT\n" +
+		"sleep 60 & echo $! > " + child + "\n" +
+		"wait\n"
+	if err := os.WriteFile(slow, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	start := time.Now()
+	env := daemonChildEnv(context.Background(), []string{"PATH=/usr/bin:/bin", "SHELL=" + slow}, true, slog.New(slog.NewTextHandler(&log, nil)))
+	if got, _ := envlist.Lookup(env, "PATH"); got != "/usr/bin:/bin" {
+		t.Errorf("PATH %q after a shell that never answered", got)
+	}
+	if took := time.Since(start); took > loginPathTimeout+3*time.Second {
+		t.Errorf("took %s", took)
+	}
+	if !strings.Contains(log.String(), "the login shell did not report one") {
+		t.Errorf("log: %s", log.String())
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Error("the shell's EXIT trap did not run: its lock is left behind")
+	}
+	b, err := os.ReadFile(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for deadline := time.Now().Add(5 * time.Second); testutil.Alive(pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("what the profile started runs on")
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,8 +65,8 @@ Ctrl-C before the spawn is answered (sous waiting to reconnect, say) makes
 sous exit 130 too, after sending the signal to the command in case the daemon
 started it; if the daemon cannot be told, sous names the id to kill.
 
---timeout stops the whole process group (SIGTERM, then SIGKILL after 3 s) and
-exits 124; the daemon enforces it when it can (process.spawn.timeout), so it
+--timeout (30s, 5m, or plain seconds: 90, 0.5) stops the whole process group
+(SIGTERM, then SIGKILL after 3 s) and exits 124; the daemon enforces it when it can (process.spawn.timeout), so it
 holds even if sous is gone. A command that never started exits as in a
 shell: 127 when the program is not found, 126 when it cannot be executed,
 and 125 when the daemon could not start it for another reason (a missing
@@ -82,6 +83,7 @@ With --detach, sous prints the process id and leaves the command running on a
 daemon that outlives it (--socket or --remote); follow it later with
 'sous attach ID'.`,
 		Example: `  sous exec -- make test
+  sous exec --timeout 90 -- ./integration.sh
   sous exec --cwd /src -e GOFLAGS=-race -- go test ./...
   sous exec --remote ssh://build --tty -- htop
   sous exec --socket /tmp/sous.sock --detach --id nightly -- ./long-job.sh
@@ -101,7 +103,7 @@ daemon that outlives it (--socket or --remote); follow it later with
 	f.StringVar(&o.cwd, "cwd", "", "working directory of the command on the daemon's host")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "set an environment variable (K=V; K= sets it empty; repeatable)")
 	f.BoolVar(&o.tty, "tty", false, "give the command a pseudo-terminal the size of yours (raw mode here while it runs)")
-	f.DurationVar(&o.timeout, "timeout", 0, "stop the command's process group after this long (e.g. 30s, 5m)")
+	durationVar(f, &o.timeout, "timeout", 0, "stop the command's process group after this long (30s, 5m, or 90 for seconds)")
 	f.BoolVar(&o.detach, "detach", false, "print the id and leave the command running")
 	f.SetInterspersed(false)
 	o.target.register(cmd)
@@ -228,7 +230,7 @@ func runExec(ctx context.Context, streams *IO, o *execOptions, argv []string) er
 		// A command that is already done (true, echo) needs no stdin.
 		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
 	}
-	return follow(ctx, streams, p, o.timeout, out, true, sigs)
+	return follow(ctx, streams, p, o.timeout, out, true, sigs, nil)
 }
 
 // catchSignals catches the signals exec and attach act on (follow) until
@@ -445,7 +447,11 @@ func isNotRunning(err error) bool {
 // ignores it goes on (its stdout may still have a reader). Unlike in a
 // shell, its later writes to stderr do not fail, since they go to the
 // daemon's pipe; they are dropped.
-func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter, own bool, sigs <-chan os.Signal) error {
+//
+// detach, when set, is what a signal does instead of being forwarded: it
+// stops the following, and follow returns its error (attach, which only
+// watches).
+func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Duration, out *streamWriter, own bool, sigs <-chan os.Signal, detach func(syscall.Signal) error) error {
 	var broken, brokenErr <-chan struct{} // nil, never ready, without out (a terminal's output)
 	if out != nil {
 		broken, brokenErr = out.broken, out.brokenErr
@@ -511,6 +517,9 @@ func follow(ctx context.Context, streams *IO, p *client.Proc, timeout time.Durat
 			return nil
 		case s := <-sigs:
 			sig := s.(syscall.Signal)
+			if detach != nil {
+				return detach(sig)
+			}
 			if sig == syscall.SIGINT && time.Since(lastInt) < 2*time.Second {
 				sig = syscall.SIGKILL
 			}
@@ -566,6 +575,7 @@ type streamWriter struct {
 	broken, brokenErr         chan struct{}
 	brokenOnce, brokenErrOnce sync.Once
 	stopped                   bool        // set by stop: frames still arriving are dropped
+	lastSeq                   int64       // the seq of the last frame written (or the daemon wrote: Mirrored)
 	watched                   [2]*os.File // stdout and stderr the command writes itself (watchReaders)
 }
 
@@ -625,6 +635,15 @@ func inputFile(r io.Reader) *os.File {
 		return nil
 	}
 	return f
+}
+
+// stopAt stops writing frames and returns the seq of the last one written:
+// replay after it (--from-seq) goes on exactly where this output ends.
+func (w *streamWriter) stopAt() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	return w.lastSeq
 }
 
 // watchReaders stands in for the failed writes that tell frame the reader
@@ -706,13 +725,14 @@ func rawFd(f *os.File) int32 {
 }
 
 func (w *streamWriter) frame(f *wire.Frame) {
-	if f.Mirrored {
-		return // the daemon wrote it already (SpawnSpec.Mirror)
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopped {
 		return
+	}
+	w.lastSeq = f.Seq
+	if f.Mirrored {
+		return // the daemon wrote it already (SpawnSpec.Mirror)
 	}
 	switch f.Stream {
 	case wire.Stdout:
@@ -727,8 +747,9 @@ func (w *streamWriter) frame(f *wire.Frame) {
 }
 
 type attachOptions struct {
-	target  targetFlags
-	fromSeq int64
+	target          targetFlags
+	fromSeq         int64
+	killOnInterrupt bool
 }
 
 func newAttachCmd(streams *IO) *cobra.Command {
@@ -738,11 +759,20 @@ func newAttachCmd(streams *IO) *cobra.Command {
 		Short: "Replay and follow a process until it exits, with its exit code",
 		Long: `Reattach to a process on a daemon: replay its output after --from-seq (0 =
 everything the daemon retained), then follow it live until it exits, and exit
-with its exit code (as 'sous exec' does). Ctrl-C is forwarded to the process.
-When the reader of attach's output goes away (| head), attach exits 141 and
-leaves the process running: it only watches.`,
-		Example: `  sous attach --socket /tmp/sous.sock nightly
-  sous attach --remote ssh://build nightly --from-seq 120`,
+with its exit code (as 'sous exec' does).
+
+attach only watches. Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal)
+stop the watching and leave the process running: attach prints a line with
+the command that follows it again from where this output ended (--from-seq)
+and exits 128+n as an interrupted command does (130 for Ctrl-C, 143 for
+SIGTERM, 129 for SIGHUP). With --kill-on-interrupt they are forwarded to the
+process's group instead, as 'sous exec' forwards them (a second Ctrl-C
+within 2 s sends SIGKILL), and attach exits as the process does. When the
+reader of attach's output goes away (| head), attach exits 141 and leaves
+the process running.`,
+		Example: `  sous attach --socket /tmp/sous.sock nightly          # Ctrl-C stops watching
+  sous attach --remote ssh://build nightly --from-seq 120
+  sous attach --socket /tmp/sous.sock --kill-on-interrupt nightly   # Ctrl-C stops the job`,
 		Args:              exactArgs(1, "attach ID"),
 		ValidArgsFunction: completeProcessIDs(&o.target),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -750,6 +780,7 @@ leaves the process running: it only watches.`,
 		},
 	}
 	cmd.Flags().Int64Var(&o.fromSeq, "from-seq", 0, "replay frames after this seq (exclusive)")
+	cmd.Flags().BoolVar(&o.killOnInterrupt, "kill-on-interrupt", false, "forward Ctrl-C, SIGTERM and SIGHUP to the process instead of detaching from it")
 	o.target.register(cmd)
 	return cmd
 }
@@ -761,19 +792,35 @@ func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) er
 	if o.fromSeq < 0 {
 		return usageErrorf("attach: --from-seq must be 0 or more")
 	}
+	// Signals are caught from the start: one while attach connects or its
+	// replay begins (output may already be on the screen) must not end
+	// sous by the signal's default action before it can detach.
+	sigs, stopSignals := catchSignals()
+	defer stopSignals()
+	startCtx, started := cancelOnSignal(ctx, sigs)
+	defer started()
 	o.target.notices = streams.ErrOut
-	conn, err := o.target.open(ctx)
+	conn, err := o.target.open(startCtx)
 	if err != nil {
+		if sig := started(); sig != 0 {
+			return &exitError{code: 128 + int(sig)}
+		}
 		return err
 	}
 	defer conn.Shutdown()
 	out, stopSigpipe := newStreamWriter(streams)
 	defer stopSigpipe()
-	p, res, err := conn.Reattach(ctx, id, o.fromSeq, out.frame)
-	if err != nil {
+	p, res, err := conn.Reattach(startCtx, id, o.fromSeq, out.frame)
+	sig := started()
+	switch {
+	case sig != 0 && err != nil:
+		// The reattach was cut short; its replay may be on the screen.
+		return interruptedAttach(ctx, streams, conn, o, id, out.stopAt(), sig)
+	case sig != 0 && !res.Found:
+		return &exitError{code: 128 + int(sig)} // nothing there to follow
+	case err != nil:
 		return fmt.Errorf("attach %s: %w", id, err)
-	}
-	if !res.Found {
+	case !res.Found:
 		hint := ""
 		if conn.Target() == "embedded" {
 			hint = " (the embedded daemon starts empty: pass --socket or --remote)"
@@ -783,9 +830,68 @@ func runAttach(ctx context.Context, streams *IO, o *attachOptions, id string) er
 	if res.FirstSeq > o.fromSeq+1 {
 		fmt.Fprintf(streams.ErrOut, "sous: attach: output before seq %d is no longer retained by the daemon\n", res.FirstSeq)
 	}
-	sigs, stopSignals := catchSignals()
-	defer stopSignals()
-	return follow(ctx, streams, p, 0, out, false, sigs) // attach watches: a viewer going away leaves the process be
+	var detach func(syscall.Signal) error
+	if !o.killOnInterrupt {
+		detach = func(sig syscall.Signal) error {
+			again := o.reattachCommand(id, out.stopAt())
+			if _, exited := p.Exited(); exited || !res.Running {
+				// Ctrl-C during the replay of a process that is done.
+				fmt.Fprintf(streams.ErrOut, "sous: stopped the replay of %s, which has exited; the rest: %s\n", id, again)
+			} else {
+				fmt.Fprintf(streams.ErrOut, "sous: detached from %s, which is still running; follow it again with: %s\n", id, again)
+			}
+			return &exitError{code: 128 + int(sig)}
+		}
+	}
+	if sig != 0 {
+		if detach != nil {
+			return detach(sig)
+		}
+		select { // follow forwards it, as any other
+		case sigs <- sig:
+		default: // four more came meanwhile
+		}
+	}
+	return follow(ctx, streams, p, 0, out, false, sigs, detach) // attach watches: a viewer going away leaves the process be
+}
+
+// interruptedAttach handles a signal that came before the reattach was
+// answered: attach says how to follow the process again, having printed
+// its output up to seq; with --kill-on-interrupt it sends the signal after
+// it instead, as it would to a process it follows.
+func interruptedAttach(ctx context.Context, streams *IO, conn *client.Conn, o *attachOptions, id string, seq int64, sig syscall.Signal) error {
+	if !o.killOnInterrupt {
+		fmt.Fprintf(streams.ErrOut, "sous: interrupted while attaching to %s, which was left as it was; follow it with: %s\n", id, o.reattachCommand(id, seq))
+		return &exitError{code: 128 + int(sig)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, killStuck)
+	defer cancel()
+	switch err := conn.Call(ctx, "process.kill", map[string]any{"id": id, "signal": signalName(sig)}, nil); {
+	case err == nil:
+		fmt.Fprintf(streams.ErrOut, "sous: interrupted while attaching to %s, which got %s\n", id, unix.SignalName(sig))
+	case !isNotRunning(err):
+		fmt.Fprintf(streams.ErrOut, "sous: interrupted while attaching to %s, which could not be signalled (%v); stop it with: sous kill %s\n", id, err, id)
+	}
+	return &exitError{code: 128 + int(sig)}
+}
+
+// reattachCommand is the attach command line that follows id again after
+// frame seq, on the daemon these flags named.
+func (o *attachOptions) reattachCommand(id string, seq int64) string {
+	argv := []string{"sous", "attach"}
+	for _, f := range []struct{ name, value string }{
+		{"--socket", o.target.socket}, {"--remote", o.target.remote},
+		{"--token-file", o.target.tokenFile}, {"--bridge-cmd", o.target.bridgeCmd},
+	} {
+		if f.value != "" {
+			argv = append(argv, f.name, f.value)
+		}
+	}
+	argv = append(argv, id)
+	if seq > 0 {
+		argv = append(argv, "--from-seq", strconv.FormatInt(seq, 10))
+	}
+	return shellJoin(argv)
 }
 
 // exactArgs is cobra.ExactArgs with a usage error (exit code 2) that shows

@@ -96,5 +96,5 @@ func followTTY(ctx context.Context, streams *IO, p *client.Proc, timeout time.Du
 		}
 	}()
 	go forwardStdin(ctx, p, streams.In, streams.ErrOut) // raw bytes: one key at a time from a raw terminal
-	return follow(ctx, streams, p, timeout, nil, true, sigs)
+	return follow(ctx, streams, p, timeout, nil, true, sigs, nil)
 }

@@ -513,44 +513,136 @@ func TestServeReplayDiskLimitZero(t *testing.T) {
 	}
 }
 
-// daemon stop is best effort, as claustrum -stop is (no daemon: exit 0,
-// silently), but a daemon that refuses to stop is not: its reply is on
-// stdout and sous exits 1 saying it still runs.
+// daemon stop says in one line on stderr, and exits 1, when there was
+// nothing it could stop: no daemon on the socket, no token, a token the
+// daemon refused (it printed the daemon's raw JSON-RPC reply, and without a
+// daemon it exited 0 silently). Stopping one is silent, exit 0.
 func TestDaemonStopRefused(t *testing.T) {
 	t.Parallel()
 	d := startServe(t, "the-real-token")
-	stop := d.sousCmd(t, append(cleanEnv(), "SOUS_TOKEN=a-wrong-token"), "daemon", "stop", "--socket", d.socket)
-	var stdout, stderr strings.Builder
-	stop.Stdout, stop.Stderr = &stdout, &stderr
-	err := stop.Run()
-	if code := exitCode(err); code != 1 {
-		t.Errorf("exit code %d, want 1", code)
+	stop := func(env []string, socket string) (code int, stdout, stderr string) {
+		t.Helper()
+		cmd := d.sousCmd(t, env, "daemon", "stop", "--socket", socket)
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		return exitCode(cmd.Run()), o.String(), e.String()
 	}
-	if !strings.Contains(stdout.String(), `"code":-32001`) {
-		t.Errorf("stdout lacks the daemon's refusal: %q", stdout.String())
-	}
-	if !strings.Contains(stderr.String(), "is still running: Unauthorized") || !strings.Contains(stderr.String(), "SOUS_TOKEN") {
-		t.Errorf("stderr: %q", stderr.String())
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		socket string
+		want   string
+	}{
+		{"wrong token", append(cleanEnv(), "SOUS_TOKEN=a-wrong-token"), d.socket,
+			"sous: daemon stop: the daemon on " + d.socket + " refused the token and is still running (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token)\n"},
+		{"no token", cleanEnv(), d.socket,
+			"sous: daemon stop: the daemon on " + d.socket + " needs its token to stop, and none was given (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN)\n"},
+		{"no daemon", d.clientEnv(), filepath.Join(d.dir, "none.sock"),
+			"sous: daemon stop: no daemon listens on " + filepath.Join(d.dir, "none.sock") + " (no such file or directory)\n"},
+	} {
+		code, stdout, stderr := stop(tc.env, tc.socket)
+		if code != 1 || stdout != "" || stderr != tc.want {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q\nwant exit 1, no stdout, stderr %q", tc.name, code, stdout, stderr, tc.want)
+		}
 	}
 	select {
 	case <-d.exited:
-		t.Fatal("the daemon stopped on a wrong token")
+		t.Fatal("the daemon stopped without its token")
 	default:
-	}
-	missing := d.sousCmd(t, d.clientEnv(), "daemon", "stop", "--socket", filepath.Join(d.dir, "none.sock"))
-	if out, err := missing.CombinedOutput(); err != nil || len(out) != 0 {
-		t.Errorf("stop without a daemon: %v %q", err, out)
 	}
 	if out, err := d.sousCmd(t, d.clientEnv(), "daemon", "stop", "--socket", "").CombinedOutput(); exitCode(err) != 2 {
 		t.Errorf("stop --socket \"\": %v %q", err, out)
 	}
-	if out, err := d.sousCmd(t, d.clientEnv(), "daemon", "stop", "--socket", d.socket).CombinedOutput(); err != nil || len(out) != 0 {
-		t.Errorf("stop with the token: %v %q", err, out)
+	if code, stdout, stderr := stop(d.clientEnv(), d.socket); code != 0 || stdout != "" || stderr != "" {
+		t.Errorf("stop with the token: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	select {
 	case <-d.exited:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the daemon did not stop with the right token")
+	}
+	// Its socket is gone; one left behind by a daemon that died is no
+	// daemon either.
+	if code, _, stderr := stop(d.clientEnv(), d.socket); code != 1 || !strings.Contains(stderr, "no daemon listens on "+d.socket) {
+		t.Errorf("stop after it stopped: exit %d, stderr %q", code, stderr)
+	}
+	stale := filepath.Join(d.dir, "stale.sock")
+	ln, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	if code, _, stderr := stop(d.clientEnv(), stale); code != 1 || stderr != "sous: daemon stop: no daemon listens on "+stale+" (connection refused: a socket left behind)\n" {
+		t.Errorf("stop on a stale socket: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestDaemonDefaultSocket: without --socket, serve, start and stop agree on
+// one socket, ~/.claude/remote/rpc.sock, and serve and start create its
+// directory (0700) where it is missing: start failed on it ("its
+// directory: no such file or directory"), and so did serve.
+func TestDaemonDefaultSocket(t *testing.T) {
+	t.Parallel()
+	bin := sousBinary(t)
+	for _, verb := range []string{"serve", "start"} {
+		t.Run(verb, func(t *testing.T) {
+			t.Parallel()
+			home := testutil.ShortTempDir(t)
+			env := append(cleanEnv(), "HOME="+home)
+			sock := filepath.Join(home, ".claude", "remote", "rpc.sock")
+			cmd := exec.Command(bin, "daemon", verb, "--token-fd", "0", "--login-path=false")
+			cmd.Env = env
+			cmd.Stdin = strings.NewReader("tok\n")
+			var out testutil.SyncBuffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() {
+				stop := exec.Command(bin, "daemon", "stop")
+				stop.Env = append(env, "SOUS_TOKEN=tok")
+				stop.Run()
+				cmd.Process.Kill()
+			})
+			for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if c, err := net.Dial("unix", sock); err == nil {
+					c.Close()
+					break
+				}
+				select {
+				case err := <-exited:
+					if verb == "serve" || err != nil {
+						t.Fatalf("daemon %s exited (%v) before %s accepted:\n%s", verb, err, sock, out.String())
+					}
+					exited = nil // start returns; its daemon serves on
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("nothing accepts on %s:\n%s", sock, out.String())
+				}
+			}
+			for _, dir := range []string{filepath.Dir(sock), filepath.Dir(filepath.Dir(sock))} {
+				if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+					t.Errorf("%s: %v, mode %v; want a 0700 directory", dir, err, fi.Mode())
+				}
+			}
+			stop := exec.Command(bin, "daemon", "stop")
+			stop.Env = append(env, "SOUS_TOKEN=tok")
+			if b, err := stop.CombinedOutput(); err != nil || len(b) != 0 {
+				t.Errorf("daemon stop: %v %q", err, b)
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(sock); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the daemon on %s did not stop", sock)
+				}
+			}
+		})
 	}
 }
 

@@ -59,11 +59,24 @@ func TestOneOffCommands(t *testing.T) {
 			want(cmd([]string{"exec"}, "--cwd", "/no/such/dir", "--", "pwd"), 125, "", "sous: exec: cannot start pwd: cwd: stat /no/such/dir: no such file or directory\n")
 
 			want(cmd([]string{"rpc"}, "server.ping"), 0, `"pong": true`, "")
+			// The daemon's error as it came, and which member it means.
 			o := cmd([]string{"rpc"}, "files.stat", `{"path":1}`)
-			if o.code != 1 || o.stderr != "-32602: Invalid params\n" {
+			if o.code != 1 || o.stdout != "" || o.stderr != "sous rpc: files.stat: Invalid params (-32602): path: want string, got number\n" {
+				t.Errorf("rpc error: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
+			}
+			o = cmd([]string{"rpc"}, "process.kill", `{"id":"x","timeoutMs":"5"}`)
+			if o.code != 1 || o.stderr != "sous rpc: process.kill: Invalid params (-32602): timeoutMs: want integer, got string\n" {
 				t.Errorf("rpc error: exit %d, stderr %q", o.code, o.stderr)
 			}
-			want(cmd([]string{"rpc"}, "nope.x"), 1, "", "-32601: Unknown namespace: nope")
+			o = cmd([]string{"rpc"}, "files.stat")
+			if o.code != 1 || o.stderr != "sous rpc: files.stat: Invalid params (-32602): params: want an object, got none\n" {
+				t.Errorf("rpc error: exit %d, stderr %q", o.code, o.stderr)
+			}
+			o = cmd([]string{"rpc"}, "process.kill", `{}`)
+			if o.code != 1 || o.stderr != "sous rpc: process.kill: Process ID is required (-32602)\n" {
+				t.Errorf("rpc error: exit %d, stderr %q", o.code, o.stderr)
+			}
+			want(cmd([]string{"rpc"}, "nope.x"), 1, "", "sous rpc: nope.x: Unknown namespace: nope (-32601)\n")
 
 			repo := makeRepo(t)
 			want(cmd([]string{"git", "info"}, repo), 0, "branch          main", "")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,22 +195,29 @@ func TestSSHExec(t *testing.T) {
 
 func TestSSHAttachSurvivesKilledConnection(t *testing.T) {
 	f := newSSHFixture(t)
-	// A process that outlives its runner: 40 lines over ~2 s.
+	// A process that outlives its runner: 40 lines over ~4 s.
 	out, errOut, code := f.sous(t, "", "exec", "--remote", f.remote, "--detach", "--id", "ticker", "--",
-		"sh", "-c", "for i in $(seq 1 40); do echo line $i; sleep 0.05; done; exit 4")
+		"sh", "-c", "for i in $(seq 1 40); do echo line $i; sleep 0.1; done; exit 4")
 	if code != 0 || strings.TrimSpace(out) != "ticker" {
 		t.Fatalf("detach: %d %q %q", code, out, errOut)
 	}
 	cmd := exec.Command(f.bin, "attach", "--remote", f.remote, "ticker")
 	cmd.Env = f.env
-	var o, e bytes.Buffer
+	var o, e testutil.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Cut the ssh connection under the attached client: kill the ssh
-	// client process sous started (the child of the attach process).
-	time.Sleep(700 * time.Millisecond)
+	// Cut the ssh connection under the attached client once it is up (a
+	// first connection that breaks before it answered is not redialed):
+	// kill the ssh client process sous started (the child of the attach
+	// process).
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(o.String(), "line 1\n"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("attach printed nothing; stderr %s", e.String())
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
 	killed := killChildren(t, cmd.Process.Pid, "ssh")
 	if killed == 0 {
 		t.Fatal("found no ssh process to kill")
@@ -275,5 +283,71 @@ print("host():", p.wait().stdout.strip())
 	_, errOut, code := f.sous(t, "", "run", "--remote", f.remote, recipe, "-a", "again="+f.remote)
 	if code != 0 || !strings.Contains(errOut, "default host: remote-42") || !strings.Contains(errOut, "host(): through host()") {
 		t.Fatalf("sous run --remote: code %d\n%s", code, errOut)
+	}
+}
+
+// TestSSHFirstConnectFailsAtOnce: when the first ssh connection fails after
+// ssh started (the bridge not on the remote PATH, no daemon at the remote
+// socket, the key refused), sous fails with ssh's own words after one
+// login, as --socket does for a missing socket: it used to redial for the
+// reconnect timeout (30 s, about 100 logins) and end in "gave up
+// reconnecting". (Logins are counted, not timed: a login runs the remote
+// user's shell profile, which takes what it takes.)
+func TestSSHFirstConnectFailsAtOnce(t *testing.T) {
+	f := newSSHFixture(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, "other_key")).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	// ssh, counting its runs.
+	logins := filepath.Join(dir, "logins")
+	counting := filepath.Join(dir, "ssh")
+	if err := os.WriteFile(counting, []byte("#!/bin/sh\necho login >> "+logins+"\nexec ssh \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var sshCmd string
+	for _, kv := range f.env {
+		if v, ok := strings.CutPrefix(kv, "SOUS_SSH_COMMAND=ssh "); ok {
+			sshCmd = "SOUS_SSH_COMMAND=" + counting + " " + v
+		}
+	}
+	otherKey := "SOUS_SSH_COMMAND=" + counting + " -i " + filepath.Join(dir, "other_key") + " -o IdentitiesOnly=yes -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
+	noSocket := fmt.Sprintf("ssh://root@127.0.0.1:%d%s", f.port, filepath.Join(dir, "none.sock"))
+	for _, tc := range []struct {
+		name   string
+		remote string
+		env    []string
+		want   []string
+	}{
+		{"bridge not on the remote PATH", f.remote, []string{sshCmd, "SOUS_BRIDGE_CMD=sous-not-installed daemon bridge --socket"},
+			[]string{"sous-not-installed", "not found"}},
+		{"no daemon at the remote socket", noSocket, []string{sshCmd},
+			[]string{"dial server", filepath.Join(dir, "none.sock"), "no such file or directory"}},
+		{"key refused", f.remote, []string{otherKey},
+			[]string{"Permission denied (publickey"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(logins)
+			cmd := exec.Command(f.bin, "rpc", "--remote", tc.remote, "server.ping")
+			cmd.Env = append(slices.Clone(f.env), tc.env...) // the last of a name counts
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if code := exitCode(err); code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			msg := stderr.String()
+			if strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "sous: connect to "+tc.remote+": ssh: ") || strings.Contains(msg, "reconnect") {
+				t.Errorf("stderr %q: want one line naming the target and ssh's complaint, nothing about reconnecting", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("stderr %q lacks %q", msg, w)
+				}
+			}
+			if b, _ := os.ReadFile(logins); string(b) != "login\n" {
+				t.Errorf("ssh ran %d times, want once", strings.Count(string(b), "login"))
+			}
+		})
 	}
 }

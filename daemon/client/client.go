@@ -97,6 +97,11 @@ type Client struct {
 	outageSince time.Time
 	// carried is set when the current link delivers an answer or frames.
 	carried atomic.Bool
+	// connected is set once a link answered a call (the first one's is
+	// firstLink's ping): until then a link that breaks is not redialed,
+	// as there is nothing to resume and the next dial would only fail the
+	// same way (ssh's login or remote command, a bridge without a daemon).
+	connected bool
 }
 
 // ErrClosed is returned by calls on a closed client.
@@ -110,6 +115,7 @@ func Embedded(srv *daemon.Server) *Client {
 	c.dial = func(_ context.Context, recv receiver) (link, error) { return newLocalLink(srv, recv), nil }
 	l, _ := c.dial(context.Background(), c)
 	c.cur = l
+	c.connected = true
 	close(c.ready)
 	return c
 }
@@ -232,13 +238,35 @@ func firstLink(ctx context.Context, dial func(ctx context.Context, recv receiver
 	if err := c.Call(ctx, "server.ping", nil, nil); err != nil {
 		c.Close()
 		var we *wire.Error
-		if errors.As(err, &we) && we.Code == wire.CodeUnauthorized {
+		var nc *notConnectedError
+		switch {
+		case errors.As(err, &we) && we.Code == wire.CodeUnauthorized:
 			return nil, fmt.Errorf("%w (set --token-file, SOUS_TOKEN or CLAUDE_RPC_TOKEN to the daemon's token): %w", ErrTokenRefused, err)
+		case errors.As(err, &nc):
+			return nil, nc
 		}
 		return nil, err
 	}
 	return c, nil
 }
+
+// notConnectedError is why a first connection broke before the daemon
+// answered: ssh that could not log in or run the bridge (in ssh's own
+// words), a bridge with no daemon behind it, a socket closed at once.
+type notConnectedError struct{ cause error }
+
+func (e *notConnectedError) Error() string {
+	const closed = "the connection closed before the daemon answered"
+	switch {
+	case e.cause == io.ErrUnexpectedEOF || e.cause == io.EOF:
+		return closed
+	case errors.Is(e.cause, io.ErrUnexpectedEOF), isConnErr(e.cause):
+		return closed + ": " + e.cause.Error()
+	}
+	return e.cause.Error() // ssh's message says it all
+}
+
+func (e *notConnectedError) Unwrap() error { return e.cause }
 
 // DialUnix connects to a daemon's Unix socket.
 func DialUnix(ctx context.Context, path, token string, opt Options) (*Client, error) {
@@ -250,7 +278,12 @@ func DialUnix(ctx context.Context, path, token string, opt Options) (*Client, er
 		}
 		return conn, nil
 	}
-	return Dial(ctx, dial, token, opt)
+	c, err := Dial(ctx, dial, token, opt)
+	var nc *notConnectedError
+	if errors.As(err, &nc) {
+		return nil, fmt.Errorf("connect to daemon at %s: %w", path, err)
+	}
+	return c, err
 }
 
 func newClient(opt Options) *Client {
@@ -516,6 +549,7 @@ func (c *Client) response(l link, id uint64, result json.RawMessage, err error) 
 	delete(c.pending, id)
 	if l == c.cur {
 		c.carried.Store(true) // not the answers of a resume: those come before it is current
+		c.connected = true
 	}
 	c.mu.Unlock()
 	cl.result, cl.err = result, err
@@ -581,6 +615,13 @@ func (c *Client) closed(l link, err error) {
 	}
 	c.cur = nil
 	c.ready = make(chan struct{})
+	if !c.connected {
+		// A connection that never worked once is not a dropped one: fail
+		// now, with its own error, as a dial that fails does.
+		c.mu.Unlock()
+		c.giveUp(&notConnectedError{err})
+		return
+	}
 	if c.carried.Swap(false) || len(c.pending) == 0 || c.outageSince.IsZero() {
 		// It got something through, or had nothing to get through (a
 		// quiet process for an hour is no outage): a new outage begins.

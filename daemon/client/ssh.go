@@ -157,11 +157,17 @@ func (s *sshStream) Read(p []byte) (int, error) {
 			if f := s.failure(); f != nil {
 				return 0, f
 			}
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(sshExitWait):
 		}
 	}
 	return n, err
 }
+
+// sshExitWait bounds how long a read that found ssh's output ended waits
+// for ssh to exit, to return its reason (stderr) rather than a bare EOF.
+// ssh exits right after its channel closes; a busy machine may take a
+// moment to run it that far.
+const sshExitWait = 2 * time.Second
 
 func (s *sshStream) Write(p []byte) (int, error) { return s.stdin.Write(p) }
 

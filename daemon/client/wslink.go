@@ -22,13 +22,18 @@ import (
 // "Authorization: Bearer" on every dial and in every request's "auth"; the
 // client reconnects, reattaches and resumes stdin exactly as over a socket.
 func DialWebSocket(ctx context.Context, url, token string, opt Options) (*Client, error) {
-	return dialLinks(ctx, token, func(ctx context.Context, recv receiver) (link, error) {
+	c, err := dialLinks(ctx, token, func(ctx context.Context, recv receiver) (link, error) {
 		ws, err := dialWS(ctx, url, token)
 		if err != nil {
 			return nil, err
 		}
 		return newWSLink(ws, token, recv, opt.answerLimit()), nil
 	}, opt)
+	var nc *notConnectedError
+	if errors.As(err, &nc) {
+		return nil, fmt.Errorf("connect to daemon at %s: %w", url, err)
+	}
+	return c, err
 }
 
 // BearerHeader is the Authorization value that carries token, or "" when

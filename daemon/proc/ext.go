@@ -91,7 +91,11 @@ func (r *Registry) spawnExt(spec Spec, env []string, dir string, follow bool) (*
 func (p *Process) exitFrame() wire.Frame {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return wire.Frame{Stream: wire.Exit, ExitCode: p.exitCode, StageCodes: p.stageCodes, TimedOut: p.timedOut, Signal: p.signal}
+	f := wire.Frame{Stream: wire.Exit, ExitCode: p.exitCode, StageCodes: p.stageCodes, TimedOut: p.timedOut}
+	if p.ext.exitSignal { // a default exit frame stays as seeds/001 has it
+		f.Signal = p.signal
+	}
+	return f
 }
 
 // shellStatus is a stage's status as a shell reports it: the exit code, or

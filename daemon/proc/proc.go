@@ -334,7 +334,7 @@ type Process struct {
 	exitCode    int
 	stageCodes  []int         // a pipeline's, set when reaped
 	timedOut    bool          // killed because Spec.Timeout passed
-	signal      int           // the signal that ended it, when Spec.ExitSignal asked
+	signal      int           // the signal that ended it (its last stage); in the exit frame when Spec.ExitSignal asked
 	reapedCh    chan struct{} // closed once reaped
 	strays      *strayGroup   // what the leader left of its group, once reaped (strays.go)
 	exitedAt    time.Time     // when the exit frame went in (retain.go)
@@ -656,7 +656,7 @@ func (p *Process) reap(keep func(*strayGroup)) {
 		if p.ext.pipeline {
 			p.stageCodes = shell
 		}
-		if p.ext.exitSignal && codes[n-1] == -1 && shell[n-1] > 128 {
+		if codes[n-1] == -1 && shell[n-1] > 128 {
 			p.signal = shell[n-1] - 128
 		}
 		p.reaped = true
@@ -669,6 +669,14 @@ func (p *Process) reap(keep func(*strayGroup)) {
 		keep(strays)
 		close(p.reapedCh)
 	}
+}
+
+// EndSignal is the signal that ended the process (its last stage), once
+// reaped; 0 when it exited or the daemon cannot tell.
+func (p *Process) EndSignal() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.signal
 }
 
 // Running reports whether the child has not been reaped yet.

@@ -442,6 +442,10 @@ type ProcessInfo struct {
 	// are its first stage's); absent for other processes.
 	Pipeline [][]string `json:"pipeline,omitempty"`
 	Tty      bool       `json:"tty,omitempty"`
+	// Signal is the signal that ended an exited process whose exitCode
+	// is -1 (its last stage's, for a pipeline), whoever spawned it;
+	// absent otherwise, and from daemons before it.
+	Signal int `json:"signal,omitempty"`
 }
 
 // ProcessListResult is process.list's result (extension).
