@@ -72,6 +72,41 @@
 // generated (or Options.SessionID), so ID is known before the first turn. SystemPrompt and
 // AppendSystemPrompt travel in initialize (no command-line size limit).
 //
+// # Files
+//
+// One job each; transports and the session meet only through the transport
+// and receiver interfaces (transport.go).
+//
+//	session.go     Session, Start, ID, Err, Close, fail; the reader loop that
+//	               files each message with its turn and dispatches it by type
+//	options.go     Options, their checks and defaults (prepare)
+//	args.go        the CLI's command line (buildArgs) and initialize payload
+//	turn.go        Turn, Pending, TurnOptions; Send/Start/StartWith, turn
+//	               queueing, timeouts, abandoning, the result message
+//	control.go     sous's control requests (Interrupt, SetModel,
+//	               SetPermissionMode, Control) and matching their responses
+//	incoming.go    the CLI's control requests: dispatch by subtype
+//	               (handlerFor), cancellation, answering
+//	permission.go  can_use_tool: Request, Decision, the Permission callback,
+//	               interrupting after a failed callback
+//	rules.go       PermissionUpdate, PermissionRule, ParseRule, SessionRule
+//	observe.go     Event and the Observer call
+//	outbox.go      the writer goroutine: queueing, encoding, write errors
+//	messages.go    the fields of the CLI's messages the package reads
+//	errors.go      the errors callers test for with errors.Is
+//	transport.go   the transport interface, launch, outbound messages
+//	cliproc.go     the CLI as a daemon process: spawn, stderr tail, exit, stop
+//	stdio.go       the stdio transport
+//	websocket.go   the WebSocket transport: endpoint, auth, replay on reconnect
+//	sdkurl.go      why a WebSocket start failed (CLIs refusing local --sdk-url)
+//	lines.go       reassembling stdout frames into lines
+//	queue.go       the unbounded FIFO between goroutines
+//
+// Answering a new subtype of the CLI's control requests (hook_callback,
+// mcp_message, ...) is a handler in a file of its own and a case in
+// handlerFor; incoming.go gives it a ctx the CLI can cancel, records its
+// error on the turn, and sends its answer.
+//
 // # What the real CLI does (2.1.81 and 2.1.330, against internal/modelapi)
 //
 // Beyond what the CLI documents:

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
@@ -194,3 +196,17 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// dropConnection cuts the WebSocket transport's current connection, to
+// exercise the CLI's reconnect.
+func (t *wsTransport) dropConnection() bool {
+	t.mu.Lock()
+	wc := t.cur
+	t.mu.Unlock()
+	if wc == nil {
+		return false
+	}
+	wc.c.Close(websocket.StatusGoingAway, "sous test: dropping the connection")
+	t.drop(wc)
+	return true
+}

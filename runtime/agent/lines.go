@@ -1,9 +1,6 @@
 package agent
 
-import (
-	"bytes"
-	"sync"
-)
+import "bytes"
 
 // maxLine bounds one NDJSON message from the CLI. Tool results that embed
 // whole files make multi-megabyte lines legitimate; a runaway line beyond
@@ -67,41 +64,4 @@ func (ls *lineSplitter) flush() []byte {
 		return nil
 	}
 	return p
-}
-
-// tail keeps the last max bytes written to it: the CLI's stderr, for error
-// messages, without letting a chatty CLI grow memory.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-	cut bool // bytes were discarded from the front
-}
-
-func newTail(max int) *tail { return &tail{max: max} }
-
-func (t *tail) Write(p []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		// Keep the buffer from creeping: copy down only when it has doubled.
-		if len(t.buf) > 2*t.max {
-			t.buf = append(t.buf[:0], t.buf[over:]...)
-		} else {
-			t.buf = t.buf[over:]
-		}
-		t.cut = true
-	}
-}
-
-// String is the kept text, trimmed, marked when the front was cut.
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := string(bytes.TrimSpace(t.buf))
-	if t.cut && s != "" {
-		s = "..." + s
-	}
-	return s
 }

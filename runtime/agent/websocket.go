@@ -11,17 +11,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/google/uuid"
-
-	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 // WebSocket timings. The CLI pings every 10 s and treats a missing pong as a
@@ -44,8 +37,7 @@ const (
 // request again (sous drops the second answer).
 type wsTransport struct {
 	*cliProc
-	s     *Session
-	c     *client.Client
+	l     launch // how the CLI was started (explainStartFailure runs it again)
 	srv   *http.Server
 	token string
 	path  string
@@ -76,14 +68,15 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func startWebSocket(ctx context.Context, c *client.Client, s *Session, args []string) (*wsTransport, error) {
+// startWebSocket listens on a random loopback port and path, then starts
+// the CLI pointed at it with a fresh token.
+func startWebSocket(ctx context.Context, l launch) (*wsTransport, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("agent: websocket endpoint: %w", err)
 	}
 	t := &wsTransport{
-		s:         s,
-		c:         c,
+		l:         l,
 		token:     randomHex(32),
 		path:      "/sous/agent/" + randomHex(8),
 		connected: make(chan struct{}),
@@ -93,8 +86,8 @@ func startWebSocket(ctx context.Context, c *client.Client, s *Session, args []st
 	t.srv = &http.Server{Handler: http.HandlerFunc(t.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	go t.srv.Serve(ln)
 
-	args = append(args, "--sdk-url", t.url)
-	cp, err := spawnCLI(ctx, c, s, args, map[string]string{"CLAUDE_CODE_SESSION_ACCESS_TOKEN": t.token}, nil)
+	args := append(append([]string(nil), l.args...), "--sdk-url", t.url)
+	cp, err := spawnCLI(ctx, l, args, map[string]string{"CLAUDE_CODE_SESSION_ACCESS_TOKEN": t.token}, nil)
 	if err != nil {
 		t.stopC()
 		t.srv.Close()
@@ -203,7 +196,7 @@ func (t *wsTransport) read(ctx context.Context, wc *wsConn) {
 				continue
 			}
 			t.settle(line)
-			t.s.deliver(line)
+			t.l.to.deliver(line)
 		}
 	}
 }
@@ -253,18 +246,11 @@ func (t *wsTransport) settle(line []byte) {
 	}
 	var results map[string]bool
 	if m.Type == "user" {
-		var blocks []struct {
-			Type      string `json:"type"`
-			ToolUseID string `json:"tool_use_id"`
-		}
-		json.Unmarshal(m.Message.Content, &blocks)
-		for _, b := range blocks {
-			if b.Type == "tool_result" {
-				if results == nil {
-					results = map[string]bool{}
-				}
-				results[b.ToolUseID] = true
+		for _, id := range toolResultIDs(m.Message.Content) {
+			if results == nil {
+				results = map[string]bool{}
 			}
+			results[id] = true
 		}
 	}
 	t.mu.Lock()
@@ -313,20 +299,6 @@ func (t *wsTransport) send(ctx context.Context, o outbound) error {
 	return nil
 }
 
-// dropConnection cuts the current connection (tests use it to exercise the
-// CLI's reconnect).
-func (t *wsTransport) dropConnection() bool {
-	t.mu.Lock()
-	wc := t.cur
-	t.mu.Unlock()
-	if wc == nil {
-		return false
-	}
-	wc.c.Close(websocket.StatusGoingAway, "sous test: dropping the connection")
-	t.drop(wc)
-	return true
-}
-
 func (t *wsTransport) stop() error {
 	// The CLI does not exit when its socket closes: stop it first.
 	err := t.cliProc.stop()
@@ -340,89 +312,4 @@ func (t *wsTransport) stop() error {
 	}
 	t.srv.Close()
 	return err
-}
-
-// minSDKURLRejecting is the first CLI version known to refuse --sdk-url for
-// hosts other than Anthropic's.
-var minSDKURLRejecting = [3]int{2, 1, 121}
-
-var versionRE = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`)
-
-// explainStartFailure turns a failed start into an error that says what to
-// do when the cause is a CLI that refuses local --sdk-url endpoints.
-func (t *wsTransport) explainStartFailure(err error) error {
-	stderr := t.stderr.String()
-	if strings.Contains(stderr, "--sdk-url rejected") || strings.Contains(stderr, "not an approved Anthropic endpoint") {
-		return fmt.Errorf("%w (Claude Code %s refuses it; versions from about 2.1.121 accept only Anthropic's hosts): use transport=\"stdio\": %v", ErrSDKURLRejected, t.version(), err)
-	}
-	select {
-	case <-t.connected:
-		return err
-	default:
-	}
-	// The CLI never connected. Its version tells whether it would have.
-	v := t.version()
-	if m := versionRE.FindStringSubmatch(v); m != nil {
-		var got [3]int
-		for i := range got {
-			got[i], _ = strconv.Atoi(m[i+1])
-		}
-		if compareVersion(got, minSDKURLRejecting) >= 0 {
-			return fmt.Errorf("%w (Claude Code %s; versions from about 2.1.121 accept only Anthropic's hosts): use transport=\"stdio\": %v", ErrSDKURLRejected, v, err)
-		}
-	}
-	return fmt.Errorf("the CLI never connected to %s: %w", t.url, err)
-}
-
-func compareVersion(a, b [3]int) int {
-	for i := range a {
-		if a[i] != b[i] {
-			if a[i] < b[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
-
-// version runs the CLI with --version on the daemon ("unknown version" when
-// that fails too).
-func (t *wsTransport) version() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	var mu sync.Mutex
-	var out bytes.Buffer
-	opt := t.s.opt
-	spec := client.SpawnSpec{ID: "claude-version-" + uuid.NewString(), Command: opt.CLI[0], Args: append(append([]string(nil), opt.CLI[1:]...), "--version"), Cwd: opt.Cwd}
-	if len(opt.Env) > 0 {
-		spec.Env = make(map[string]*string, len(opt.Env))
-		for k, v := range opt.Env {
-			spec.Env[k] = &v
-		}
-	}
-	p, err := t.c.Spawn(ctx, spec, func(f *wire.Frame) {
-		if f.Stream != wire.Stdout {
-			return
-		}
-		mu.Lock()
-		if out.Len() < 4096 {
-			out.Write(f.Data)
-		}
-		mu.Unlock()
-	})
-	if err != nil {
-		return "unknown version"
-	}
-	if _, err := p.Wait(ctx); err != nil {
-		p.KillAndWait(context.Background(), "KILL", time.Second, true)
-		return "unknown version"
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	// "2.1.330 (Claude Code)": the number is what matters.
-	if v := versionRE.FindString(out.String()); v != "" {
-		return v
-	}
-	return "unknown version"
 }

@@ -1,0 +1,61 @@
+package agent
+
+import "strconv"
+
+// buildArgs is the CLI's command line after the program, for options that
+// went through prepare. Flag names were checked against the --help of
+// 2.1.81 and 2.1.330 (--max-turns and --permission-prompt-tool are accepted
+// but hidden from --help). The WebSocket transport adds --sdk-url.
+func buildArgs(opt Options) []string {
+	args := append([]string(nil), opt.CLI[1:]...)
+	args = append(args, "--print", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
+	if opt.Transport == TransportStdio {
+		args = append(args, "--permission-prompt-tool", "stdio")
+	}
+	if opt.Model != "" {
+		args = append(args, "--model", opt.Model)
+	}
+	if opt.PermissionMode != "" {
+		args = append(args, "--permission-mode", opt.PermissionMode)
+	}
+	// One argument per rule: the flags are variadic and each value is split
+	// on commas and spaces outside parentheses, so "Bash(go test:*)" stays
+	// whole.
+	if len(opt.AllowedTools) > 0 {
+		args = append(args, "--allowedTools")
+		args = append(args, opt.AllowedTools...)
+	}
+	if len(opt.DisallowedTools) > 0 {
+		args = append(args, "--disallowedTools")
+		args = append(args, opt.DisallowedTools...)
+	}
+	if opt.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(opt.MaxTurns))
+	}
+	if opt.Resume != "" {
+		args = append(args, "--resume", opt.Resume)
+		if opt.Fork {
+			args = append(args, "--fork-session")
+		}
+	}
+	// A fresh session is started under the id sous chose (prepare); a
+	// resumed one keeps its own and a fork gets a new one from the CLI.
+	if opt.Resume == "" {
+		args = append(args, "--session-id", opt.SessionID)
+	}
+	return append(args, opt.ExtraArgs...)
+}
+
+// initializeRequest is the payload of the initialize control request, the
+// first thing sent to the CLI: what is too big or too structured for the
+// command line.
+func initializeRequest(opt Options) map[string]any {
+	init := map[string]any{}
+	if opt.SystemPrompt != "" {
+		init["systemPrompt"] = opt.SystemPrompt
+	}
+	if opt.AppendSystemPrompt != "" {
+		init["appendSystemPrompt"] = opt.AppendSystemPrompt
+	}
+	return init
+}

@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// controlResult is the CLI's response to one of sous's control requests.
+type controlResult struct {
+	response json.RawMessage
+	err      error
+}
+
+// Interrupt stops the running turn; its Send returns a Turn with subtype
+// error_during_execution.
+func (s *Session) Interrupt(ctx context.Context) error {
+	_, err := s.control(ctx, "interrupt", nil)
+	return err
+}
+
+// SetModel switches the model for the following requests ("default"
+// resets it).
+func (s *Session) SetModel(ctx context.Context, model string) error {
+	_, err := s.control(ctx, "set_model", map[string]any{"model": model})
+	return err
+}
+
+// SetPermissionMode changes the permission mode (default, acceptEdits,
+// plan, bypassPermissions, dontAsk, ...; the CLI decides which it accepts).
+func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
+	_, err := s.control(ctx, "set_permission_mode", map[string]any{"mode": mode})
+	return err
+}
+
+// Control sends any control request (e.g. "mcp_status", "get_settings")
+// and returns the CLI's response payload.
+func (s *Session) Control(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
+	return s.control(ctx, subtype, fields)
+}
+
+// sendInterrupt interrupts the running turn on sous's own behalf (a turn
+// whose caller gave up, a failed permission callback). The answer does not
+// matter: the turn's result says how it ended.
+func (s *Session) sendInterrupt() {
+	ctx, cancel := context.WithTimeout(s.ctx, interruptGrace)
+	defer cancel()
+	s.control(ctx, "interrupt", nil)
+}
+
+// control sends a control request and waits for its response (matched by
+// request_id in controlResponse), the session's end, or ctx.
+func (s *Session) control(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
+	rid := "sous-" + strconv.FormatUint(s.reqSeq.Add(1), 10)
+	req := map[string]any{"subtype": subtype}
+	for k, v := range fields {
+		req[k] = v
+	}
+	ch := make(chan controlResult, 1)
+	s.mu.Lock()
+	if s.dead != nil {
+		err := s.dead
+		s.mu.Unlock()
+		return nil, fmt.Errorf("agent: %s: %w", subtype, err)
+	}
+	s.controls[rid] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.controls, rid)
+		s.mu.Unlock()
+	}()
+	s.enqueue(map[string]any{"type": "control_request", "request_id": rid, "request": req}, outMeta{kind: outControl, requestID: rid})
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("agent: %s: %w", subtype, r.err)
+		}
+		return r.response, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("agent: %s: no answer from the CLI: %w", subtype, ctx.Err())
+	}
+}
+
+// controlResponse hands the CLI's response to the control request waiting
+// for it.
+func (s *Session) controlResponse(raw json.RawMessage) {
+	var r struct {
+		Subtype   string          `json:"subtype"`
+		RequestID string          `json:"request_id"`
+		Response  json.RawMessage `json:"response"`
+		Error     string          `json:"error"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return
+	}
+	s.mu.Lock()
+	ch := s.controls[r.RequestID]
+	delete(s.controls, r.RequestID)
+	s.mu.Unlock()
+	if ch == nil {
+		return // an answer nobody waits for any more
+	}
+	if r.Subtype == "error" {
+		msg := r.Error
+		if msg == "" {
+			msg = "the CLI answered with an error"
+		}
+		ch <- controlResult{err: errors.New(msg)}
+		return
+	}
+	ch <- controlResult{response: r.Response}
+}

@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Transports.
+const (
+	TransportStdio     = "stdio"
+	TransportWebSocket = "websocket"
+)
+
+// Options describe a session. The zero value (plus a Permission callback)
+// starts "claude" on the daemon in the daemon's working directory.
+type Options struct {
+	// Cwd is the CLI's working directory on the daemon's host (default: the
+	// daemon's).
+	Cwd string
+	// Model, PermissionMode, AllowedTools, DisallowedTools and MaxTurns map
+	// to the CLI's --model, --permission-mode, --allowedTools,
+	// --disallowedTools and --max-turns.
+	Model           string
+	PermissionMode  string
+	AllowedTools    []string
+	DisallowedTools []string
+	MaxTurns        int
+	// SystemPrompt replaces the CLI's system prompt; AppendSystemPrompt is
+	// added to its end. Both travel in the initialize control request, so
+	// their size is not bounded by the command line.
+	SystemPrompt       string
+	AppendSystemPrompt string
+	// CLI is the program and leading arguments: {"claude"} (the default),
+	// {"/path/to/claude"} or {"node", "/path/cli.js"}.
+	CLI []string
+	// Env is merged over the daemon host's environment.
+	Env map[string]string
+	// Resume continues a previous session by id; with Fork the CLI starts a
+	// new session id from a copy of it.
+	Resume string
+	Fork   bool
+	// SessionID is the id of a fresh session, a UUID (default: a random
+	// one). Choosing it lets a caller label what it observes before Start
+	// returns.
+	SessionID string
+	// TurnTimeout bounds each turn (0: none). When it passes the turn is
+	// interrupted and Send fails with ErrTurnTimeout.
+	TurnTimeout time.Duration
+	// Transport is TransportStdio (default) or TransportWebSocket.
+	Transport string
+	// LocalHost says the daemon runs on this machine, so a CLI it starts can
+	// reach a WebSocket endpoint on this machine's loopback. An embedded
+	// client is always local. The WebSocket transport refuses anything else.
+	LocalHost bool
+	// Permission answers the CLI's tool permission requests. Several may run
+	// at once (one goroutine each). Its ctx is cancelled when the CLI
+	// withdraws the request or the session ends. Returning an error denies
+	// the request, interrupts the turn, and makes the turn's Send fail with
+	// that error. Nil denies every request.
+	Permission func(ctx context.Context, req Request) (Decision, error)
+	// Observer sees every message in and out and every permission decision,
+	// one call at a time, in order. It must return quickly.
+	Observer func(Event)
+	// ProcessID names the CLI's process on the daemon (default: "claude-"
+	// and a random suffix).
+	ProcessID string
+	// StartTimeout bounds the wait for the CLI to come up and answer
+	// initialize (default 60 s).
+	StartTimeout time.Duration
+	// ExtraArgs are appended to the CLI's command line as they are.
+	ExtraArgs []string
+}
+
+// defaultStartTimeout is StartTimeout's default.
+const defaultStartTimeout = 60 * time.Second
+
+// prepare checks opt and fills in its defaults. local says the daemon runs
+// on this machine (an embedded client). A fresh session gets its id here,
+// so ID is known before the first turn.
+func (opt Options) prepare(local bool) (Options, error) {
+	if opt.Transport == "" {
+		opt.Transport = TransportStdio
+	}
+	if opt.Transport != TransportStdio && opt.Transport != TransportWebSocket {
+		return opt, fmt.Errorf("agent: transport %q: want %q or %q", opt.Transport, TransportStdio, TransportWebSocket)
+	}
+	if opt.Transport == TransportWebSocket && !opt.LocalHost && !local {
+		return opt, errors.New("agent: transport \"websocket\" needs the CLI on this machine (the daemon is remote, so the CLI could not reach sous's loopback endpoint); use transport=\"stdio\"")
+	}
+	if len(opt.CLI) == 0 {
+		opt.CLI = []string{"claude"}
+	}
+	if opt.CLI[0] == "" {
+		return opt, errors.New("agent: cli: empty program name")
+	}
+	if opt.Fork && opt.Resume == "" {
+		return opt, errors.New("agent: fork needs resume (the session id to fork)")
+	}
+	if opt.SessionID != "" {
+		if opt.Resume != "" {
+			return opt, errors.New("agent: a session id is for a fresh session; a resumed one keeps its id and a fork gets a new one from the CLI")
+		}
+		if _, err := uuid.Parse(opt.SessionID); err != nil {
+			return opt, fmt.Errorf("agent: session id %q: the CLI wants a UUID: %w", opt.SessionID, err)
+		}
+	}
+	if opt.MaxTurns < 0 {
+		return opt, fmt.Errorf("agent: max turns %d: want a positive number", opt.MaxTurns)
+	}
+	if opt.Resume == "" && opt.SessionID == "" {
+		opt.SessionID = uuid.NewString()
+	}
+	if opt.ProcessID == "" {
+		opt.ProcessID = "claude-" + uuid.NewString()
+	}
+	if opt.StartTimeout <= 0 {
+		opt.StartTimeout = defaultStartTimeout
+	}
+	return opt, nil
+}
+
+// knownID is the session id before the CLI reports one: the id a fresh
+// session was given, or the resumed one's; "" for a fork, which learns its
+// new id from the CLI's system/init.
+func (opt Options) knownID() string {
+	switch {
+	case opt.Resume == "":
+		return opt.SessionID
+	case !opt.Fork:
+		return opt.Resume
+	}
+	return ""
+}

@@ -1,0 +1,273 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// interruptGrace is how long a timed-out turn may take to stop after the
+// interrupt before the session gives up on the CLI.
+const interruptGrace = 15 * time.Second
+
+// Turn is the outcome of one user message.
+type Turn struct {
+	// Text is the result text ("" when the CLI gives none).
+	Text       string
+	Subtype    string
+	IsError    bool
+	CostUSD    float64
+	NumTurns   int
+	DurationMs int64
+	SessionID  string
+	Usage      map[string]any
+	Denials    []Denial
+	// Messages are every protocol message the CLI sent during the turn, in
+	// order, the result last. keep_alive messages are left out.
+	Messages []json.RawMessage
+}
+
+// Denial is a tool use the CLI reported as denied in the turn's result.
+type Denial struct {
+	Tool      string
+	ToolUseID string
+	Input     map[string]any
+}
+
+// TurnOptions adjust one turn.
+type TurnOptions struct {
+	// Timeout bounds this turn instead of Options.TurnTimeout (0: the
+	// session's). It counts from when the prompt is sent, not from when it
+	// was queued behind an earlier turn.
+	Timeout time.Duration
+}
+
+// Pending is a turn under way.
+type Pending struct {
+	ts   *turnState
+	done chan struct{}
+	turn *Turn
+	err  error
+}
+
+// Done is closed when the turn finished (or failed).
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Result is the turn's outcome once Done is closed.
+func (p *Pending) Result() (*Turn, error) {
+	<-p.done
+	return p.turn, p.err
+}
+
+// Wait blocks until the turn finishes or ctx ends. Ending ctx does not stop
+// the turn; Send does.
+func (p *Pending) Wait(ctx context.Context) (*Turn, error) {
+	select {
+	case <-p.done:
+		return p.turn, p.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("agent: waiting for the turn: %w", ctx.Err())
+	}
+}
+
+func (p *Pending) finish(t *Turn, err error) {
+	p.turn, p.err = t, err
+	close(p.done)
+}
+
+// turnState is a turn as the session tracks it, guarded by Session.mu.
+type turnState struct {
+	prompt  string
+	uuid    string
+	pending *Pending
+	sent    bool
+	msgs    []json.RawMessage
+	errs    []error       // failed incoming request handlers (permission callbacks)
+	limit   time.Duration // this turn's timeout (0: none)
+	timer   *time.Timer
+	timeout bool // the limit passed
+}
+
+// Send sends prompt as a user message and waits for the turn's result. When
+// ctx ends first the turn is interrupted (or dropped if it had not started).
+func (s *Session) Send(ctx context.Context, prompt string) (*Turn, error) {
+	p := s.Start(prompt)
+	select {
+	case <-p.done:
+		return p.turn, p.err
+	case <-ctx.Done():
+	}
+	s.abandon(p.ts)
+	return nil, fmt.Errorf("agent: send: %w", ctx.Err())
+}
+
+// Start sends prompt as a user message without waiting. Turns run one after
+// another: a prompt started while another turn runs is sent when that turn
+// ends, so every result belongs to exactly one prompt.
+func (s *Session) Start(prompt string) *Pending {
+	return s.StartWith(prompt, TurnOptions{})
+}
+
+// StartWith is Start with options for this turn.
+func (s *Session) StartWith(prompt string, o TurnOptions) *Pending {
+	limit := o.Timeout
+	if limit <= 0 {
+		limit = s.opt.TurnTimeout
+	}
+	ts := &turnState{prompt: prompt, uuid: uuid.NewString(), limit: limit}
+	p := &Pending{ts: ts, done: make(chan struct{})}
+	ts.pending = p
+	s.mu.Lock()
+	if s.dead != nil {
+		err := s.dead
+		s.mu.Unlock()
+		p.finish(nil, err)
+		return p
+	}
+	s.turns = append(s.turns, ts)
+	head := len(s.turns) == 1
+	s.mu.Unlock()
+	if head {
+		s.sendTurn(ts)
+	}
+	return p
+}
+
+// sendTurn writes a turn's user message and arms its timeout.
+func (s *Session) sendTurn(ts *turnState) {
+	s.mu.Lock()
+	if ts.sent || s.dead != nil {
+		s.mu.Unlock()
+		return
+	}
+	ts.sent = true
+	sid := s.id
+	if ts.limit > 0 {
+		ts.timer = time.AfterFunc(ts.limit, func() { s.turnTimedOut(ts) })
+	}
+	s.mu.Unlock()
+	s.enqueue(map[string]any{
+		"type":               "user",
+		"message":            map[string]any{"role": "user", "content": ts.prompt},
+		"parent_tool_use_id": nil,
+		"session_id":         sid,
+		"uuid":               ts.uuid,
+	}, outMeta{kind: outUser})
+}
+
+// turnTimedOut interrupts a turn that ran too long. If the CLI does not
+// stop it within interruptGrace, the CLI is considered stuck and the
+// session ends.
+func (s *Session) turnTimedOut(ts *turnState) {
+	s.mu.Lock()
+	if len(s.turns) == 0 || s.turns[0] != ts || s.dead != nil {
+		s.mu.Unlock()
+		return
+	}
+	ts.timeout = true
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(s.ctx, interruptGrace)
+	defer cancel()
+	s.control(ctx, "interrupt", nil)
+	select {
+	case <-ts.pending.done:
+	case <-ctx.Done():
+		s.fail(fmt.Errorf("agent: %w after %s and %w within %s of the interrupt; the session was ended", ErrTurnTimeout, ts.limit, ErrCLIStuck, interruptGrace))
+		go s.Close()
+	}
+}
+
+// abandon gives up on a turn whose caller stopped waiting: a queued turn is
+// dropped, a running one interrupted.
+func (s *Session) abandon(ts *turnState) {
+	s.mu.Lock()
+	for i, t := range s.turns {
+		if t != ts || i == 0 && ts.sent {
+			continue
+		}
+		s.turns = append(s.turns[:i:i], s.turns[i+1:]...)
+		s.mu.Unlock()
+		ts.pending.finish(nil, errors.New("agent: turn abandoned before it started"))
+		return
+	}
+	running := len(s.turns) > 0 && s.turns[0] == ts
+	s.mu.Unlock()
+	if running {
+		go s.sendInterrupt()
+	}
+}
+
+// result ends the running turn.
+func (s *Session) result(line []byte) {
+	var r struct {
+		Subtype      string          `json:"subtype"`
+		IsError      bool            `json:"is_error"`
+		Result       *string         `json:"result"`
+		TotalCostUSD float64         `json:"total_cost_usd"`
+		NumTurns     int             `json:"num_turns"`
+		DurationMs   int64           `json:"duration_ms"`
+		SessionID    string          `json:"session_id"`
+		Usage        map[string]any  `json:"usage"`
+		Errors       json.RawMessage `json:"errors"`
+		Denials      []struct {
+			ToolName  string         `json:"tool_name"`
+			ToolUseID string         `json:"tool_use_id"`
+			ToolInput map[string]any `json:"tool_input"`
+		} `json:"permission_denials"`
+	}
+	if err := json.Unmarshal(line, &r); err != nil {
+		s.fail(fmt.Errorf("agent: malformed result message: %w", err))
+		return
+	}
+	s.mu.Lock()
+	if len(s.turns) == 0 || !s.turns[0].sent {
+		s.mu.Unlock()
+		return // a result for no turn of ours (kept in stray)
+	}
+	ts := s.turns[0]
+	s.turns = s.turns[1:]
+	var next *turnState
+	if len(s.turns) > 0 {
+		next = s.turns[0]
+	}
+	msgs := ts.msgs
+	if len(s.stray) > 0 {
+		msgs = append(s.stray, msgs...)
+		s.stray = nil
+	}
+	errs := ts.errs
+	timedOut := ts.timeout
+	s.mu.Unlock()
+	if ts.timer != nil {
+		ts.timer.Stop()
+	}
+
+	t := &Turn{
+		Subtype: r.Subtype, IsError: r.IsError, CostUSD: r.TotalCostUSD, NumTurns: r.NumTurns,
+		DurationMs: r.DurationMs, SessionID: r.SessionID, Usage: r.Usage, Messages: msgs,
+	}
+	if r.Result != nil {
+		t.Text = *r.Result
+	}
+	if t.Usage == nil {
+		t.Usage = map[string]any{}
+	}
+	for _, d := range r.Denials {
+		t.Denials = append(t.Denials, Denial{Tool: d.ToolName, ToolUseID: d.ToolUseID, Input: d.ToolInput})
+	}
+	var err error
+	switch {
+	case timedOut:
+		err = fmt.Errorf("agent: %w after %s; the turn was interrupted", ErrTurnTimeout, ts.limit)
+	case len(errs) > 0:
+		err = errors.Join(errs...)
+	}
+	ts.pending.finish(t, err)
+	if next != nil {
+		s.sendTurn(next)
+	}
+}
