@@ -10,6 +10,8 @@ import (
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
+
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 // Approvals: a permission request from an agent, or a privileged command,
@@ -56,8 +58,8 @@ type ApprovalRequest struct {
 }
 
 // RuleRequest is the request as rules see it.
-func (r *ApprovalRequest) RuleRequest() RuleRequest {
-	return RuleRequest{Tool: r.Tool, Input: r.Input, Cwd: r.Cwd}
+func (r *ApprovalRequest) RuleRequest() rules.Request {
+	return rules.Request{Tool: r.Tool, Input: r.Input, Cwd: r.Cwd}
 }
 
 // Answer is a decision.
@@ -86,13 +88,13 @@ func Summary(tool string, input map[string]any) string {
 	var s string
 	switch {
 	case input["command"] != nil:
-		if argv, ok := argvCommand(RuleRequest{Input: input}); ok {
+		if argv, ok := rules.Argv(input); ok {
 			s = quoteArgs(argv)
 		} else {
 			s = fmt.Sprint(input["command"])
 		}
-	case len(inputPaths(RuleRequest{Input: input})) > 0:
-		s = strings.Join(inputPaths(RuleRequest{Input: input}), " ")
+	case len(rules.Paths(input)) > 0:
+		s = strings.Join(rules.Paths(input), " ")
 	case input["url"] != nil:
 		s = fmt.Sprint(input["url"])
 	default:
@@ -271,7 +273,7 @@ func (d *Decision) AttrNames() []string { return d.env.Table.attrNames("Decision
 
 // rulesPolicy is the policy permissions() builds.
 type rulesPolicy struct {
-	set              RuleSet
+	set              rules.Set
 	allow, deny, ask []string
 }
 
@@ -297,9 +299,9 @@ func (p *rulesPolicy) CallInternal(_ *starlark.Thread, args starlark.Tuple, kwar
 	}
 	verdict, rule := p.set.Decide(req.req.RuleRequest())
 	switch verdict {
-	case Allowed:
+	case rules.Allowed:
 		return &Decision{allow: true, input: starlark.None, env: req.env}, nil
-	case Denied:
+	case rules.Denied:
 		return &Decision{message: fmt.Sprintf("denied by the rule %q", rule.String()), input: starlark.None, env: req.env}, nil
 	}
 	return starlark.None, nil
@@ -402,7 +404,7 @@ func approveBuiltin(c *Call) (starlark.Value, error) {
 		d.input, d.goInput = dict, goIn.(map[string]any)
 	}
 	if remember != "" {
-		r, err := ParseRule(remember)
+		r, err := rules.Parse(remember)
 		if err != nil {
 			return nil, c.errorf("remember: %v", err)
 		}
@@ -429,13 +431,13 @@ func permissionsBuiltin(c *Call) (starlark.Value, error) {
 		return nil, err
 	}
 	var err error
-	if p.set.Allow, err = ParseRules("allow", p.allow); err != nil {
+	if p.set.Allow, err = rules.ParseList("allow", p.allow); err != nil {
 		return nil, c.errorf("%v", err)
 	}
-	if p.set.Deny, err = ParseRules("deny", p.deny); err != nil {
+	if p.set.Deny, err = rules.ParseList("deny", p.deny); err != nil {
 		return nil, c.errorf("%v", err)
 	}
-	if p.set.Ask, err = ParseRules("ask", p.ask); err != nil {
+	if p.set.Ask, err = rules.ParseList("ask", p.ask); err != nil {
 		return nil, c.errorf("%v", err)
 	}
 	return p, nil

@@ -11,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 // The approver chain without a daemon or an agent: a privileged request
@@ -74,7 +75,7 @@ type flagApprover struct{ asked []string }
 
 func (a *flagApprover) Approve(req *ApprovalRequest) Answer {
 	a.asked = append(a.asked, Summary(req.Tool, req.Input))
-	if argv, _ := argvCommand(req.RuleRequest()); len(argv) > 0 && argv[0] == "ls" {
+	if argv, _ := rules.Argv(req.Input); len(argv) > 0 && argv[0] == "ls" {
 		return Answer{Allow: true, By: ByFlag}
 	}
 	return Answer{Message: DefaultDenyMessage, By: ByDefault}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 // approver is the end of the approver chain, after the recipe's policies:
@@ -19,7 +20,7 @@ import (
 // request at a time, so prompts never overlap.
 type approver struct {
 	ctx    context.Context // the run's: an interrupt ends a prompt
-	rules  builtins.RuleSet
+	rules  rules.Set
 	prompt *prompter // nil when stdin is not a terminal
 }
 
@@ -28,9 +29,9 @@ var _ builtins.Approver = (*approver)(nil)
 // Approve implements builtins.Approver.
 func (a *approver) Approve(req *builtins.ApprovalRequest) builtins.Answer {
 	switch v, rule := a.rules.Decide(req.RuleRequest()); v {
-	case builtins.Allowed:
+	case rules.Allowed:
 		return builtins.Answer{Allow: true, By: builtins.ByFlag}
-	case builtins.Denied:
+	case rules.Denied:
 		return builtins.Answer{Message: fmt.Sprintf("denied by sous run --deny %q", rule.String()), By: builtins.ByFlag}
 	}
 	if a.prompt != nil {

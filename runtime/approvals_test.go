@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 type promptBuffer struct {
@@ -34,16 +35,16 @@ func writeReq(path string) *builtins.ApprovalRequest {
 
 func TestApproverFlagsThenDefault(t *testing.T) {
 	t.Parallel()
-	rules := func(list string, ss ...string) []builtins.Rule {
-		rs, err := builtins.ParseRules(list, ss)
+	parse := func(list string, ss ...string) []rules.Rule {
+		rs, err := rules.ParseList(list, ss)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rs
 	}
-	a := &approver{ctx: context.Background(), rules: builtins.RuleSet{
-		Allow: rules("--allow", "Write(/src/**)", "Bash"),
-		Deny:  rules("--deny", "Bash(rm:*)"),
+	a := &approver{ctx: context.Background(), rules: rules.Set{
+		Allow: parse("--allow", "Write(/src/**)", "Bash"),
+		Deny:  parse("--deny", "Bash(rm:*)"),
 	}}
 	tests := []struct {
 		req  *builtins.ApprovalRequest
