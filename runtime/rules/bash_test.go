@@ -24,6 +24,13 @@ func TestAllowRuleRunsNothingElse(t *testing.T) {
 		`go test 'a[$(touch pw5)]'; go test ${!_}`,
 		`go test 'x[$(touch pw6)]'; go test ${a[_]}`,
 		`go test $'a\'b '; touch pw7; #'`,
+		// A backslash-newline goes before bash reads the line: $\<newline>{ is ${.
+		"go test '$(touch pw8)'; go test $\\\n{_@P}",
+		"go test '$(touch pw8)'; go test \"$\\\n{_@P}\"",
+		"go test 'a[$(touch pw9)]'; go test $\\\n[_]",
+		"go test 'a[$(touch pw9)]'; go test $\\\n(\\\n(_))",
+		"go test 'a[$(touch pw9)]'; go test ${PATH:\\\n_:1}",
+		"go test \\\n; touch pw10",
 	} {
 		run, ok := o.run(t, work, cmd)
 		if !ok {

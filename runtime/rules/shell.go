@@ -51,9 +51,78 @@ const maxNesting = 8
 // words, removing quotes.
 func parseShell(s string) shellParse {
 	var p shellParse
-	l := lexer{s: s, out: &p}
+	l := lexer{s: joinLines(s), out: &p}
 	l.run()
 	return p
+}
+
+// joinLines removes every backslash-newline that bash removes before it
+// reads a line: everywhere but inside single quotes, $'...' and comments.
+// So `$\<newline>{x@P}` is `${x@P}`, as bash runs it.
+func joinLines(s string) string {
+	if !strings.Contains(s, "\\\n") {
+		return s
+	}
+	const (
+		normal = iota
+		single
+		ansiC
+		double
+		comment
+	)
+	b := make([]byte, 0, len(s))
+	state := normal
+	dollars := 0 // unescaped '$' just before, in normal state: $' is ANSI-C after an odd run
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		run := dollars
+		dollars = 0
+		switch state {
+		case normal, double:
+			switch {
+			case c == '\\' && i+1 < len(s) && s[i+1] == '\n':
+				i++
+				dollars = run // the dollar still stands before what follows
+				continue
+			case c == '\\' && i+1 < len(s):
+				b = append(b, c, s[i+1])
+				i++
+				continue
+			case c == '"' && state == normal:
+				state = double
+			case c == '"':
+				state = normal
+			case state == double:
+			case c == '$':
+				dollars = run + 1
+			case c == '\'' && run%2 == 1:
+				state = ansiC
+			case c == '\'':
+				state = single
+			case c == '#' && (len(b) == 0 || isMeta(b[len(b)-1])):
+				state = comment
+			}
+		case single:
+			if c == '\'' {
+				state = normal
+			}
+		case ansiC:
+			if c == '\\' && i+1 < len(s) {
+				b = append(b, c, s[i+1])
+				i++
+				continue
+			}
+			if c == '\'' {
+				state = normal
+			}
+		case comment:
+			if c == '\n' {
+				state = normal
+			}
+		}
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 // lexer reads one command list (the line, or the inside of a
