@@ -127,7 +127,8 @@ func scriptOf(words []string) (string, bool) {
 	if !shells[name] {
 		return "", false
 	}
-	for i := 1; i+1 < len(words); i++ {
+	// The options come first: a script is never far.
+	for i := 1; i+1 < len(words) && i <= 16; i++ {
 		w := words[i]
 		if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.ContainsRune(w, 'c') {
 			return words[i+1], true
