@@ -10,6 +10,8 @@ import (
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
+
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 // Approvals: a permission request from an agent, or a privileged command,
@@ -53,11 +55,15 @@ type ApprovalRequest struct {
 	// Cwd is the session's working directory, for rules on relative paths
 	// ("" when the session did not set one).
 	Cwd string
+	// Local says the session's files are on this machine (its host is the
+	// embedded daemon or a Unix socket), so rules resolve symlinks in its
+	// paths (see rules.Request.Local).
+	Local bool
 }
 
 // RuleRequest is the request as rules see it.
-func (r *ApprovalRequest) RuleRequest() RuleRequest {
-	return RuleRequest{Tool: r.Tool, Input: r.Input, Cwd: r.Cwd}
+func (r *ApprovalRequest) RuleRequest() rules.Request {
+	return rules.Request{Tool: r.Tool, Input: r.Input, Cwd: r.Cwd, Local: r.Local}
 }
 
 // Answer is a decision.
@@ -86,13 +92,13 @@ func Summary(tool string, input map[string]any) string {
 	var s string
 	switch {
 	case input["command"] != nil:
-		if argv, ok := argvCommand(RuleRequest{Input: input}); ok {
+		if argv, ok := rules.Argv(input); ok {
 			s = quoteArgs(argv)
 		} else {
 			s = fmt.Sprint(input["command"])
 		}
-	case len(inputPaths(RuleRequest{Input: input})) > 0:
-		s = strings.Join(inputPaths(RuleRequest{Input: input}), " ")
+	case len(rules.Paths(input)) > 0:
+		s = strings.Join(rules.Paths(input), " ")
 	case input["url"] != nil:
 		s = fmt.Sprint(input["url"])
 	default:
@@ -271,7 +277,7 @@ func (d *Decision) AttrNames() []string { return d.env.Table.attrNames("Decision
 
 // rulesPolicy is the policy permissions() builds.
 type rulesPolicy struct {
-	set              RuleSet
+	set              rules.Set
 	allow, deny, ask []string
 }
 
@@ -297,10 +303,14 @@ func (p *rulesPolicy) CallInternal(_ *starlark.Thread, args starlark.Tuple, kwar
 	}
 	verdict, rule := p.set.Decide(req.req.RuleRequest())
 	switch verdict {
-	case Allowed:
+	case rules.Allowed:
 		return &Decision{allow: true, input: starlark.None, env: req.env}, nil
-	case Denied:
-		return &Decision{message: fmt.Sprintf("denied by the rule %q", rule.String()), input: starlark.None, env: req.env}, nil
+	case rules.Denied:
+		msg := fmt.Sprintf("denied by the rule %q", rule.String())
+		if rule == rules.GitDefault {
+			msg = "denied: permissions() denies writes inside .git by default (allow them with a rule that names .git)"
+		}
+		return &Decision{message: msg, input: starlark.None, env: req.env}, nil
 	}
 	return starlark.None, nil
 }
@@ -328,11 +338,16 @@ func approvalEntries() []Entry {
 			Doc: "A policy from rules in Claude Code syntax: \"Read\" (any use of the tool), \"Bash(go test:*)\" " +
 				"(a command whose words start with `go test`), \"Bash(make)\" (exactly that command), " +
 				"\"Write(/abs/prefix/**)\" (a glob on file_path, path or notebook_path; ** spans directories; " +
-				"relative paths are from the session's cwd), \"WebFetch(domain:go.dev)\", \"mcp__server\". " +
-				"Tool names are matched exactly (Edit rules do not cover Write). " +
-				"A deny rule that matches the request, or any part of a compound shell command, denies it; " +
-				"then an ask rule returns None (the next approver decides); then allow rules approve a command only " +
-				"when every part is allowed and it has no command substitution, subshell or redirection to a file; " +
+				"relative paths are from the session's cwd; on a local host symlinks are resolved first), " +
+				"\"WebFetch(domain:go.dev)\" (the host or a subdomain; a url whose host is unclear matches deny rules " +
+				"only), \"mcp__server\". An Edit rule covers every file-editing tool (Write, MultiEdit, NotebookEdit); " +
+				"other tool names match exactly. " +
+				"A deny rule that matches the request, or any part of a compound shell command, denies it, also " +
+				"through wrappers (sudo, env, nice, timeout, xargs, FOO=1, /bin/rm, sh -c ...); " +
+				"then an ask rule returns None (the next approver decides); writes inside .git (or to a file named .git) " +
+				"are denied unless an allow rule that names .git covers them; then allow rules approve a command only " +
+				"when every part is allowed word for word and bash would run nothing else: no substitution, " +
+				"arithmetic, ${...} beyond a plain name, assignment, keyword, subshell or redirection to a file; " +
 				"no match returns None.",
 			Fn: permissionsBuiltin},
 		{Name: "approvals", Sig: "approvals(policy)",
@@ -402,7 +417,7 @@ func approveBuiltin(c *Call) (starlark.Value, error) {
 		d.input, d.goInput = dict, goIn.(map[string]any)
 	}
 	if remember != "" {
-		r, err := ParseRule(remember)
+		r, err := rules.Parse(remember)
 		if err != nil {
 			return nil, c.errorf("remember: %v", err)
 		}
@@ -424,18 +439,18 @@ func denyBuiltin(c *Call) (starlark.Value, error) {
 }
 
 func permissionsBuiltin(c *Call) (starlark.Value, error) {
-	p := &rulesPolicy{}
+	p := &rulesPolicy{set: rules.Set{DenyGitWrites: true}}
 	if err := bind(c, 3, opt("allow", strList(&p.allow)), opt("deny", strList(&p.deny)), opt("ask", strList(&p.ask))); err != nil {
 		return nil, err
 	}
 	var err error
-	if p.set.Allow, err = ParseRules("allow", p.allow); err != nil {
+	if p.set.Allow, err = rules.ParseList("allow", p.allow); err != nil {
 		return nil, c.errorf("%v", err)
 	}
-	if p.set.Deny, err = ParseRules("deny", p.deny); err != nil {
+	if p.set.Deny, err = rules.ParseList("deny", p.deny); err != nil {
 		return nil, c.errorf("%v", err)
 	}
-	if p.set.Ask, err = ParseRules("ask", p.ask); err != nil {
+	if p.set.Ask, err = rules.ParseList("ask", p.ask); err != nil {
 		return nil, c.errorf("%v", err)
 	}
 	return p, nil

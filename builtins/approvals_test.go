@@ -11,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 // The approver chain without a daemon or an agent: a privileged request
@@ -74,7 +75,7 @@ type flagApprover struct{ asked []string }
 
 func (a *flagApprover) Approve(req *ApprovalRequest) Answer {
 	a.asked = append(a.asked, Summary(req.Tool, req.Input))
-	if argv, _ := argvCommand(req.RuleRequest()); len(argv) > 0 && argv[0] == "ls" {
+	if argv, _ := rules.Argv(req.Input); len(argv) > 0 && argv[0] == "ls" {
 		return Answer{Allow: true, By: ByFlag}
 	}
 	return Answer{Message: DefaultDenyMessage, By: ByDefault}
@@ -197,5 +198,22 @@ func TestJSONValuesRoundTrip(t *testing.T) {
 	b, _ := json.Marshal(back)
 	if string(b) != `{"b":true,"f":1.5,"i":3,"l":["a",2],"m":{"k":"v"},"n":null,"num":12345678901234567890,"s":"x"}` {
 		t.Errorf("fromStarlark = %s", b)
+	}
+}
+
+// TestHostLocal: rules resolve symlinks only for hosts whose files are
+// this machine's: the embedded daemon and Unix sockets.
+func TestHostLocal(t *testing.T) {
+	t.Parallel()
+	for target, want := range map[string]bool{
+		"embedded": true, "": true, "unix:///run/sous.sock": true,
+		"ssh://build@host": false, "ws://127.0.0.1:8003": false, "wss://host/x": false, "bogus": false,
+	} {
+		if got := (&Host{target: target}).local(); got != want {
+			t.Errorf("Host %q local = %v, want %v", target, got, want)
+		}
+	}
+	if (*Host)(nil).local() {
+		t.Error("a nil host is local")
 	}
 }

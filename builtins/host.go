@@ -34,6 +34,17 @@ func (h *Host) Attr(name string) (starlark.Value, error) {
 
 func (h *Host) AttrNames() []string { return h.env.Table.HostNames() }
 
+// local reports a host whose files are this machine's: the embedded
+// daemon, or a daemon behind a Unix socket (a socket file is reachable
+// only on this machine). ssh and ws hosts may be anywhere.
+func (h *Host) local() bool {
+	if h == nil {
+		return false
+	}
+	kind, _, err := client.Kind(h.target)
+	return err == nil && (kind == "embedded" || kind == "unix")
+}
+
 // client connects to the host if need be (the default host connects on
 // first use).
 func (h *Host) client(c *Call) (*client.Client, error) {

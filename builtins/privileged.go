@@ -9,6 +9,8 @@ package builtins
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 // authorize asks the approvers about a privileged command. It returns a
@@ -30,7 +32,7 @@ func (o *runOptions) authorize(c *Call, argv []string) ([]string, *Result, error
 		}
 		// RECIPES.md: approve(input=...) replaces the tool input, here
 		// {"command": [...], "reason": ...}.
-		repl, ok := argvCommand(RuleRequest{Input: ans.Input})
+		repl, ok := rules.Argv(ans.Input)
 		if !ok || len(repl) == 0 || repl[0] == "" {
 			return nil, nil, c.errorf("the approver's input: command: want a non-empty list of strings, got %s", describeInput(ans.Input["command"]))
 		}

@@ -388,7 +388,7 @@ type decided struct {
 func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decision, error) {
 	req := &ApprovalRequest{
 		Kind: KindTool, Tool: r.Tool, Input: exactInput(r), ToolUseID: r.ToolUseID,
-		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd.Load().(string),
+		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd.Load().(string), Local: s.host.local(),
 	}
 	done := make(chan decided, 1)
 	s.asked.post(r.Seq, func() {

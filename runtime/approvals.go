@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 // approver is the end of the approver chain, after the recipe's policies:
@@ -19,7 +22,7 @@ import (
 // request at a time, so prompts never overlap.
 type approver struct {
 	ctx    context.Context // the run's: an interrupt ends a prompt
-	rules  builtins.RuleSet
+	rules  rules.Set
 	prompt *prompter // nil when stdin is not a terminal
 }
 
@@ -28,9 +31,9 @@ var _ builtins.Approver = (*approver)(nil)
 // Approve implements builtins.Approver.
 func (a *approver) Approve(req *builtins.ApprovalRequest) builtins.Answer {
 	switch v, rule := a.rules.Decide(req.RuleRequest()); v {
-	case builtins.Allowed:
+	case rules.Allowed:
 		return builtins.Answer{Allow: true, By: builtins.ByFlag}
-	case builtins.Denied:
+	case rules.Denied:
 		return builtins.Answer{Message: fmt.Sprintf("denied by sous run --deny %q", rule.String()), By: builtins.ByFlag}
 	}
 	if a.prompt != nil {
@@ -46,29 +49,39 @@ type prompter struct {
 
 	once  sync.Once
 	lines chan string // answers; closed at end of input
-	// always holds the tools answered "always" (recipe thread only).
-	always map[string]bool
+	// always holds the rules added by "always" answers (recipe thread
+	// only): what they allow is allowed without asking.
+	always rules.Set
 }
 
 func newPrompter(out interface{ Prompt(string) }, in io.Reader) *prompter {
-	return &prompter{out: out, in: in, always: make(map[string]bool)}
+	return &prompter{out: out, in: in}
 }
 
 // maxPromptTries is how many unreadable answers deny the request.
 const maxPromptTries = 3
 
-// ask shows the request and reads y, n or always. "always" approves every
-// later request for the same tool in this run, from any session. An
-// interrupt or the end of input denies.
+// ask shows the request and reads y, n or always. "always" adds the
+// narrowest rule that allows the request (rules.Suggest: Bash(go test:*)
+// for `go test ./...`, the file's directory, the url's domain) to the run's
+// rules, and the question names it; a request no such rule can describe
+// (a Bash line that is not one simple command) is not offered "always".
+// An interrupt or the end of input denies.
 func (p *prompter) ask(ctx context.Context, req *builtins.ApprovalRequest) builtins.Answer {
 	deny := func(msg string) builtins.Answer { return builtins.Answer{Message: msg, By: builtins.ByPrompt} }
-	if p.always[req.Tool] {
-		return builtins.Answer{Allow: true, By: builtins.ByPrompt}
+	allow := builtins.Answer{Allow: true, By: builtins.ByPrompt}
+	if v, _ := p.always.Decide(req.RuleRequest()); v == rules.Allowed {
+		return allow
 	}
 	p.once.Do(p.startReading)
 	p.out.Prompt(describeRequest(req))
+	question := "allow? [y]es, [n]o: "
+	always, canAlways := rules.Suggest(req.RuleRequest())
+	if canAlways {
+		question = fmt.Sprintf("allow? [y]es, [n]o, [a]lways allow %s for this run: ", oneLine(always.String(), 200))
+	}
 	for range maxPromptTries {
-		p.out.Prompt(fmt.Sprintf("allow? [y]es, [n]o, [a]lways allow %s for this run: ", req.Tool))
+		p.out.Prompt(question)
 		var line string
 		var ok bool
 		select {
@@ -83,10 +96,12 @@ func (p *prompter) ask(ctx context.Context, req *builtins.ApprovalRequest) built
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
-			return builtins.Answer{Allow: true, By: builtins.ByPrompt}
+			return allow
 		case "a", "always":
-			p.always[req.Tool] = true
-			return builtins.Answer{Allow: true, By: builtins.ByPrompt}
+			if canAlways {
+				p.always.Allow = append(p.always.Allow, always)
+				return allow
+			}
 		case "n", "no":
 			return deny("denied at the prompt by the person running the recipe")
 		}
@@ -110,7 +125,10 @@ func (p *prompter) startReading() {
 }
 
 // describeRequest is the prompt's account of a request: who asks, for
-// which tool, and its input one field per line (long values cut).
+// which tool, what the CLI says it does (unless that only repeats the
+// input, as the CLI's description of a Bash command does), and its input
+// one field per line. Everything that comes from the request is shown on
+// one line with control characters escaped, long values cut.
 func describeRequest(req *builtins.ApprovalRequest) string {
 	var b strings.Builder
 	switch req.Kind {
@@ -119,11 +137,11 @@ func describeRequest(req *builtins.ApprovalRequest) string {
 	default:
 		who := "an agent"
 		if req.SessionID != "" {
-			who = "the agent of session " + req.SessionID
+			who = "the agent of session " + oneLine(req.SessionID, 80)
 		}
-		fmt.Fprintf(&b, "\nsous: %s asks to use %s\n", who, req.Tool)
+		fmt.Fprintf(&b, "\nsous: %s asks to use %s\n", who, oneLine(req.Tool, 80))
 	}
-	if req.Description != "" {
+	if req.Description != "" && !repeatsInput(req.Description, req.Input) {
 		fmt.Fprintf(&b, "  %s\n", oneLine(req.Description, 200))
 	}
 	keys := make([]string, 0, len(req.Input))
@@ -132,27 +150,44 @@ func describeRequest(req *builtins.ApprovalRequest) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := req.Input[k]
-		var s string
-		if str, ok := v.(string); ok {
-			s = str
-		} else {
-			bs, _ := json.Marshal(v)
-			s = string(bs)
-		}
-		fmt.Fprintf(&b, "  %s: %s\n", k, oneLine(s, 200))
+		fmt.Fprintf(&b, "  %s: %s\n", oneLine(k, 80), oneLine(inputText(req.Input[k]), 200))
 	}
 	return b.String()
 }
 
-// oneLine shows s on one line: newlines escaped, cut after max runes with a
-// note of how much was left out.
-func oneLine(s string, max int) string {
-	r := []rune(s)
-	cut := ""
-	if len(r) > max {
-		cut = fmt.Sprintf("… (%d more characters)", len(r)-max)
-		r = r[:max]
+// inputText is an input value as text: a string as it is, else its JSON.
+func inputText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
 	}
-	return strings.ReplaceAll(string(r), "\n", `\n`) + cut
+	bs, _ := json.Marshal(v)
+	return string(bs)
+}
+
+// repeatsInput reports a description that says nothing the input does not:
+// one of its values (the CLI describes a Bash command by the command, cut
+// with "…", or by the input's own description), or a path's base name.
+func repeatsInput(desc string, input map[string]any) bool {
+	cut, truncated := strings.CutSuffix(desc, "…")
+	for _, v := range input {
+		s := inputText(v)
+		if s == desc || truncated && strings.HasPrefix(s, cut) || path.Base(s) == desc {
+			return true
+		}
+	}
+	return false
+}
+
+// oneLine shows s on one line with control characters escaped (visible),
+// cut after max characters with a note of how much was left out.
+func oneLine(s string, max int) string {
+	i := 0
+	for n := 0; i < len(s) && n < max; n++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	if i == len(s) {
+		return visible(s)
+	}
+	return visible(s[:i]) + fmt.Sprintf("… (%d more characters)", utf8.RuneCountInString(s[i:]))
 }

@@ -274,7 +274,9 @@ func (o *output) Approval(a builtins.ApprovalInfo) {
 		}
 		line += " [session " + short + "]"
 	}
-	o.Error(line)
+	// The summary and the message come from the request: escaped, they
+	// cannot redraw the terminal's lines.
+	o.Error(visible(line))
 }
 
 // Prompt writes text to stderr as it is (no newline added): a question

@@ -12,6 +12,7 @@ import (
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/envlist"
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 // Options configure one run of a recipe.
@@ -37,7 +38,7 @@ type Options struct {
 	Lines builtins.LinesLimits
 	// Approvals are the command line's --allow and --deny rules, asked after
 	// the recipe's policies.
-	Approvals builtins.RuleSet
+	Approvals rules.Set
 	// Prompt, when set, is the terminal to read answers from when no rule
 	// decided a permission request (the question goes to Stderr). Nil: such
 	// requests are denied.

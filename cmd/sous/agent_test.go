@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
 	"github.com/seed5ad92d46/sous/internal/modelapi"
@@ -344,6 +345,58 @@ print("denials:", [d.input["file_path"].endswith("/secrets/key") for d in t.deni
 	}
 	if got := w.readFile(filepath.Join(wd(), "notes.txt")); got != "fine\n" {
 		t.Errorf("notes.txt = %q", got)
+	}
+}
+
+// TestAgentPermissionsResolveSymlinksAndGuardGit: on the embedded
+// (local) host, permissions() matches the path a write really lands on: a
+// symlink committed in the tree (docs -> a directory outside) does not let
+// the allowed Write(wt/**) out, and a write into .git, which would run
+// code at the recipe's next git command, is denied by default.
+func TestAgentPermissionsResolveSymlinksAndGuardGit(t *testing.T) {
+	t.Parallel()
+	var w *agentWorld
+	wt := func() string { return filepath.Join(w.dir, "wt") }
+	outside := func() string { return filepath.Join(w.dir, "outside") }
+	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+		write := func(id, path string) modelapi.Reply {
+			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: id, Name: "Write",
+				Input: map[string]any{"file_path": path, "content": "from the agent\n"}}}}
+		}
+		switch n {
+		case 0:
+			return write("toolu_link", filepath.Join(wt(), "docs", "escaped.txt"))
+		case 1:
+			return write("toolu_git", filepath.Join(wt(), ".git", "config"))
+		case 2:
+			return write("toolu_ok", filepath.Join(wt(), "ok.txt"))
+		}
+		return modelapi.Text("done")
+	}})
+	for _, d := range []string{filepath.Join(wt(), ".git"), outside()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside(), filepath.Join(wt(), "docs")); err != nil {
+		t.Fatal(err)
+	}
+	o := w.run(`
+approvals(permissions(allow = ["Write(" + args["dir"] + "/wt/**)"]))
+t = sdk.send("go", cwd = args["dir"] + "/wt", cli = json.decode(args["cli"]))
+print("denials:", len(t.denials), t.text)
+`)
+	o.expect(t, 0, "denials: 2 done",
+		"approval: deny Write "+filepath.Join(wt(), "docs", "escaped.txt")+" (by default: "+builtins.DefaultDenyMessage+")",
+		"approval: deny Write "+filepath.Join(wt(), ".git", "config")+" (by recipe: denied: permissions() denies writes inside .git by default",
+		"approval: allow Write "+filepath.Join(wt(), "ok.txt")+" (by recipe)")
+	for _, p := range []string{filepath.Join(outside(), "escaped.txt"), filepath.Join(wt(), ".git", "config")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("the denied write to %s went through", p)
+		}
+	}
+	if got := w.readFile(filepath.Join(wt(), "ok.txt")); got != "from the agent\n" {
+		t.Errorf("ok.txt = %q", got)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/runtime"
+	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 func init() { commandGroups = append(commandGroups, newRunCmd) }
@@ -96,11 +97,11 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 		}
 		return refuse(usageErrorf("--token-file: %v", err))
 	}
-	var rules builtins.RuleSet
-	if rules.Allow, err = builtins.ParseRules("--allow", opts.allow); err != nil {
+	var approvals rules.Set
+	if approvals.Allow, err = rules.ParseList("--allow", opts.allow); err != nil {
 		return refuse(usageErrorf("%v", err))
 	}
-	if rules.Deny, err = builtins.ParseRules("--deny", opts.deny); err != nil {
+	if approvals.Deny, err = rules.ParseList("--deny", opts.deny); err != nil {
 		return refuse(usageErrorf("%v", err))
 	}
 	var prompt io.Reader
@@ -112,7 +113,7 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 	ropt.Cleanup = cleanup
 	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
 	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
-	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, streams.Env, builtins.DefaultTable(), rules, prompt
+	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, streams.Env, builtins.DefaultTable(), approvals, prompt
 	err = runtime.Run(ctx, ropt)
 	var ee *runtime.ExitError
 	if errors.As(err, &ee) {

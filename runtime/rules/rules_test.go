@@ -1,21 +1,20 @@
-package builtins
+package rules
 
 import (
-	"path"
 	"strings"
 	"testing"
 )
 
 func mustRules(t testing.TB, list string, ss ...string) []Rule {
 	t.Helper()
-	rs, err := ParseRules(list, ss)
+	rs, err := ParseList(list, ss)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rs
 }
 
-func TestParseRule(t *testing.T) {
+func TestParse(t *testing.T) {
 	t.Parallel()
 	good := []struct {
 		in   string
@@ -28,9 +27,9 @@ func TestParseRule(t *testing.T) {
 		{"mcp__github__create_issue", Rule{Tool: "mcp__github__create_issue"}},
 	}
 	for _, tt := range good {
-		got, err := ParseRule(tt.in)
+		got, err := Parse(tt.in)
 		if err != nil || got != tt.want {
-			t.Errorf("ParseRule(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
 	}
 	bad := []struct{ in, want string }{
@@ -42,26 +41,26 @@ func TestParseRule(t *testing.T) {
 		{"Bash)", `rule "Bash)": tool name "Bash)": want letters, digits, '_', '-' or '.'`},
 	}
 	for _, tt := range bad {
-		if _, err := ParseRule(tt.in); err == nil || err.Error() != tt.want {
-			t.Errorf("ParseRule(%q) error = %v, want %s", tt.in, err, tt.want)
+		if _, err := Parse(tt.in); err == nil || err.Error() != tt.want {
+			t.Errorf("Parse(%q) error = %v, want %s", tt.in, err, tt.want)
 		}
 	}
-	if _, err := ParseRules("allow", []string{"Read", "Bash("}); err == nil || !strings.HasPrefix(err.Error(), "allow[1]: rule \"Bash(\"") {
+	if _, err := ParseList("allow", []string{"Read", "Bash("}); err == nil || !strings.HasPrefix(err.Error(), "allow[1]: rule \"Bash(\"") {
 		t.Errorf("ParseRules error = %v, want one naming allow[1]", err)
 	}
 }
 
-func bash(cmd string) RuleRequest {
-	return RuleRequest{Tool: "Bash", Input: map[string]any{"command": cmd}}
+func bash(cmd string) Request {
+	return Request{Tool: "Bash", Input: map[string]any{"command": cmd}}
 }
 
-func file(tool, p string) RuleRequest {
-	return RuleRequest{Tool: tool, Input: map[string]any{"file_path": p}, Cwd: "/wt"}
+func file(tool, p string) Request {
+	return Request{Tool: tool, Input: map[string]any{"file_path": p}, Cwd: "/wt"}
 }
 
-func TestRuleSetDecide(t *testing.T) {
+func TestSetDecide(t *testing.T) {
 	t.Parallel()
-	set := RuleSet{
+	set := Set{
 		Allow: mustRules(t, "allow", "Read", "Bash(go test:*)", "Bash(go vet:*)", "Bash(make)", "Write(/wt/**)",
 			"Edit(src/*.go)", "WebFetch(domain:go.dev)", "mcp__docs", "Sudo(apt-get install:*)", "Grep(/wt/**)"),
 		Deny: mustRules(t, "deny", "Bash(rm:*)", "Write(/wt/.git/**)", "Sudo(apt-get install evil)"),
@@ -69,11 +68,11 @@ func TestRuleSetDecide(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		req  RuleRequest
+		req  Request
 		want Verdict
 	}{
-		{"tool-wide allow", RuleRequest{Tool: "Read", Input: map[string]any{"file_path": "/etc/passwd"}}, Allowed},
-		{"unknown tool", RuleRequest{Tool: "Task", Input: map[string]any{}}, NoMatch},
+		{"tool-wide allow", Request{Tool: "Read", Input: map[string]any{"file_path": "/etc/passwd"}}, Allowed},
+		{"unknown tool", Request{Tool: "Task", Input: map[string]any{}}, NoMatch},
 		{"prefix", bash("go test ./..."), Allowed},
 		{"prefix alone", bash("go test"), Allowed},
 		{"prefix is whole words", bash("go testify"), NoMatch},
@@ -130,18 +129,18 @@ func TestRuleSetDecide(t *testing.T) {
 		{"relative pattern", file("Edit", "/wt/src/a.go"), Allowed},
 		{"star stays in one directory", file("Edit", "/wt/src/pkg/a.go"), NoMatch},
 		{"star extension", file("Edit", "/wt/src/a.txt"), NoMatch},
-		{"path key", RuleRequest{Tool: "Grep", Input: map[string]any{"pattern": "x", "path": "/wt/pkg"}}, Allowed},
-		{"no path for a path rule", RuleRequest{Tool: "Grep", Input: map[string]any{"pattern": "x"}}, NoMatch},
-		{"domain", RuleRequest{Tool: "WebFetch", Input: map[string]any{"url": "https://go.dev/doc"}}, Allowed},
-		{"subdomain", RuleRequest{Tool: "WebFetch", Input: map[string]any{"url": "https://pkg.go.dev/x"}}, Allowed},
-		{"other domain", RuleRequest{Tool: "WebFetch", Input: map[string]any{"url": "https://go.dev.evil.io/"}}, NoMatch},
-		{"mcp server", RuleRequest{Tool: "mcp__docs__search", Input: map[string]any{}}, Allowed},
-		{"mcp other server", RuleRequest{Tool: "mcp__docsx__search", Input: map[string]any{}}, NoMatch},
-		{"argv prefix", RuleRequest{Tool: "Sudo", Input: map[string]any{"command": []any{"apt-get", "install", "jq"}}}, Allowed},
-		{"argv is not split", RuleRequest{Tool: "Sudo", Input: map[string]any{"command": []any{"apt-get", "install", "jq;", "rm"}}}, Allowed},
-		{"argv deny", RuleRequest{Tool: "Sudo", Input: map[string]any{"command": []string{"apt-get", "install", "evil"}}}, Denied},
-		{"argv other", RuleRequest{Tool: "Sudo", Input: map[string]any{"command": []any{"reboot"}}}, NoMatch},
-		{"argv with a non-string", RuleRequest{Tool: "Sudo", Input: map[string]any{"command": []any{"apt-get", 1.0}}}, NoMatch},
+		{"path key", Request{Tool: "Grep", Input: map[string]any{"pattern": "x", "path": "/wt/pkg"}}, Allowed},
+		{"no path for a path rule", Request{Tool: "Grep", Input: map[string]any{"pattern": "x"}}, NoMatch},
+		{"domain", Request{Tool: "WebFetch", Input: map[string]any{"url": "https://go.dev/doc"}}, Allowed},
+		{"subdomain", Request{Tool: "WebFetch", Input: map[string]any{"url": "https://pkg.go.dev/x"}}, Allowed},
+		{"other domain", Request{Tool: "WebFetch", Input: map[string]any{"url": "https://go.dev.evil.io/"}}, NoMatch},
+		{"mcp server", Request{Tool: "mcp__docs__search", Input: map[string]any{}}, Allowed},
+		{"mcp other server", Request{Tool: "mcp__docsx__search", Input: map[string]any{}}, NoMatch},
+		{"argv prefix", Request{Tool: "Sudo", Input: map[string]any{"command": []any{"apt-get", "install", "jq"}}}, Allowed},
+		{"argv is not split", Request{Tool: "Sudo", Input: map[string]any{"command": []any{"apt-get", "install", "jq;", "rm"}}}, Allowed},
+		{"argv deny", Request{Tool: "Sudo", Input: map[string]any{"command": []string{"apt-get", "install", "evil"}}}, Denied},
+		{"argv other", Request{Tool: "Sudo", Input: map[string]any{"command": []any{"reboot"}}}, NoMatch},
+		{"argv with a non-string", Request{Tool: "Sudo", Input: map[string]any{"command": []any{"apt-get", 1.0}}}, NoMatch},
 	}
 	for _, tt := range tests {
 		if got, _ := set.Decide(tt.req); got != tt.want {
@@ -151,56 +150,10 @@ func TestRuleSetDecide(t *testing.T) {
 	if v, r := set.Decide(bash("rm -rf /")); v != Denied || r.String() != "Bash(rm:*)" {
 		t.Errorf("the deciding rule is %s (%s), want Bash(rm:*)", r, v)
 	}
-	if v, _ := (RuleSet{}).Decide(bash("ls")); v != NoMatch {
+	if v, _ := (Set{}).Decide(bash("ls")); v != NoMatch {
 		t.Errorf("an empty set decided %s", v)
 	}
-	if v, _ := (RuleSet{Allow: mustRules(t, "allow", "Bash(:*)")}).Decide(bash("anything at all")); v != Allowed {
+	if v, _ := (Set{Allow: mustRules(t, "allow", "Bash(:*)")}).Decide(bash("anything at all")); v != Allowed {
 		t.Errorf("Bash(:*) does not allow a command: %s", v)
 	}
-}
-
-// FuzzRuleDecide checks the properties that make rules safe to rely on,
-// for any command and any path:
-//   - deny wins: a rule both allowed and denied never allows;
-//   - a path glob never allows a path outside its tree, whatever the dots;
-//   - an allowed prefix never lets a second command through a separator
-//     unless the input hides it in quotes, escapes or a comment.
-func FuzzRuleDecide(f *testing.F) {
-	for _, s := range []string{"./...", "-run X", "'a b'", `"$(id)"`, "a#b", "\\", "x\ny", "../..", "a/**/b", "`id`", "2>&1", "&>", "{ x; }"} {
-		f.Add(s, s)
-	}
-	both := RuleSet{Allow: mustRules(f, "allow", "Bash(go test:*)", "Write(/wt/**)"), Deny: mustRules(f, "deny", "Bash(go test:*)", "Write(/wt/**)")}
-	allow := RuleSet{Allow: mustRules(f, "allow", "Bash(go test:*)", "Write(/wt/**)", "Read")}
-	f.Fuzz(func(t *testing.T, cmd, p string) {
-		for _, c := range []string{cmd, "go test " + cmd} {
-			if v, _ := both.Decide(bash(c)); v == Allowed {
-				t.Errorf("deny lost to allow for %q", c)
-			}
-		}
-		if v, _ := both.Decide(file("Write", p)); v == Allowed {
-			t.Errorf("deny lost to allow for path %q", p)
-		}
-		if v, _ := allow.Decide(RuleRequest{Tool: "Write", Input: map[string]any{"file_path": p}, Cwd: "/wt"}); v == Allowed {
-			abs := p
-			if !strings.HasPrefix(abs, "/") {
-				abs = "/wt/" + abs
-			}
-			if c := path.Clean(abs); c != "/wt" && !strings.HasPrefix(c, "/wt/") {
-				t.Errorf("Write(/wt/**) allowed %q (%s)", p, c)
-			}
-		}
-		if !strings.ContainsAny(cmd, "'\"\\#`") {
-			for _, sep := range []string{"; ", " && ", " || ", " | ", "\n", " & ", " |& "} {
-				c := "go test " + cmd + sep + "rm -rf /"
-				if v, _ := allow.Decide(bash(c)); v == Allowed {
-					t.Errorf("Bash(go test:*) allowed %q", c)
-				}
-			}
-		}
-		if r, err := ParseRule(cmd); err == nil {
-			if again, err := ParseRule(r.String()); err != nil || again != r {
-				t.Errorf("ParseRule(%q) = %+v, but its String %q parses to %+v, %v", cmd, r, r.String(), again, err)
-			}
-		}
-	})
 }
