@@ -28,6 +28,8 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/gitops"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // Config configures a Server.
@@ -64,7 +66,8 @@ type Config struct {
 	// Dir is the daemon's working directory: the default cwd of children and
 	// the default repo of git worktree ops (default: the process's cwd).
 	Dir string
-	// Env is the environment children inherit (default os.Environ()).
+	// Env is the environment children inherit (default os.Environ()),
+	// less wire.CredentialEnv: a spawn that wants those passes them in env.
 	Env []string
 	// Logger receives structured logs; never tokens or output.
 	Logger *slog.Logger
@@ -171,9 +174,13 @@ func New(cfg Config) (*Server, error) {
 		}
 		logOpt.SpillDir = spill
 	}
+	childEnv := cfg.Env
+	if childEnv == nil {
+		childEnv = os.Environ()
+	}
 	s.reg = proc.NewRegistry(proc.Options{
 		Log:    logOpt,
-		Env:    cfg.Env,
+		Env:    envlist.Without(childEnv, wire.CredentialEnv...),
 		Dir:    cfg.Dir,
 		Logger: cfg.Logger,
 		OnExit: func(*proc.Process) { s.stats.Exits.Add(1) },

@@ -106,3 +106,30 @@ func TestDeadlineBoundsGit(t *testing.T) {
 		t.Errorf("call took %v after a %v deadline", d, deadline)
 	}
 }
+
+// TestHooksDoNotSeeDaemonCredentials: git runs the repository's hooks, code
+// that came with the repository, and they must not find the way to the
+// daemon (its socket, a token) in their environment. Not parallel: it
+// changes the process environment.
+func TestHooksDoNotSeeDaemonCredentials(t *testing.T) {
+	for _, name := range wire.CredentialEnv {
+		t.Setenv(name, "leaked-"+name)
+	}
+	repo := newRepoWithCommit(t, "main")
+	seen := filepath.Join(t.TempDir(), "hook-env")
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	writeFile(t, hook, "#!/bin/sh\nenv > '"+seen+"'\n")
+	if err := os.Chmod(hook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	create(t, &Git{}, wire.GitParams{BaseRepo: repo, BranchName: "feat", WorktreePath: filepath.Join(t.TempDir(), "wt")})
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatalf("the hook did not run: %v", err)
+	}
+	for _, name := range wire.CredentialEnv {
+		if strings.Contains(string(b), name+"=") {
+			t.Errorf("the hook saw %s:\n%s", name, b)
+		}
+	}
+}

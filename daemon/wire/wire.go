@@ -423,3 +423,10 @@ type ProcessInfo struct {
 type ProcessListResult struct {
 	Processes []ProcessInfo `json:"processes"`
 }
+
+// CredentialEnv names the environment variables through which a sous
+// client finds a daemon and authenticates to it. A daemon never passes them
+// on from its own environment to the processes it starts (a spawn may still
+// set them in env): a sandboxed command that inherited them could ask the
+// daemon to run anything outside its sandbox.
+var CredentialEnv = []string{"SOUS_TOKEN", "CLAUDE_RPC_TOKEN", "SOUS_SOCKET", "SOUS_REMOTE"}
