@@ -106,8 +106,9 @@ type Server struct {
 	conns     map[*conn]struct{}
 	closed    bool
 
-	wsListeners atomic.Int32 // WebSocket listeners being served (ws.go)
-	lines       sync.Pool    // *bigLine: the buffers long request lines are read into (lineReader)
+	wsListeners     atomic.Int32 // WebSocket listeners being served (ws.go)
+	weakSandboxOnce sync.Once    // logs once that sandboxes lack mount isolation (spawn_sandbox.go)
+	lines           sync.Pool    // *bigLine: the buffers long request lines are read into (lineReader)
 
 	shutdownOnce sync.Once
 	shutdownReq  chan struct{} // closed by server.shutdown
@@ -216,6 +217,11 @@ func ListenUnix(path string) (net.Listener, error) {
 	if err := CheckSocketPath(path); err != nil {
 		return nil, err
 	}
+	// Absolute, for the listener's Addr: sandboxed children, which may
+	// run elsewhere, are kept from the socket by its path (spawn_sandbox.go).
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	if _, err := os.Lstat(path); err == nil {
 		os.Remove(path) // a stale socket: nobody accepts on it
 	}
@@ -301,6 +307,9 @@ type unlinkListener struct {
 	path string
 	once sync.Once
 }
+
+// Addr is the socket's path, not the temporary one it was bound at.
+func (l *unlinkListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
 
 func (l *unlinkListener) Close() error {
 	err := l.UnixListener.Close()
@@ -398,6 +407,22 @@ func (s *Server) serveTransport(t transport, done func()) {
 			done()
 		}
 	}()
+}
+
+// socketPaths are the absolute paths of the Unix sockets the daemon
+// serves.
+func (s *Server) socketPaths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var paths []string
+	for ln := range s.listeners {
+		if a := ln.Addr(); a.Network() == "unix" && a.String() != "" && a.String()[0] != '@' {
+			if p, err := filepath.Abs(a.String()); err == nil {
+				paths = append(paths, p)
+			}
+		}
+	}
+	return paths
 }
 
 func (s *Server) isClosed() bool {
