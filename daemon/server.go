@@ -217,6 +217,10 @@ func ListenUnix(path string) (net.Listener, error) {
 	if err := CheckSocketPath(path); err != nil {
 		return nil, err
 	}
+	if len(path) > maxSocketPath {
+		// It could be bound (listenPrivate), but no client could dial it.
+		return nil, fmt.Errorf("listen unix %s: the path is %d bytes long; a Unix socket's may be %d at most", path, len(path), maxSocketPath)
+	}
 	// Absolute, for the listener's Addr: sandboxed children, which may
 	// run elsewhere, are kept from the socket by its path (spawn_sandbox.go).
 	if abs, err := filepath.Abs(path); err == nil {
@@ -251,40 +255,48 @@ func CheckSocketPath(path string) error {
 // listenPrivate binds the socket inside a fresh 0700 directory, makes it 0600
 // and renames it into place, so there is no moment when another user could
 // connect. (Changing the umask instead would race with children forked by an
-// embedded daemon.) Paths too long for the detour are bound directly.
+// embedded daemon.) When the directory's path is too long for sun_path, the
+// socket is bound through /proc/self/fd/N/s, N a descriptor of the
+// directory: never at its final path.
 func listenPrivate(path string) (net.Listener, error) {
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".sous-")
-	if err == nil {
-		defer os.RemoveAll(dir)
-		tmp := filepath.Join(dir, "s")
-		if len(tmp) < 100 {
-			ln, err := net.Listen("unix", tmp)
-			if err != nil {
-				return nil, err
-			}
-			ul := ln.(*net.UnixListener)
-			ul.SetUnlinkOnClose(false)
-			if err := os.Chmod(tmp, 0o600); err != nil {
-				ln.Close()
-				return nil, err
-			}
-			if err := renameNoReplace(tmp, path); err != nil {
-				ln.Close()
-				return nil, err
-			}
-			return &unlinkListener{UnixListener: ul, path: path}, nil
-		}
-	}
-	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	bindAt := tmp
+	if len(tmp) >= maxSocketPath {
+		d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		bindAt = fmt.Sprintf("/proc/self/fd/%d/s", d.Fd())
+	}
+	ln, err := net.Listen("unix", bindAt)
+	if err != nil {
+		if bindAt != tmp {
+			return nil, fmt.Errorf("%w (binding through %s, as %s is too long: is /proc mounted?)", err, bindAt, tmp)
+		}
+		return nil, err
+	}
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
 		ln.Close()
 		return nil, err
 	}
-	return ln, nil
+	if err := renameNoReplace(tmp, path); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &unlinkListener{UnixListener: ul, path: path}, nil
 }
+
+// maxSocketPath is the longest path bind(2) takes for a Unix socket: the
+// 108 bytes of sun_path, less the NUL.
+const maxSocketPath = 107
 
 // renameNoReplace renames from to to unless to exists: a file that
 // appeared there since ListenUnix looked is not overwritten.
