@@ -135,6 +135,8 @@ type Stats struct {
 	UpgradesRefused   atomic.Int64 // upgrades refused with 401 (bad or missing bearer token)
 	UpgradesOverLimit atomic.Int64 // upgrades refused with 503 (--max-connections)
 	HeartbeatDrops    atomic.Int64 // WebSocket peers dropped for not answering a ping
+	WebSocketsPending atomic.Int64 // TCP connections not upgraded yet (a gauge; what MaxPending bounds)
+	WebSocketsShed    atomic.Int64 // TCP connections closed at once: MaxPending others were pending
 }
 
 // New returns a Server ready to Serve.

@@ -248,13 +248,18 @@ one JSON message per text message (clients: --remote ws://HOST:PORT[/PATH]).
 Every request still carries the token in "auth"; the upgrade is also refused
 with 401 unless it carries "Authorization: Bearer TOKEN" (--ws-require-bearer,
 on by default; a wrong bearer is refused either way), and with 503 beyond
---max-connections. Peers are pinged every 15 s and dropped after 10 s without
-an answer; their processes keep running. The daemon speaks plain ws://: for
-wss://, put a TLS-terminating proxy in front of it.
+--max-connections. Every answer but an upgrade closes the connection, and
+connections not upgraded yet are bounded apart from --max-connections: 64 per
+listener at once (more are closed as soon as accepted), 5 s each, so peers
+without the token cannot take the daemon's descriptors. Peers are pinged every
+15 s and dropped after 10 s without an answer; their processes keep running.
+The daemon speaks plain ws://: for wss://, put a TLS-terminating proxy in
+front of it.
 
 --metrics-addr ADDR serves Prometheus counters (connections, spawns, exits,
 reattaches, stream and stdin bytes, refused requests) at http://ADDR/metrics,
-without auth: bind it to loopback. A bind failure is logged, not fatal.
+without auth: bind it to loopback. It holds 16 connections at once, one
+request of at most 5 s each. A bind failure is logged, not fatal.
 
 --allow-command NAME|/ABS/PATH (repeatable) spawns only those programs, each
 stage of a pipeline included; others are refused with -32602, logged and
