@@ -37,9 +37,9 @@ func newDaemonCmd(streams *IO) *cobra.Command {
 JSON-RPC protocol on a Unix socket (mode 0600). sous run uses an embedded
 daemon by default; a standalone daemon lets processes outlive the runner and
 be reattached from other runs, hosts (over ssh) and tools.`,
-		Example: `  echo "$TOKEN" > /tmp/tok && sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok
-  SOUS_TOKEN=$TOKEN sous run --socket /tmp/sous.sock recipe.star
-  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock`,
+		Example: `  printf '%s\n' "$TOKEN" | sous daemon start --socket "$XDG_RUNTIME_DIR/sous.sock" --token-fd 0
+  SOUS_TOKEN=$TOKEN sous run --socket "$XDG_RUNTIME_DIR/sous.sock" recipe.star
+  SOUS_TOKEN=$TOKEN sous daemon stop --socket "$XDG_RUNTIME_DIR/sous.sock"`,
 	}
 	cmd.AddCommand(newDaemonServeCmd(streams), newDaemonStartCmd(streams), newDaemonStopCmd(streams), newDaemonBridgeCmd(streams))
 	return cmd
@@ -89,7 +89,7 @@ type serveOptions struct {
 func (o *serveOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.socket, "socket", defaultSocket(), "Unix socket path to listen on ($SOUS_SOCKET, else claustrum's default)")
-	f.StringVar(&o.tokenFile, "token-file", "", "read the auth token from this file once, then delete it")
+	f.StringVar(&o.tokenFile, "token-file", "", "read the auth token from this file once, then delete it; it must be private (mode 600: other users' access is refused, as ssh refuses a key); a pipe or /dev/stdin is read, not deleted")
 	f.IntVar(&o.tokenFD, "token-fd", -1, "read the auth token from this open file descriptor (0 = stdin); keeps it off disk")
 	f.StringVar(&o.stateDir, "state-dir", "", "directory for spilled replay frames (default: a private temp dir, removed at exit)")
 	f.BoolVar(&o.keepChildren, "keep-children", false, "leave children running across a graceful shutdown")
@@ -197,6 +197,9 @@ func (o *serveOptions) readTokenLine() (string, error) {
 	case o.tokenFile != "":
 		// Deleted only once the daemon serves (removeTokenFile): a daemon
 		// that cannot listen leaves the token where it was for the next try.
+		if err := checkTokenFileMode(o.tokenFile); err != nil {
+			return "", err
+		}
 		b, err := os.ReadFile(o.tokenFile)
 		if err != nil {
 			return "", fmt.Errorf("read --token-file: %w", err)
@@ -217,10 +220,30 @@ func (o *serveOptions) readTokenLine() (string, error) {
 	return "", errors.New("daemon requires --token-file or --token-fd")
 }
 
+// checkTokenFileMode refuses a regular token file that other users may
+// read or write, as ssh refuses such a private key: whoever reads the token
+// runs anything as the daemon's user, whoever writes it chooses it. A pipe
+// or a descriptor (/dev/stdin, <(...)) stores nothing and is not checked.
+func checkTokenFileMode(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("read --token-file: %w", err)
+	}
+	if perm := fi.Mode().Perm(); fi.Mode().IsRegular() && perm&0o077 != 0 {
+		return fmt.Errorf("--token-file %s: its mode %04o lets other users read or change the token; chmod 600 %s (or pass the token on --token-fd)", path, perm, path)
+	}
+	return nil
+}
+
 // removeTokenFile deletes --token-file once the daemon listens: the token
-// is the daemon's alone from then on.
+// is the daemon's alone from then on. Only a regular file is deleted: a
+// pipe or a descriptor (/dev/stdin) stores nothing, and is not the
+// daemon's to unlink.
 func (o *serveOptions) removeTokenFile() error {
 	if o.tokenFile == "" {
+		return nil
+	}
+	if fi, err := os.Lstat(o.tokenFile); err == nil && !fi.Mode().IsRegular() {
 		return nil
 	}
 	if err := os.Remove(o.tokenFile); err != nil {
@@ -268,8 +291,9 @@ counted. A NAME allows any command of that base name (git: git, /usr/bin/git,
 PATH, or as given) to that same file. A guard, not a sandbox: an allowed
 shell runs whatever it is told.`,
 		Example: `  sous daemon serve --socket /run/sous.sock --token-file /run/sous.token
-  printf '%s\n' "$TOKEN" | sous daemon serve --socket /tmp/s.sock --token-fd 0
-  sous daemon serve --socket /tmp/s.sock --listen ws://127.0.0.1:8003 --metrics-addr 127.0.0.1:9103 --token-file tok`,
+  printf '%s\n' "$TOKEN" | sous daemon serve --socket "$XDG_RUNTIME_DIR/sous.sock" --token-fd 0
+  (umask 077 && printf '%s\n' "$TOKEN" > ~/.sous-token)
+  sous daemon serve --socket "$XDG_RUNTIME_DIR/sous.sock" --listen ws://127.0.0.1:8003 --metrics-addr 127.0.0.1:9103 --token-file ~/.sous-token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Flag mistakes first: they must not consume the token file.
@@ -421,8 +445,10 @@ func newDaemonStartCmd(streams *IO) *cobra.Command {
 and return once its socket accepts connections. Logs go to --log-file
 (default: the socket path with ".log" appended). With --token-fd the token is
 forwarded to the daemon over a pipe, never through disk, argv or environment.`,
-		Example: `  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok`,
-		Args:    cobra.NoArgs,
+		Example: `  printf '%s\n' "$TOKEN" | sous daemon start --socket "$XDG_RUNTIME_DIR/sous.sock" --token-fd 0
+  install -m 600 /dev/null ~/.sous-token && printf '%s\n' "$TOKEN" > ~/.sous-token
+  sous daemon start --socket "$XDG_RUNTIME_DIR/sous.sock" --token-file ~/.sous-token`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return startDaemon(streams, &o, wait)
 		},
@@ -576,8 +602,8 @@ Without a daemon this is a silent no-op that exits 0, as claustrum -stop is.
 A daemon that answers instead of stopping (a refused token) keeps running:
 its reply is printed on stdout, as claustrum prints it, and sous exits 1
 with a line on stderr saying so.`,
-		Example: `  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock
-  sous daemon stop --socket /tmp/sous.sock --token-file ~/.config/sous/token`,
+		Example: `  SOUS_TOKEN=$TOKEN sous daemon stop --socket "$XDG_RUNTIME_DIR/sous.sock"
+  sous daemon stop --socket "$XDG_RUNTIME_DIR/sous.sock" --token-file ~/.config/sous/token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			token := client.TokenFromEnv(os.Getenv)
