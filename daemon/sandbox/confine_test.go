@@ -354,3 +354,23 @@ func TestCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// What the daemon's process holds is out of a sandboxed command's reach
+// through /proc: its environment (where SOUS_TOKEN may be), its
+// descriptors, its memory. Landlock denies ptrace-mode access to
+// processes outside the sandbox, for any kernel that runs a sandbox.
+func TestDaemonProcessIsOutOfReach(t *testing.T) {
+	requireSandbox(t)
+	self := strconv.Itoa(os.Getpid())
+	if _, err := os.ReadFile("/proc/" + self + "/environ"); err != nil {
+		t.Skipf("cannot read our own environ: %v", err)
+	}
+	code, out := mustRun(t, &sandbox.Policy{Network: true}, "", `
+		for f in environ mem; do head -c 1 /proc/`+self+`/$f >/dev/null 2>&1 && echo "read $f"; done
+		readlink /proc/`+self+`/fd/0 >/dev/null 2>&1 && echo "read fd 0"
+		readlink /proc/`+self+`/cwd >/dev/null 2>&1 && echo "read cwd"
+		exit 0`)
+	if code != 0 || out != "" {
+		t.Errorf("exit %d: %s", code, out)
+	}
+}

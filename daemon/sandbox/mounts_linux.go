@@ -195,6 +195,12 @@ func dropCapabilities() error {
 			if errors.Is(err, unix.EINVAL) {
 				break // past the kernel's last capability
 			}
+			if errors.Is(err, unix.EPERM) {
+				// Without CAP_SETPCAP (a container's root stripped of
+				// it) the set cannot shrink: the child then gets what
+				// any program the daemon starts gets.
+				break
+			}
 			if err != nil {
 				return fmt.Errorf("dropping capability %d: %w", c, err)
 			}
