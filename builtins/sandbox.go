@@ -14,8 +14,11 @@ const sandboxDoc = "sandbox confines the command: None (the default) does not; \
 	"and write nowhere but /dev/null and the like; a dict {\"write\": [paths], \"network\": False} also lets it write beneath " +
 	"the write paths (files or directories; relative ones are taken from the command's cwd; add \"/tmp\" for temporary " +
 	"files). network=False (the default, also for \"read-only\") leaves it no network at all, not even the host's " +
-	"127.0.0.1; True keeps the host's. On Linux this is Landlock and a private network namespace; where the host cannot " +
-	"enforce a sandbox the command fails to start: it never runs unsandboxed."
+	"127.0.0.1; True keeps the host's. It cannot signal processes outside its sandbox nor reach their abstract Unix " +
+	"sockets (Linux 6.12+), nor, where it gets a mount namespace, change the modes, owners, times or attributes of files " +
+	"outside its write paths or reach the daemon's socket. On Linux this is Landlock and private network and mount " +
+	"namespaces; where the host cannot enforce a sandbox the command fails to start: it never runs unsandboxed. " +
+	"docs/SECURITY.md says what each kernel enforces."
 
 // sandboxArg binds sandbox=: None, "read-only", or a dict with the keys
 // write (a list of paths) and network (a bool). Paths go to the daemon as

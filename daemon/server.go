@@ -28,6 +28,8 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/gitops"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // Config configures a Server.
@@ -64,7 +66,8 @@ type Config struct {
 	// Dir is the daemon's working directory: the default cwd of children and
 	// the default repo of git worktree ops (default: the process's cwd).
 	Dir string
-	// Env is the environment children inherit (default os.Environ()).
+	// Env is the environment children inherit (default os.Environ()),
+	// less wire.CredentialEnv: a spawn that wants those passes them in env.
 	Env []string
 	// Logger receives structured logs; never tokens or output.
 	Logger *slog.Logger
@@ -104,8 +107,9 @@ type Server struct {
 	conns     map[*conn]struct{}
 	closed    bool
 
-	wsListeners atomic.Int32 // WebSocket listeners being served (ws.go)
-	lines       sync.Pool    // *bigLine: the buffers long request lines are read into (lineReader)
+	wsListeners     atomic.Int32 // WebSocket listeners being served (ws.go)
+	weakSandboxOnce sync.Once    // logs once that sandboxes lack mount isolation (spawn_sandbox.go)
+	lines           sync.Pool    // *bigLine: the buffers long request lines are read into (lineReader)
 
 	shutdownOnce sync.Once
 	shutdownReq  chan struct{} // closed by server.shutdown
@@ -132,6 +136,8 @@ type Stats struct {
 	UpgradesRefused   atomic.Int64 // upgrades refused with 401 (bad or missing bearer token)
 	UpgradesOverLimit atomic.Int64 // upgrades refused with 503 (--max-connections)
 	HeartbeatDrops    atomic.Int64 // WebSocket peers dropped for not answering a ping
+	WebSocketsPending atomic.Int64 // TCP connections not upgraded yet (a gauge; what MaxPending bounds)
+	WebSocketsShed    atomic.Int64 // TCP connections closed at once: MaxPending others were pending
 }
 
 // New returns a Server ready to Serve.
@@ -172,9 +178,13 @@ func New(cfg Config) (*Server, error) {
 		}
 		logOpt.SpillDir = spill
 	}
+	childEnv := cfg.Env
+	if childEnv == nil {
+		childEnv = os.Environ()
+	}
 	s.reg = proc.NewRegistry(proc.Options{
 		Log:    logOpt,
-		Env:    cfg.Env,
+		Env:    envlist.Without(childEnv, wire.CredentialEnv...),
 		Dir:    cfg.Dir,
 		Logger: cfg.Logger,
 		OnExit: func(*proc.Process) { s.stats.Exits.Add(1) },
@@ -210,6 +220,15 @@ func ListenUnix(path string) (net.Listener, error) {
 	if err := CheckSocketPath(path); err != nil {
 		return nil, err
 	}
+	if len(path) > maxSocketPath {
+		// It could be bound (listenPrivate), but no client could dial it.
+		return nil, fmt.Errorf("listen unix %s: the path is %d bytes long; a Unix socket's may be %d at most", path, len(path), maxSocketPath)
+	}
+	// Absolute, for the listener's Addr: sandboxed children, which may
+	// run elsewhere, are kept from the socket by its path (spawn_sandbox.go).
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	if _, err := os.Lstat(path); err == nil {
 		os.Remove(path) // a stale socket: nobody accepts on it
 	}
@@ -239,40 +258,48 @@ func CheckSocketPath(path string) error {
 // listenPrivate binds the socket inside a fresh 0700 directory, makes it 0600
 // and renames it into place, so there is no moment when another user could
 // connect. (Changing the umask instead would race with children forked by an
-// embedded daemon.) Paths too long for the detour are bound directly.
+// embedded daemon.) When the directory's path is too long for sun_path, the
+// socket is bound through /proc/self/fd/N/s, N a descriptor of the
+// directory: never at its final path.
 func listenPrivate(path string) (net.Listener, error) {
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".sous-")
-	if err == nil {
-		defer os.RemoveAll(dir)
-		tmp := filepath.Join(dir, "s")
-		if len(tmp) < 100 {
-			ln, err := net.Listen("unix", tmp)
-			if err != nil {
-				return nil, err
-			}
-			ul := ln.(*net.UnixListener)
-			ul.SetUnlinkOnClose(false)
-			if err := os.Chmod(tmp, 0o600); err != nil {
-				ln.Close()
-				return nil, err
-			}
-			if err := renameNoReplace(tmp, path); err != nil {
-				ln.Close()
-				return nil, err
-			}
-			return &unlinkListener{UnixListener: ul, path: path}, nil
-		}
-	}
-	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	bindAt := tmp
+	if len(tmp) >= maxSocketPath {
+		d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		bindAt = fmt.Sprintf("/proc/self/fd/%d/s", d.Fd())
+	}
+	ln, err := net.Listen("unix", bindAt)
+	if err != nil {
+		if bindAt != tmp {
+			return nil, fmt.Errorf("%w (binding through %s, as %s is too long: is /proc mounted?)", err, bindAt, tmp)
+		}
+		return nil, err
+	}
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
 		ln.Close()
 		return nil, err
 	}
-	return ln, nil
+	if err := renameNoReplace(tmp, path); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &unlinkListener{UnixListener: ul, path: path}, nil
 }
+
+// maxSocketPath is the longest path bind(2) takes for a Unix socket: the
+// 108 bytes of sun_path, less the NUL.
+const maxSocketPath = 107
 
 // renameNoReplace renames from to to unless to exists: a file that
 // appeared there since ListenUnix looked is not overwritten.
@@ -295,6 +322,9 @@ type unlinkListener struct {
 	path string
 	once sync.Once
 }
+
+// Addr is the socket's path, not the temporary one it was bound at.
+func (l *unlinkListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
 
 func (l *unlinkListener) Close() error {
 	err := l.UnixListener.Close()
@@ -392,6 +422,22 @@ func (s *Server) serveTransport(t transport, done func()) {
 			done()
 		}
 	}()
+}
+
+// socketPaths are the absolute paths of the Unix sockets the daemon
+// serves.
+func (s *Server) socketPaths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var paths []string
+	for ln := range s.listeners {
+		if a := ln.Addr(); a.Network() == "unix" && a.String() != "" && a.String()[0] != '@' {
+			if p, err := filepath.Abs(a.String()); err == nil {
+				paths = append(paths, p)
+			}
+		}
+	}
+	return paths
 }
 
 func (s *Server) isClosed() bool {

@@ -38,7 +38,9 @@ func (s *Server) sandboxPolicy(p *wire.Sandbox) (*sandbox.Policy, error) {
 	default:
 		return nil, wire.InvalidParams(fmt.Sprintf(`sandbox: mode must be "read-only" or "workspace-write", got %q`, p.Mode))
 	}
-	pol := &sandbox.Policy{Write: p.Write, Network: p.Network}
+	// The daemon's own sockets are hidden from the child: through them it
+	// could have commands run outside its sandbox.
+	pol := &sandbox.Policy{Write: p.Write, Network: p.Network, Hide: s.socketPaths()}
 	if err := pol.Validate(); err != nil {
 		return nil, wire.InvalidParams(err.Error())
 	}
@@ -48,5 +50,10 @@ func (s *Server) sandboxPolicy(p *wire.Sandbox) (*sandbox.Policy, error) {
 	if err := sandbox.Supported(); err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "sandbox: %v; the process was not started", err)
 	}
+	s.weakSandboxOnce.Do(func() {
+		if err := sandbox.MountIsolation(); err != nil {
+			s.log.Warn("sandboxed commands get no mount namespace here: outside their write roots they can still chmod, chown, utimes and setxattr files, and they can connect to the daemon's socket (they have no token, unless a spawn gives it)", "why", err)
+		}
+	})
 	return pol, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seed5ad92d46/sous/daemon/netlimit"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -47,15 +48,42 @@ type WebSocketOptions struct {
 	// across all of the daemon's WebSocket listeners; an upgrade over the
 	// limit gets 503. Zero: no limit. Unix socket connections do not count.
 	MaxConnections int
+	// MaxPending bounds, per listener, the TCP connections that are not
+	// WebSocket connections yet: still sending their upgrade request, or
+	// being refused. One accepted beyond it is closed at once (counted in
+	// Stats.WebSocketsShed). Unauthenticated peers can take these slots, and
+	// no others: MaxConnections is a separate pool. Zero: DefaultMaxPending;
+	// negative: no limit.
+	MaxPending int
+	// HandshakeTimeout bounds the HTTP phase of a connection: reading the
+	// upgrade request, writing the answer (default 5 s). Every answer that is
+	// not an upgrade closes the connection.
+	HandshakeTimeout time.Duration
 	// PingInterval is how often each connection is pinged (default 15 s;
 	// negative: never); a peer that has not answered within PingTimeout
 	// (default 10 s) is dropped. Its processes keep running.
 	PingInterval, PingTimeout time.Duration
 }
 
+// DefaultMaxPending is WebSocketOptions.MaxPending's default: far more than
+// honest peers need at once (a handshake takes a round trip), far fewer
+// descriptors than a daemon has.
+const DefaultMaxPending = 64
+
+// maxUpgradeHeader bounds an upgrade request's header: a real one is well
+// under 2 KiB; net/http's default of 1 MiB per pending connection is not
+// worth holding.
+const maxUpgradeHeader = 16 << 10
+
 func (o *WebSocketOptions) defaults() {
 	if o.Path == "" {
 		o.Path = "/"
+	}
+	if o.MaxPending == 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 5 * time.Second
 	}
 	if o.PingInterval == 0 {
 		o.PingInterval = 15 * time.Second
@@ -85,12 +113,24 @@ func (s *Server) ServeWebSocket(ln net.Listener, opt WebSocketOptions) error {
 	defer untrack()
 	s.wsListeners.Add(1)
 	defer s.wsListeners.Add(-1)
+	opt.defaults()
+	// Until its upgrade a connection is pending, and bounded: by number
+	// (netlimit, MaxPending), by time (HandshakeTimeout) and by size. Every
+	// answer but an upgrade closes it (no keep-alive: a refused peer must
+	// not hold a descriptor), so a peer without the token costs the daemon
+	// a descriptor for one round trip at most.
 	hs := &http.Server{
 		Handler:           s.WebSocketHandler(opt),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: opt.HandshakeTimeout,
+		ReadTimeout:       opt.HandshakeTimeout,
+		WriteTimeout:      opt.HandshakeTimeout, // hijacking clears these deadlines
+		IdleTimeout:       opt.HandshakeTimeout,
+		MaxHeaderBytes:    maxUpgradeHeader,
+		ConnState:         netlimit.ConnState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	err = hs.Serve(ln)
+	hs.SetKeepAlivesEnabled(false)
+	err = hs.Serve(netlimit.New(ln, opt.MaxPending, netlimit.Counters{Pending: &s.stats.WebSocketsPending, Shed: &s.stats.WebSocketsShed}))
 	hs.Close() // idle keep-alive connections (refused upgrades); WebSockets are ours
 	if s.isClosed() || errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) {
 		return nil

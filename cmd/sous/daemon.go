@@ -37,9 +37,9 @@ func newDaemonCmd(streams *IO) *cobra.Command {
 JSON-RPC protocol on a Unix socket (mode 0600). sous run uses an embedded
 daemon by default; a standalone daemon lets processes outlive the runner and
 be reattached from other runs, hosts (over ssh) and tools.`,
-		Example: `  echo "$TOKEN" > /tmp/tok && sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok
-  SOUS_TOKEN=$TOKEN sous run --socket /tmp/sous.sock recipe.star
-  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock`,
+		Example: `  printf '%s\n' "$TOKEN" | sous daemon start --socket "$XDG_RUNTIME_DIR/sous.sock" --token-fd 0
+  SOUS_TOKEN=$TOKEN sous run --socket "$XDG_RUNTIME_DIR/sous.sock" recipe.star
+  SOUS_TOKEN=$TOKEN sous daemon stop --socket "$XDG_RUNTIME_DIR/sous.sock"`,
 	}
 	cmd.AddCommand(newDaemonServeCmd(streams), newDaemonStartCmd(streams), newDaemonStopCmd(streams), newDaemonBridgeCmd(streams))
 	return cmd
@@ -109,7 +109,7 @@ type serveOptions struct {
 func (o *serveOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.socket, "socket", defaultSocket(), "Unix socket path to listen on ($SOUS_SOCKET, else claustrum's default, whose directory is created 0700 if missing)")
-	f.StringVar(&o.tokenFile, "token-file", "", "read the auth token from this file once, then delete it")
+	f.StringVar(&o.tokenFile, "token-file", "", "read the auth token from this file once, then delete it; it must be private (mode 600: other users' access is refused, as ssh refuses a key); a pipe or /dev/stdin is read, not deleted")
 	f.IntVar(&o.tokenFD, "token-fd", -1, "read the auth token from this open file descriptor (0 = stdin); keeps it off disk")
 	f.StringVar(&o.stateDir, "state-dir", "", "directory for spilled replay frames (default: a private temp dir, removed at exit)")
 	f.BoolVar(&o.keepChildren, "keep-children", false, "leave children running across a graceful shutdown")
@@ -220,6 +220,9 @@ func (o *serveOptions) readTokenLine() (string, error) {
 	case o.tokenFile != "":
 		// Deleted only once the daemon serves (removeTokenFile): a daemon
 		// that cannot listen leaves the token where it was for the next try.
+		if err := checkTokenFileMode(o.tokenFile); err != nil {
+			return "", err
+		}
 		b, err := os.ReadFile(o.tokenFile)
 		if err != nil {
 			return "", fmt.Errorf("read --token-file: %w", err)
@@ -240,10 +243,30 @@ func (o *serveOptions) readTokenLine() (string, error) {
 	return "", errors.New("daemon requires --token-file or --token-fd")
 }
 
+// checkTokenFileMode refuses a regular token file that other users may
+// read or write, as ssh refuses such a private key: whoever reads the token
+// runs anything as the daemon's user, whoever writes it chooses it. A pipe
+// or a descriptor (/dev/stdin, <(...)) stores nothing and is not checked.
+func checkTokenFileMode(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("read --token-file: %w", err)
+	}
+	if perm := fi.Mode().Perm(); fi.Mode().IsRegular() && perm&0o077 != 0 {
+		return fmt.Errorf("--token-file %s: its mode %04o lets other users read or change the token; chmod 600 %s (or pass the token on --token-fd)", path, perm, path)
+	}
+	return nil
+}
+
 // removeTokenFile deletes --token-file once the daemon listens: the token
-// is the daemon's alone from then on.
+// is the daemon's alone from then on. Only a regular file is deleted: a
+// pipe or a descriptor (/dev/stdin) stores nothing, and is not the
+// daemon's to unlink.
 func (o *serveOptions) removeTokenFile() error {
 	if o.tokenFile == "" {
+		return nil
+	}
+	if fi, err := os.Lstat(o.tokenFile); err == nil && !fi.Mode().IsRegular() {
 		return nil
 	}
 	if err := os.Remove(o.tokenFile); err != nil {
@@ -273,13 +296,18 @@ one JSON message per text message (clients: --remote ws://HOST:PORT[/PATH]).
 Every request still carries the token in "auth"; the upgrade is also refused
 with 401 unless it carries "Authorization: Bearer TOKEN" (--ws-require-bearer,
 on by default; a wrong bearer is refused either way), and with 503 beyond
---max-connections. Peers are pinged every 15 s and dropped after 10 s without
-an answer; their processes keep running. The daemon speaks plain ws://: for
-wss://, put a TLS-terminating proxy in front of it.
+--max-connections. Every answer but an upgrade closes the connection, and
+connections not upgraded yet are bounded apart from --max-connections: 64 per
+listener at once (more are closed as soon as accepted), 5 s each, so peers
+without the token cannot take the daemon's descriptors. Peers are pinged every
+15 s and dropped after 10 s without an answer; their processes keep running.
+The daemon speaks plain ws://: for wss://, put a TLS-terminating proxy in
+front of it.
 
 --metrics-addr ADDR serves Prometheus counters (connections, spawns, exits,
 reattaches, stream and stdin bytes, refused requests) at http://ADDR/metrics,
-without auth: bind it to loopback. A bind failure is logged, not fatal.
+without auth: bind it to loopback. It holds 16 connections at once, one
+request of at most 5 s each. A bind failure is logged, not fatal.
 
 --allow-command NAME|/ABS/PATH (repeatable) spawns only those programs, each
 stage of a pipeline included; others are refused with -32602, logged and
@@ -288,8 +316,9 @@ counted. A NAME allows any command of that base name (git: git, /usr/bin/git,
 PATH, or as given) to that same file. A guard, not a sandbox: an allowed
 shell runs whatever it is told.`,
 		Example: `  sous daemon serve --socket /run/sous.sock --token-file /run/sous.token
-  printf '%s\n' "$TOKEN" | sous daemon serve --socket /tmp/s.sock --token-fd 0
-  sous daemon serve --socket /tmp/s.sock --listen ws://127.0.0.1:8003 --metrics-addr 127.0.0.1:9103 --token-file tok`,
+  printf '%s\n' "$TOKEN" | sous daemon serve --socket "$XDG_RUNTIME_DIR/sous.sock" --token-fd 0
+  (umask 077 && printf '%s\n' "$TOKEN" > ~/.sous-token)
+  sous daemon serve --socket "$XDG_RUNTIME_DIR/sous.sock" --listen ws://127.0.0.1:8003 --metrics-addr 127.0.0.1:9103 --token-file ~/.sous-token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Flag mistakes first: they must not consume the token file.
@@ -445,9 +474,10 @@ forwarded to the daemon over a pipe, never through disk, argv or environment.
 Without --socket it serves $SOUS_SOCKET, else claustrum's default
 ~/.claude/remote/rpc.sock, whose directory it creates (0700); 'sous daemon
 stop' and 'sous daemon bridge' without --socket find it there.`,
-		Example: `  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok
+		Example: `  printf '%s\n' "$TOKEN" | sous daemon start --socket "$XDG_RUNTIME_DIR/sous.sock" --token-fd 0
   sous daemon start --token-fd 0 < ~/.sous-token     # on ~/.claude/remote/rpc.sock
-  sous daemon start --socket /tmp/sous.sock --token-file /tmp/tok --retain-for 2h --wait 30`,
+  install -m 600 /dev/null ~/.sous-token && printf '%s\n' "$TOKEN" > ~/.sous-token
+  sous daemon start --socket "$XDG_RUNTIME_DIR/sous.sock" --token-file ~/.sous-token --retain-for 2h --wait 30`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return startDaemon(streams, &o, wait)
@@ -605,8 +635,8 @@ connection (it then stops its children and removes its socket).
 It exits 1 with one line on stderr when nothing was stopped: no daemon
 listens on the socket (unlike claustrum -stop, which exits 0 there), no
 token was given, or the daemon refused the token and runs on.`,
-		Example: `  SOUS_TOKEN=$TOKEN sous daemon stop --socket /tmp/sous.sock
-  sous daemon stop --socket /tmp/sous.sock --token-file ~/.config/sous/token
+		Example: `  SOUS_TOKEN=$TOKEN sous daemon stop --socket "$XDG_RUNTIME_DIR/sous.sock"
+  sous daemon stop --socket "$XDG_RUNTIME_DIR/sous.sock" --token-file ~/.config/sous/token
   sous daemon stop --token-file ~/.config/sous/token || true   # none running is fine`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

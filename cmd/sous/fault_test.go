@@ -38,6 +38,13 @@ type serveProc struct {
 // when the test ends; its children are the test's to clean up.
 func startServe(t *testing.T, token string, extra ...string) *serveProc {
 	t.Helper()
+	return startServeEnv(t, token, func(string) []string { return cleanEnv() }, extra...)
+}
+
+// startServeEnv is startServe with the daemon's environment given by env,
+// which is told the socket's path.
+func startServeEnv(t *testing.T, token string, env func(socket string) []string, extra ...string) *serveProc {
+	t.Helper()
 	bin := sousBinary(t)
 	dir := testutil.ShortTempDir(t)
 	s := &serveProc{socket: filepath.Join(dir, "d.sock"), token: token, dir: dir, log: &testutil.SyncBuffer{}, exited: make(chan struct{})}
@@ -45,7 +52,7 @@ func startServe(t *testing.T, token string, extra ...string) *serveProc {
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdin = strings.NewReader(token + "\n")
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	s.cmd.Env = cleanEnv()
+	s.cmd.Env = env(s.socket)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

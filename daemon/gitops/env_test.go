@@ -3,6 +3,7 @@ package gitops
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,5 +100,29 @@ func TestDeadlineBoundsGit(t *testing.T) {
 	}
 	if d := time.Since(start); d > deadline+waitDelay+time.Second {
 		t.Errorf("call took %v after a %v deadline", d, deadline)
+	}
+}
+
+// TestGitProgramsDoNotSeeDaemonCredentials: the programs git still runs
+// for the daemon (an operator's filter driver; hooks and the repository's
+// own drivers are switched off, harden.go) must not find the way to the
+// daemon (its socket, a token) in their environment. Not parallel: it
+// changes the process environment.
+func TestGitProgramsDoNotSeeDaemonCredentials(t *testing.T) {
+	for _, name := range wire.CredentialEnv {
+		t.Setenv(name, "leaked-"+name)
+	}
+	repo := newRepoWithCommit(t, "main")
+	seen := filepath.Join(t.TempDir(), "filter-env")
+	operatorFilter(t, repo, "env > '"+seen+"'; cat")
+	create(t, &Git{}, wire.GitParams{BaseRepo: repo, BranchName: "feat", WorktreePath: filepath.Join(t.TempDir(), "wt")})
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatalf("the filter did not run: %v", err)
+	}
+	for _, name := range wire.CredentialEnv {
+		if strings.Contains(string(b), name+"=") {
+			t.Errorf("the filter saw %s:\n%s", name, b)
+		}
 	}
 }

@@ -22,9 +22,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 // Git runs git for the daemon. Dir is the daemon's working directory: the
@@ -223,7 +226,9 @@ func isRepoLocalEnv(name string) bool {
 // return are stable, no prompts or pagers that could block a daemon forever,
 // and no optional locks so a status query never contends with the user's
 // own git commands on index.lock. PWD is set to dir because git trusts a
-// matching PWD over getcwd and an inherited one would be stale.
+// matching PWD over getcwd and an inherited one would be stale. The
+// variables that lead to a daemon (wire.CredentialEnv) are dropped, as for
+// every child of the daemon: git runs the repository's hooks.
 func gitEnv(environ []string, dir string) []string {
 	forced := []string{
 		"LC_ALL=C",
@@ -237,8 +242,8 @@ func gitEnv(environ []string, dir string) []string {
 	out := make([]string, 0, len(environ)+len(forced))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if isRepoLocalEnv(name) {
-			continue
+		if isRepoLocalEnv(name) || slices.Contains(wire.CredentialEnv, name) {
+			continue // the credentials: hooks are the repository's code
 		}
 		switch name {
 		case "LC_ALL", "LANGUAGE", "GIT_TERMINAL_PROMPT", "GIT_PAGER", "PAGER", "GIT_OPTIONAL_LOCKS", "PWD":

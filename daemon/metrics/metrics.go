@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/netlimit"
 )
 
 // Namespace prefixes every metric of the daemon.
@@ -56,6 +57,8 @@ var known = map[string]metric{
 	"UpgradesRefused":   {"websocket_upgrades_unauthorized_total", "WebSocket upgrades refused with 401 (bad or missing bearer token).", false},
 	"UpgradesOverLimit": {"websocket_upgrades_over_limit_total", "WebSocket upgrades refused with 503 (--max-connections).", false},
 	"HeartbeatDrops":    {"websocket_heartbeat_drops_total", "WebSocket peers dropped for not answering a ping in time.", false},
+	"WebSocketsPending": {"websocket_pending_connections", "TCP connections to the WebSocket listeners not upgraded yet.", true},
+	"WebSocketsShed":    {"websocket_shed_connections_total", "TCP connections to a WebSocket listener closed on accept because too many were pending.", false},
 }
 
 // Collector is a prometheus.Collector over a daemon's Stats.
@@ -151,6 +154,15 @@ type Server struct {
 	ln net.Listener
 }
 
+// The endpoint has no auth, so whoever reaches it may hold connections:
+// at most maxPending at once (more are closed on accept), each for one
+// request of at most handshakeTimeout to read and write (no keep-alive: a
+// scrape every few seconds can afford a connection each).
+const (
+	maxPending       = 16
+	handshakeTimeout = 5 * time.Second
+)
+
 // Listen binds addr (host:port) and serves the metrics of stats on it in
 // the background.
 func Listen(addr string, stats *daemon.Stats) (*Server, error) {
@@ -158,8 +170,18 @@ func Listen(addr string, stats *daemon.Stats) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{ln: ln, hs: &http.Server{Handler: Handler(stats), ReadHeaderTimeout: 10 * time.Second}}
-	go s.hs.Serve(ln) // returns when Close closes the listener
+	hs := &http.Server{
+		Handler:           Handler(stats),
+		ReadHeaderTimeout: handshakeTimeout,
+		ReadTimeout:       handshakeTimeout,
+		WriteTimeout:      handshakeTimeout,
+		IdleTimeout:       handshakeTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ConnState:         netlimit.ConnState,
+	}
+	hs.SetKeepAlivesEnabled(false)
+	s := &Server{ln: ln, hs: hs}
+	go s.hs.Serve(netlimit.New(ln, maxPending, netlimit.Counters{})) // returns when Close closes the listener
 	return s, nil
 }
 

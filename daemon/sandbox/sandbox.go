@@ -22,13 +22,28 @@
 //     namespace. Its only interface is a loopback that is down, so nothing
 //     is reachable, not even the host's 127.0.0.1, and abstract Unix sockets
 //     are the namespace's own. Network true keeps the host's network.
+//   - Signal and reach over abstract Unix sockets only its own processes
+//     (Landlock ABI 6 scopes; on older kernels it may signal any process of
+//     its user, the daemon included).
+//   - Change metadata (chmod, chown, utimes, setxattr) only beneath its
+//     write roots, and not connect to the daemon's own sockets
+//     (Policy.Hide): both need a mount namespace of its own (see
+//     MountIsolation and mounts_linux.go), which root always gets and other
+//     users get where user namespaces are open to them. Without one,
+//     Landlock alone does not cover either. Writes outside the roots fail
+//     with EACCES (Landlock) or EROFS (the read-only mounts).
+//   - Use no capability beyond file ownership: without root none survives
+//     its exec; a root daemon's child keeps those of file ownership
+//     (rootKeeps) and loses the rest (CAP_SYS_ADMIN, CAP_SYS_MODULE,
+//     CAP_NET_ADMIN...).
 //
 // Landlock must be in force before the target program starts, and Go cannot
 // run code between fork and exec. So the daemon starts its own executable
 // (/proc/self/exe) as a helper: `<self> __sous-sandbox FD POLICY PATH --
-// ARGV...`. The helper restricts itself with go-landlock, strictly (no best
-// effort: a kernel that cannot enforce every right of the chosen ABI is an
-// error), then execs the target in place (same pid, same process group). It
+// ARGV...`. The helper sets up its mount namespace, restricts itself with
+// go-landlock, strictly (no best effort: a kernel that cannot enforce every
+// right of the chosen ABI is an error), drops its capabilities, then execs
+// the target in place (same pid, same process group). It
 // reports failures on the status pipe FD (close-on-exec, so a successful
 // exec closes it empty), and Start turns a message there into the spawn's
 // error: the target never runs unsandboxed. Every program that can serve a
@@ -40,7 +55,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
@@ -66,9 +83,18 @@ type Policy struct {
 	// Network keeps the host's network; false gives the child a private,
 	// empty network namespace.
 	Network bool `json:"network,omitempty"`
+	// Hide lists pathname Unix sockets the child must not reach: the
+	// daemon's own, through which it could have commands run outside its
+	// sandbox. Where the child has a mount namespace (see MountIsolation),
+	// /dev/null is mounted over each.
+	Hide []string `json:"hide,omitempty"`
 	// ABI is the Landlock ABI level the helper enforces, strictly. Start
 	// sets it from Probe.
 	ABI int `json:"abi"`
+	// Mounts says that the child starts in a mount namespace of its own,
+	// where the helper makes the filesystem read-only outside the write
+	// roots and hides Hide. Start sets it from MountIsolation.
+	Mounts bool `json:"mounts,omitempty"`
 }
 
 // Validate checks the policy's shape (not whether its roots exist).
@@ -77,10 +103,13 @@ func (p *Policy) Validate() error {
 		if w == "" {
 			return errors.New("sandbox: empty write path")
 		}
-		for i := 0; i < len(w); i++ {
-			if w[i] == 0 {
-				return fmt.Errorf("sandbox: write path %q contains a NUL byte", w)
-			}
+		if strings.IndexByte(w, 0) >= 0 {
+			return fmt.Errorf("sandbox: write path %q contains a NUL byte", w)
+		}
+	}
+	for _, h := range p.Hide {
+		if !filepath.IsAbs(h) || strings.IndexByte(h, 0) >= 0 {
+			return fmt.Errorf("sandbox: socket to hide %q: want an absolute path", h)
 		}
 	}
 	return nil

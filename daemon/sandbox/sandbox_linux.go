@@ -90,6 +90,7 @@ func Start(cmd *exec.Cmd, p *Policy) error {
 	}
 	pol := *p
 	pol.ABI = level()
+	pol.Mounts = mountProbe() == nil
 
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -99,9 +100,7 @@ func Start(cmd *exec.Cmd, p *Policy) error {
 	statusFD := 3 + len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, w)
 	cmd.Path, cmd.Args = Wrap(Self, pol, statusFD, cmd.Path, cmd.Args)
-	if !pol.Network {
-		privateNetwork(cmd)
-	}
+	namespaces(cmd, &pol)
 	err = cmd.Start()
 	w.Close()
 	cmd.ExtraFiles = cmd.ExtraFiles[:len(cmd.ExtraFiles)-1]
@@ -125,26 +124,16 @@ func Start(cmd *exec.Cmd, p *Policy) error {
 	return errors.New(strings.TrimSpace(string(msg)))
 }
 
-// privateNetwork makes cmd start in a new network namespace. Without root,
-// a user namespace that maps the caller's own ids comes with it (creating a
-// network namespace needs CAP_SYS_ADMIN in the owning user namespace).
-func privateNetwork(cmd *exec.Cmd) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	sp := cmd.SysProcAttr
-	sp.Cloneflags |= syscall.CLONE_NEWNET
-	if uid, gid := os.Geteuid(), os.Getegid(); uid != 0 && sp.Cloneflags&syscall.CLONE_NEWUSER == 0 {
-		sp.Cloneflags |= syscall.CLONE_NEWUSER
-		sp.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		sp.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		sp.GidMappingsEnableSetgroups = false
-	}
-}
-
 // runHelper is the helper: args are FD POLICY PATH -- ARGV... It returns
 // only on failure, with the exit code.
 func runHelper(args []string) int {
+	if len(args) == 1 && args[0] == probeArg {
+		if err := isolateMounts(Policy{}); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if len(args) < 5 || args[3] != "--" {
 		fmt.Fprintf(os.Stderr, "%s: usage: %s FD POLICY PATH -- ARGV... (internal to sous)\n", HelperArg, HelperArg)
 		return 127
@@ -169,14 +158,43 @@ func runHelper(args []string) int {
 		return fail("sandbox: bad policy: %v", err)
 	}
 	path, argv := args[2], args[4:]
+	if err := checkRoots(p.Write); err != nil {
+		return fail("sandbox: %v", err)
+	}
+	if p.Mounts {
+		if err := isolateMounts(p); err != nil {
+			return fail("sandbox: %v", err)
+		}
+	}
 	if err := restrict(p); err != nil {
+		return fail("sandbox: %v", err)
+	}
+	if err := dropCapabilities(); err != nil {
 		return fail("sandbox: %v", err)
 	}
 	err = syscall.Exec(path, argv, os.Environ())
 	return fail("exec %s: %v", path, err)
 }
 
-// restrict applies p to this process with Landlock, strictly at p.ABI.
+// checkRoots fails on a write root that does not exist, with the error
+// the spawner reports.
+func checkRoots(write []string) error {
+	for _, root := range write {
+		if _, err := os.Stat(root); err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("write root %q: %v", root, err)
+		}
+	}
+	return nil
+}
+
+// restrict applies p to this process with Landlock, strictly at p.ABI:
+// file access, and from ABI 6 the IPC scopes (signals and abstract Unix
+// sockets reach only the sandbox's own processes). Landlock's network
+// rights stay unhandled: the network namespace is what confines it.
 func restrict(p Policy) error {
 	cfg, err := config(p.ABI)
 	if err != nil {
@@ -191,11 +209,7 @@ func restrict(p Policy) error {
 	for _, root := range p.Write {
 		fi, err := os.Stat(root)
 		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return fmt.Errorf("write root %q: %v", root, err)
+			return fmt.Errorf("write root %q: %w", root, err)
 		}
 		if fi.IsDir() {
 			rules = append(rules, landlock.RWDirs(root).WithRefer())
@@ -203,7 +217,7 @@ func restrict(p Policy) error {
 			rules = append(rules, landlock.RWFiles(root))
 		}
 	}
-	if err := cfg.RestrictPaths(rules...); err != nil {
+	if err := cfg.Restrict(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
@@ -216,5 +230,6 @@ func config(abi int) (landlock.Config, error) {
 	if abi < MinABI || abi > len(presets) {
 		return landlock.Config{}, fmt.Errorf("cannot enforce at Landlock ABI %d (this build knows %d to %d)", abi, MinABI, len(presets))
 	}
-	return presets[abi-1], nil
+	preset := presets[abi-1]
+	return landlock.Config{HandledAccessFS: preset.HandledAccessFS, Scoped: preset.Scoped}, nil
 }

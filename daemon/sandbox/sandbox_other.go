@@ -34,3 +34,11 @@ func Start(cmd *exec.Cmd, p *Policy) error {
 	}
 	return errors.New("sandbox: this platform cannot enforce a sandbox")
 }
+
+// MountIsolation reports that there are no sandboxes here at all.
+func MountIsolation() error {
+	if err := Supported(); err != nil {
+		return err
+	}
+	return errors.New("sandbox: this platform cannot enforce a sandbox")
+}

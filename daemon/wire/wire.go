@@ -371,7 +371,11 @@ var DefaultTermSize = TermSize{Rows: 24, Cols: 80}
 // Mode "read-only" takes no write roots; "workspace-write" takes any number
 // (at least one is usual). "network": false (the default) starts the child in
 // a private network namespace where nothing is reachable, not even the
-// host's loopback; true keeps the host's network.
+// host's loopback; true keeps the host's network. The child cannot signal
+// processes outside its sandbox or reach their abstract Unix sockets
+// (Landlock ABI 6), and where it gets a mount namespace (see package
+// sandbox) it cannot change the metadata of files outside its write roots
+// nor connect to the daemon's own sockets.
 //
 // Validation, after the id and the command: a mode other than the two, a
 // write root in read-only mode, or an empty write root is -32602; a sandbox
@@ -469,3 +473,10 @@ func SummarizeChanges(changes []string) string {
 	}
 	return s
 }
+
+// CredentialEnv names the environment variables through which a sous
+// client finds a daemon and authenticates to it. A daemon never passes them
+// on from its own environment to the processes it starts (a spawn may still
+// set them in env): a sandboxed command that inherited them could ask the
+// daemon to run anything outside its sandbox.
+var CredentialEnv = []string{"SOUS_TOKEN", "CLAUDE_RPC_TOKEN", "SOUS_SOCKET", "SOUS_REMOTE"}

@@ -4,6 +4,7 @@
 package envlist
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -51,4 +52,17 @@ func Merge(base []string, overrides map[string]*string) []string {
 // Set returns env with key defined as value, and only once.
 func Set(env []string, key, value string) []string {
 	return Merge(env, map[string]*string{key: &value})
+}
+
+// Without returns env with every definition of keys removed. env itself is
+// left as is.
+func Without(env []string, keys ...string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keys, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -33,3 +33,14 @@ func TestLookupAndSet(t *testing.T) {
 		t.Errorf("Set: %q, want %q", got, want)
 	}
 }
+
+func TestWithout(t *testing.T) {
+	env := []string{"A=1", "TOKEN=x", "B=2", "TOKEN=y", "NOEQUALS", "TOKENX=keep"}
+	got := Without(env, "TOKEN", "NOEQUALS")
+	if want := []string{"A=1", "B=2", "TOKENX=keep"}; !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if env[1] != "TOKEN=x" {
+		t.Fatalf("Without changed its argument: %q", env)
+	}
+}
