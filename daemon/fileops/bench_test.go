@@ -102,7 +102,7 @@ func benchAgainstTar(b *testing.B, dir, archive string, resync bool, opt extract
 			b.Fatal(err)
 		}
 		start := time.Now()
-		res, err := extractTar(in, dest, opt)
+		res, err := extractTar(in, dest, Options{}, opt)
 		d := time.Since(start)
 		if err != nil || !res.Success {
 			b.Fatalf("ExtractTar = %+v, %v", res, err)
