@@ -3,27 +3,23 @@ package builtins
 import (
 	"fmt"
 	"path/filepath"
-
-	"github.com/seed5ad92d46/sous/daemon/client"
 )
 
 // hostPath is the path a builtin sends to its host for the path p of the
-// recipe. A relative path means the recipe's working directory, the
-// directory sous runs in, so where the host's daemon runs on this machine
-// (the embedded daemon, or a unix:// socket's, whose own working directory
-// may be anywhere) it is made absolute here. An ssh:// or ws:// host is
-// another machine, where this directory means nothing: the path goes as
-// given and that daemon resolves it against its own working directory.
+// recipe. A relative path means the recipe's working directory (Env.Dir,
+// else the directory sous runs in), as `sous files` takes it from the
+// shell's, so where the host's daemon runs on this machine (the embedded
+// daemon, or a unix:// socket's, whose own working directory may be
+// anywhere) it is made absolute here. An ssh:// or ws:// host is another
+// machine, where this directory means nothing: the path goes as given and
+// that daemon resolves it against its own working directory, the way `sous
+// files --remote` sends it.
 func hostPath(c *Call, p string) (string, error) {
-	if filepath.IsAbs(p) {
+	if p == "" || filepath.IsAbs(p) || !c.Host.local() {
 		return p, nil
 	}
-	kind, _, err := client.Kind(c.Host.target)
-	if err != nil {
-		return "", c.errorf("%s: %v", c.Host.target, err)
-	}
-	if kind != "embedded" && kind != "unix" {
-		return p, nil
+	if c.Env.Dir != "" {
+		return filepath.Join(c.Env.Dir, p), nil
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {

@@ -27,7 +27,8 @@ var extensionMethods = []string{"process.list", "process.resize"}
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnExitSignal, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror,
 	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect,
-	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch}
+	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
+	wire.FeatureExtractOptions}
 
 // namespaces maps each namespace to its methods. server.* takes no params;
 // the others require a params object.
@@ -46,7 +47,7 @@ var namespaces = map[string]map[string]handler{
 		"read": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) {
 			return fileops.Read(p.Path, p.MaxBytes)
 		}),
-		"extract_tar": withPath(filesExtractTar),
+		"extract_tar": filesExtractTar, // extract.go
 	},
 	"git": {
 		"info": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
@@ -160,12 +161,6 @@ func serverCapabilities(_ context.Context, se *Session, _ json.RawMessage) (any,
 	methods := append(append([]string(nil), wire.Methods...), extensionMethods...)
 	methods, feats := se.s.withoutDisabled(methods, withSandbox(se.s.features())) // spawn_ext.go, spawn_sandbox.go
 	return wire.CapabilitiesResult{Version: se.s.cfg.Version, Methods: methods, Features: feats}, nil, nil
-}
-
-// ---- files.extract_tar ----
-
-func filesExtractTar(_ context.Context, _ *Session, p wire.PathParams) (any, error) {
-	return fileops.ExtractTar(p.ArchivePath, p.DestDir)
 }
 
 // ---- process.* ----

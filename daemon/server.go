@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/fileops"
 	"github.com/seed5ad92d46/sous/daemon/gitops"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
@@ -85,11 +86,17 @@ type Config struct {
 	// process dies, even by SIGKILL (proc.Options.DieWithDaemon). For an
 	// in-process daemon: its processes are unreachable once it is gone.
 	DieWithDaemon bool
+	// ExtractMaxBytes and ExtractMaxRatio bound what one files.extract_tar
+	// may unpack: bytes in all, and bytes per byte of archive (extract.go).
+	// An archive past either fails and leaves destDir empty. 0 means the
+	// default (16 GiB, 200); a negative value, no limit.
+	ExtractMaxBytes int64
+	ExtractMaxRatio float64
 	// DisableFeatures are extensions this daemon neither advertises nor
 	// honours, as a daemon from before them (for testing clients' fallbacks):
 	// process.spawn.pipeline, process.spawn.timeout, process.spawn.env.unset,
 	// process.spawn.tty, git.worktree_remove.strict,
-	// git.worktree_create.newbranch.
+	// git.worktree_create.newbranch, files.extract_tar.options.
 	DisableFeatures []string
 }
 
@@ -101,6 +108,8 @@ type Server struct {
 	reg       *proc.Registry
 	git       *gitops.Git
 	stats     Stats
+	// extractLimits are Config's, defaults applied.
+	extractLimits fileops.Limits
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -162,13 +171,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	s := &Server{
-		cfg:         cfg,
-		tokenHash:   sha256.Sum256([]byte(cfg.Token)),
-		log:         cfg.Logger,
-		git:         &gitops.Git{Dir: cfg.Dir},
-		listeners:   make(map[net.Listener]struct{}),
-		conns:       make(map[*conn]struct{}),
-		shutdownReq: make(chan struct{}),
+		cfg:           cfg,
+		tokenHash:     sha256.Sum256([]byte(cfg.Token)),
+		log:           cfg.Logger,
+		git:           &gitops.Git{Dir: cfg.Dir},
+		extractLimits: extractLimits(cfg), // extract.go
+		listeners:     make(map[net.Listener]struct{}),
+		conns:         make(map[*conn]struct{}),
+		shutdownReq:   make(chan struct{}),
 	}
 	logOpt := streamlog.Options{MemLimit: cfg.ReplayMemLimit, DiskLimit: cfg.ReplayDiskLimit}
 	if cfg.StateDir != "" {

@@ -34,7 +34,7 @@ func TestServerMethods(t *testing.T) {
 	c.wantResult("server.capabilities", `{"x":1}`,
 		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.stdin.ordered","process.list","process.gone",`+
 			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.exitsignal","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct",`+
-			`"git.worktree_remove.strict","git.worktree_create.newbranch"`+sandboxFeature+`]}`)
+			`"git.worktree_remove.strict","git.worktree_create.newbranch","files.extract_tar.options"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).
 	for _, m := range strings.Split(strings.ReplaceAll(methods, `"`, ""), ",") {
 		if m == "server.shutdown" || m == "files.extract_tar" || strings.HasPrefix(m, "git.worktree") {

@@ -57,6 +57,9 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 	if host.Embedded.Env == nil {
 		host.Embedded.Env = environ
 	}
+	if host.Embedded.Dir == "" {
+		host.Embedded.Dir = opt.Dir
+	}
 	r := &recipeRun{opt: opt, out: out, b: b, hosts: newHosts(host)}
 	r.appr = &approver{rules: opt.Approvals}
 	if opt.Prompt != nil {
@@ -69,6 +72,7 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 		Hosts:    r.hosts,
 		Args:     opt.Args,
 		Getenv:   getenv,
+		Dir:      opt.Dir,
 		Approver: r.appr,
 		Lines:    opt.Lines,
 		Abort:    r.abort,

@@ -32,7 +32,12 @@ type Options struct {
 	Env []string
 	// Getenv reads the runner's environment (default: a lookup in Env).
 	Getenv func(string) (string, bool)
-	Table  *builtins.Table
+	// Dir is the recipe's working directory (default: the process's):
+	// relative paths of files.* and extract_tar on a local host are taken
+	// from it, and it is the embedded daemon's directory unless
+	// Host.Embedded.Dir says otherwise.
+	Dir   string
+	Table *builtins.Table
 	// Lines bounds what a Process.lines() iteration holds (zero: the
 	// documented bounds).
 	Lines builtins.LinesLimits

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
@@ -29,27 +28,42 @@ const (
 	copyBufSize = 256 << 10
 	// markerName is written at destDir's root after a complete extraction.
 	markerName = ".synced"
-
-	fileMode = 0o600
-	dirMode  = 0o700
 )
 
-// ExtractTar implements files.extract_tar. See the package comment for the
-// order of its side effects and the entries it refuses.
+// Options are what a caller may ask of an extraction beyond claustrum's
+// files.extract_tar. The zero value is claustrum's behaviour, unbounded.
+type Options struct {
+	// ArchiveModes keeps the archive's permission bits (see modes.go)
+	// instead of 0600 for files and 0700 for directories.
+	ArchiveModes bool
+	// KeepArchive leaves archivePath in place instead of consuming it.
+	KeepArchive bool
+	Limits      Limits
+}
+
+// ExtractTar implements files.extract_tar as claustrum does. See the
+// package comment for the order of its side effects and the entries it
+// refuses.
 func ExtractTar(archivePath, destDir string) (wire.ExtractResult, error) {
-	return extractTar(archivePath, destDir, extractOptions{})
+	return Extract(archivePath, destDir, Options{})
+}
+
+// Extract is ExtractTar with the daemon's extensions and limits.
+func Extract(archivePath, destDir string, o Options) (wire.ExtractResult, error) {
+	return extractTar(archivePath, destDir, o, extractOptions{})
 }
 
 // extractOptions switch off the optimisations one at a time, so that the
 // benchmark can measure what each is worth and the tests can cover every
-// path. The zero value is what ExtractTar uses.
+// path. The zero value is what Extract uses.
 type extractOptions struct {
 	wipeInPlace bool // RemoveAll destDir before unpacking, instead of moving it aside
 	noReadahead bool // decompress on the unpacking goroutine
 	workers     int  // file-creating goroutines; 0 means defaultWorkers, 1 writes inline
+	noOpenat2   bool // resolve entries by walking openat(O_NOFOLLOW), as where openat2 is missing
 }
 
-func extractTar(archivePath, destDir string, opt extractOptions) (wire.ExtractResult, error) {
+func extractTar(archivePath, destDir string, o Options, opt extractOptions) (wire.ExtractResult, error) {
 	if archivePath == "" || destDir == "" {
 		return wire.ExtractResult{}, wire.InvalidParams("archivePath and destDir are required")
 	}
@@ -61,13 +75,16 @@ func extractTar(archivePath, destDir string, opt extractOptions) (wire.ExtractRe
 	if err != nil {
 		return wire.ExtractResult{Error: err.Error()}, nil
 	}
-	// Unlinking the open archive right away consumes it on every outcome
-	// from here on, even a panic, while the descriptor still reads it. A
-	// failed unlink (read-only parent) has no place in the result and does
-	// not change what the extraction did, so it is not reported.
-	_ = os.Remove(archivePath)
+	if !o.KeepArchive {
+		// Unlinking the open archive right away consumes it on every
+		// outcome from here on, even a panic, while the descriptor still
+		// reads it. A failed unlink (read-only parent) has no place in the
+		// result and does not change what the extraction did, so it is
+		// not reported.
+		_ = os.Remove(archivePath)
+	}
 
-	n, err := extract(f, dest, opt)
+	n, err := extract(f, dest, o, opt)
 	if err != nil {
 		zero := 0
 		return wire.ExtractResult{FileCount: &zero, Error: err.Error()}, nil
@@ -77,9 +94,16 @@ func extractTar(archivePath, destDir string, opt extractOptions) (wire.ExtractRe
 
 // extract runs steps 3 to 6 of the package comment on the opened archive and
 // returns the number of regular files written.
-func extract(f *os.File, dest string, opt extractOptions) (int, error) {
+func extract(f *os.File, dest string, o Options, opt extractOptions) (int, error) {
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	var size int64
+	fi, err := f.Stat()
+	regular := err == nil && fi.Mode().IsRegular()
+	if regular {
+		size = fi.Size()
+	}
+	archive := &countingReader{r: f}
+	zr, err := gzip.NewReader(archive)
 	if err != nil {
 		return 0, gzipError{err}
 	}
@@ -89,17 +113,34 @@ func extract(f *os.File, dest string, opt extractOptions) (int, error) {
 		// Closing f unblocks the read-ahead goroutine if the archive is a
 		// FIFO whose writer stalls; stop runs before zr.Close (defers are
 		// LIFO), so the reader is never used by two goroutines at once.
-		fi, err := f.Stat()
-		ra := startReadahead(src, f, err == nil && fi.Mode().IsRegular())
+		ra := startReadahead(src, f, regular)
 		defer ra.stop()
 		src = ra
 	}
+	lim := &limitReader{r: src, lim: o.Limits, archiveSize: size, compressed: &archive.n}
 
 	trash, err := clearDest(dest, opt.wipeInPlace)
 	if err != nil {
 		return 0, fmt.Errorf("clean destDir: %w", err)
 	}
-	n, err := unpackInto(src, dest, opt.workers)
+	t, err := openTree(dest, o.ArchiveModes, opt.noOpenat2)
+	if err != nil {
+		err = fmt.Errorf("mkdir destDir: %w", err)
+	} else {
+		defer t.close()
+	}
+	var n int
+	if err == nil {
+		n, err = unpackInto(lim, t, opt.workers)
+	}
+	if lim.tripped() {
+		// A bomb's partial tree is what it wanted to write: none of it
+		// stays. The error is the limit's whichever entry failed first.
+		err = lim.err
+		if rmErr := t.empty(); rmErr != nil {
+			err = fmt.Errorf("%w; clean destDir: %v", err, rmErr)
+		}
+	}
 	if trash != "" {
 		// Deleted whatever the outcome: the old tree must not survive the call.
 		if rmErr := os.RemoveAll(trash); rmErr != nil && err == nil {
@@ -109,7 +150,7 @@ func extract(f *os.File, dest string, opt extractOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := writeMarker(filepath.Join(dest, markerName)); err != nil {
+	if err := t.writeMarker(); err != nil {
 		return 0, fmt.Errorf("write %s: %w", markerName, err)
 	}
 	return n, nil
@@ -147,17 +188,9 @@ func moveAside(dest string) (string, error) {
 	return trash, nil
 }
 
-func writeMarker(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, fileMode)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// safeTarget resolves an entry name under dest. It is lexical, which is
-// enough because dest was just created empty and no entry can create a
-// symlink; files are still opened O_NOFOLLOW in case one appears anyway.
+// safeTarget resolves an entry name under dest. It is lexical: no entry can
+// create a symlink, and a symlink another process puts in destDir while it
+// is extracted is never followed (tree.go).
 func safeTarget(dest, name string) (string, bool) {
 	if len(name) > maxNameLen || strings.IndexByte(name, 0) >= 0 || filepath.IsAbs(name) {
 		return "", false
@@ -167,6 +200,16 @@ func safeTarget(dest, name string) (string, bool) {
 		return "", false
 	}
 	return target, true
+}
+
+// entryPath is an entry's path relative to dest ("" for dest itself), or
+// false when safeTarget refuses the name.
+func entryPath(dest, name string) (string, bool) {
+	target, ok := safeTarget(dest, name)
+	if !ok || target == dest {
+		return "", ok
+	}
+	return target[len(dest)+1:], true
 }
 
 // isPAXSparse reports a PAX-format GNU sparse file, which archive/tar presents
@@ -184,6 +227,10 @@ func isPAXSparse(hdr *tar.Header) bool {
 // gzip layer keep their own "gzip: …" text, which archive/tar passes through
 // unchanged, and anything else is a malformed tar stream.
 func readError(err error) error {
+	var le *LimitError
+	if errors.As(err, &le) {
+		return le
+	}
 	var gz gzipError
 	if errors.As(err, &gz) {
 		return gz

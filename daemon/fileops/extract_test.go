@@ -51,6 +51,8 @@ var allOptions = []struct {
 	{"wipeInPlace", extractOptions{wipeInPlace: true}},
 	{"noReadahead", extractOptions{noReadahead: true}},
 	{"sequential", extractOptions{workers: 1}},
+	{"noOpenat2", extractOptions{noOpenat2: true}},
+	{"noOpenat2/sequential", extractOptions{noOpenat2: true, workers: 1}},
 }
 
 func TestExtractTar(t *testing.T) {
@@ -69,7 +71,7 @@ func TestExtractTar(t *testing.T) {
 		t.Run(o.name, func(t *testing.T) {
 			s := newSandbox(t)
 			ap := writeArchive(t, s.root, archive)
-			res, err := extractTar(ap, s.dest, o.opt)
+			res, err := extractTar(ap, s.dest, Options{}, o.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +139,7 @@ func TestExtractTarWipesOldContent(t *testing.T) {
 				t.Fatal(err)
 			}
 			ap := writeArchive(t, s.root, tarGz(t, file("keep/new", "new")))
-			res, err := extractTar(ap, s.dest, o.opt)
+			res, err := extractTar(ap, s.dest, Options{}, o.opt)
 			if err != nil || !res.Success {
 				t.Fatalf("extract = %+v, %v", res, err)
 			}
@@ -275,7 +277,7 @@ func TestExtractTarBadGzip(t *testing.T) {
 			t.Run(tt.name+"/"+o.name, func(t *testing.T) {
 				s := newSandbox(t)
 				ap := writeArchive(t, s.root, []byte(tt.data))
-				res, err := extractTar(ap, s.dest, o.opt)
+				res, err := extractTar(ap, s.dest, Options{}, o.opt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -412,7 +414,7 @@ func TestExtractTarHostile(t *testing.T) {
 			t.Run(tt.name+"/"+o.name, func(t *testing.T) {
 				s := newSandbox(t)
 				ap := writeArchive(t, s.root, tarGz(t, tt.entries(s)...))
-				res, err := extractTar(ap, s.dest, o.opt)
+				res, err := extractTar(ap, s.dest, Options{}, o.opt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -551,7 +553,7 @@ func TestExtractTarCleanFailureInPlace(t *testing.T) {
 	undo := undeletable(t, stuck)
 	t.Cleanup(func() { undo(stuck) })
 	ap := writeArchive(t, s.root, tarGz(t, file("new", "y")))
-	res, _ := extractTar(ap, s.dest, extractOptions{wipeInPlace: true})
+	res, _ := extractTar(ap, s.dest, Options{}, extractOptions{wipeInPlace: true})
 	if res.Success || !strings.HasPrefix(res.Error, "clean destDir: ") || *res.FileCount != 0 {
 		t.Errorf("result = %+v", res)
 	}

@@ -53,20 +53,37 @@
 //     are left in the sibling, as they are if the daemon dies mid-call.
 //  5. Entries are unpacked: directories 0700, regular files 0600 whatever the
 //     header mode (subject to the process umask, like any create), owners and
-//     times are not restored. Files are created with O_CREAT|O_EXCL|O_NOFOLLOW,
-//     so nothing ever writes through a symlink; a regular file repeated later
-//     in the archive replaces the earlier one, as tar does. The archive is
-//     read and every entry checked in order on one goroutine; directories
-//     and files up to 64 KiB are then created by a few worker goroutines,
-//     because unpacking a source tree is bound by the kernel's inode
-//     allocation. Entries of one path always go to the same worker, so their
-//     archive order holds.
-//  6. On success an empty ".synced" marker is written at destDir's root.
+//     times are not restored. destDir is opened once and every entry is
+//     created relative to it, never through a symlink: files with openat2
+//     (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) and O_CREAT|O_EXCL|O_NOFOLLOW,
+//     directories with mkdirat in a parent opened the same way (or, without
+//     openat2, a walk of openat(O_NOFOLLOW) per component; tree.go). So a
+//     process that swaps a directory for a symlink while the archive is
+//     extracted cannot make it write outside destDir: the entry fails. A
+//     regular file repeated later in the archive replaces the earlier one, as
+//     tar does. The archive is read and every entry checked in order on one
+//     goroutine; directories and files up to 64 KiB are then created by a
+//     few worker goroutines, because unpacking a source tree is bound by the
+//     kernel's inode allocation. Entries of one path always go to the same
+//     worker, so their archive order holds.
 //  6. On success an empty ".synced" marker is written at destDir's root.
 //
 // fileCount counts the regular-file entries written (a file repeated in the
 // archive counts each time); directories and the marker do not count. Every
 // failure reports fileCount 0, because the tree is then incomplete.
+//
+// Extract adds what the daemon's extension (files.extract_tar.options) and
+// its limits ask for; ExtractTar is Extract with none of it:
+//   - ArchiveModes keeps the archive's permission bits as `tar x` without -p
+//     does (modes.go): masked by the umask, without set-user-ID, set-group-ID
+//     or sticky bits, never writable by others; directories keep rwx for
+//     their owner so that the next call can wipe them.
+//   - KeepArchive skips the unlink of step 2 (an archive inside destDir is
+//     still wiped with it in step 4).
+//   - Limits bound the bytes the archive unpacks to and their ratio to the
+//     archive's size (limits.go). An archive that passes one fails with
+//     "archive unpacks to more than …" and, unlike other failures, leaves
+//     destDir empty: what a bomb wrote so far is deleted.
 //
 // Entries are refused, failing the whole extraction, when:
 //   - the name is absolute, longer than 4096 bytes (PATH_MAX), contains NUL,
@@ -86,9 +103,10 @@
 //     headers ('g', which git archive writes first) carry no file and are
 //     skipped.
 //
-// A failure after unpacking started leaves what was already written in
-// destDir (as the reference does) but never writes the .synced marker, so a
-// reader can tell a complete tree from a partial one. Workers finish the
+// A failure after unpacking started (other than a limit) leaves what was
+// already written in destDir (as the reference does) but never writes the
+// .synced marker, so a reader can tell a complete tree from a partial one.
+// A limit's failure leaves destDir empty instead. Workers finish the
 // entries before the failed one and skip those after it, and the error
 // reported is that of the earliest failed entry, as a one-at-a-time
 // extraction would report. The one exception is two entries that collide
@@ -99,8 +117,8 @@
 // one fixed buffer, at most a few MiB of small files wait for the workers,
 // decompression runs one goroutine ahead through a few fixed chunks (so
 // inflating and writing overlap, as `tar xzf` overlaps with its gzip
-// child), and no per-entry state is kept. The only unbounded cost is disk: a
-// small gzip can legitimately expand about a thousandfold.
+// child), and no per-entry state is kept. Disk is bounded by Limits: a small
+// gzip can expand about a thousandfold.
 package fileops
 
 import (

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,18 +27,15 @@ const (
 	queueLen = 8
 )
 
-// unpackInto creates dest and unpacks the tar stream src into it, then reads
-// src to its end so that the gzip checksum is verified (archive/tar stops at
-// the end-of-archive blocks, before the gzip trailer). workers is as in
+// unpackInto unpacks the tar stream src into t, then reads src to its end
+// so that the gzip checksum is verified (archive/tar stops at the
+// end-of-archive blocks, before the gzip trailer). workers is as in
 // extractOptions.
-func unpackInto(src io.Reader, dest string, workers int) (int, error) {
-	if err := os.MkdirAll(dest, dirMode); err != nil {
-		return 0, fmt.Errorf("mkdir destDir: %w", err)
-	}
+func unpackInto(src io.Reader, t *destTree, workers int) (int, error) {
 	if workers == 0 {
 		workers = defaultWorkers
 	}
-	u := &unpacker{dest: dest, failed: newEarliest()}
+	u := &unpacker{t: t, failed: newEarliest()}
 	n := u.runWith(tar.NewReader(src), workers)
 	if err := u.failed.get(); err != nil {
 		return 0, err
@@ -52,7 +47,7 @@ func unpackInto(src io.Reader, dest string, workers int) (int, error) {
 }
 
 type unpacker struct {
-	dest   string
+	t      *destTree
 	buf    []byte      // copy buffer for streamed files, made on first use
 	pool   *writerPool // nil: everything is written inline
 	failed *earliest
@@ -85,22 +80,24 @@ func (u *unpacker) run(tr *tar.Reader) int {
 		if hdr.Typeflag == tar.TypeXGlobalHeader {
 			continue // archive-wide metadata, not a file; its name is no path
 		}
-		target, ok := safeTarget(u.dest, hdr.Name)
+		rel, ok := entryPath(u.t.path, hdr.Name)
 		if !ok {
 			u.failed.set(index, fmt.Errorf("unsafe path in archive: %s", quoteName(hdr.Name)))
 			break
 		}
 		switch {
 		case hdr.Typeflag == tar.TypeDir:
-			if target != u.dest { // "./" is destDir itself, which exists
-				u.dir(index, target)
+			if rel != "" {
+				u.dir(index, rel, u.t.dirModeOf(hdr.Mode))
+			} else if u.t.archive { // "./" is destDir itself, which exists
+				u.root(index, u.t.dirModeOf(hdr.Mode))
 			}
 		case hdr.Typeflag == tar.TypeReg && !isPAXSparse(hdr):
 			// archive/tar has already turned the legacy '\x00' type into '0'.
-			if target == u.dest {
+			if rel == "" {
 				u.failed.set(index, fmt.Errorf("unsafe path in archive: %s", quoteName(hdr.Name)))
 			} else {
-				u.file(index, target, tr, hdr.Size)
+				u.file(index, rel, u.t.fileModeOf(hdr.Mode), tr, hdr.Size)
 				count++
 			}
 		default:
@@ -114,24 +111,38 @@ func (u *unpacker) run(tr *tar.Reader) int {
 	return 0
 }
 
-func (u *unpacker) dir(index int, target string) {
+func (u *unpacker) dir(index int, rel string, mode uint32) {
 	if u.pool != nil {
-		u.pool.submit(job{index: index, target: target, dir: true})
+		u.pool.submit(job{index: index, t: u.t, rel: rel, mode: mode, dir: true})
 		return
 	}
-	if err := mkdirEntry(target); err != nil {
+	if err := u.t.mkdir(rel, mode); err != nil {
 		u.failed.set(index, err)
 	}
 }
 
-func (u *unpacker) file(index int, target string, r io.Reader, size int64) {
+// root applies a "./" entry's mode to destDir, once every entry before it
+// has landed (a worker may be creating one of its parents).
+func (u *unpacker) root(index int, mode uint32) {
+	if u.pool != nil {
+		u.pool.wait()
+		if !u.failed.allows(index) {
+			return
+		}
+	}
+	if err := u.t.chmodRoot(mode); err != nil {
+		u.failed.set(index, err)
+	}
+}
+
+func (u *unpacker) file(index int, rel string, mode uint32, r io.Reader, size int64) {
 	if u.pool != nil && size <= smallFileMax {
 		data := make([]byte, size)
 		if _, err := io.ReadFull(r, data); err != nil {
 			u.failed.set(index, readError(err))
 			return
 		}
-		u.pool.submit(job{index: index, target: target, data: data})
+		u.pool.submit(job{index: index, t: u.t, rel: rel, mode: mode, data: data})
 		return
 	}
 	if u.pool != nil {
@@ -142,14 +153,14 @@ func (u *unpacker) file(index int, target string, r io.Reader, size int64) {
 			return
 		}
 	}
-	if err := u.writeFile(target, r, size); err != nil {
+	if err := u.writeFile(rel, mode, r, size); err != nil {
 		u.failed.set(index, err)
 	}
 }
 
-// writeFile streams size bytes of r into a new 0600 file at target.
-func (u *unpacker) writeFile(target string, r io.Reader, size int64) error {
-	fd, err := createFile(target)
+// writeFile streams size bytes of r into a new file at rel.
+func (u *unpacker) writeFile(rel string, mode uint32, r io.Reader, size int64) error {
+	fd, err := u.t.create(rel, mode)
 	if err != nil {
 		return err
 	}
@@ -167,38 +178,40 @@ func (u *unpacker) writeFile(target string, r io.Reader, size int64) error {
 		}
 		if err := writeAll(fd, chunk); err != nil {
 			syscall.Close(fd)
-			return &os.PathError{Op: "write", Path: target, Err: err}
+			return &os.PathError{Op: "write", Path: u.t.full(rel), Err: err}
 		}
 		size -= int64(len(chunk))
 	}
 	if err := syscall.Close(fd); err != nil {
-		return &os.PathError{Op: "close", Path: target, Err: err}
+		return &os.PathError{Op: "close", Path: u.t.full(rel), Err: err}
 	}
 	return nil
 }
 
 // job is one directory or small file for a worker.
 type job struct {
-	index  int // position in the archive
-	target string
-	dir    bool
-	data   []byte
+	index int // position in the archive
+	t     *destTree
+	rel   string
+	mode  uint32
+	dir   bool
+	data  []byte
 }
 
 func (j job) run() error {
 	if j.dir {
-		return mkdirEntry(j.target)
+		return j.t.mkdir(j.rel, j.mode)
 	}
-	fd, err := createFile(j.target)
+	fd, err := j.t.create(j.rel, j.mode)
 	if err != nil {
 		return err
 	}
 	if err := writeAll(fd, j.data); err != nil {
 		syscall.Close(fd)
-		return &os.PathError{Op: "write", Path: j.target, Err: err}
+		return &os.PathError{Op: "write", Path: j.t.full(j.rel), Err: err}
 	}
 	if err := syscall.Close(fd); err != nil {
-		return &os.PathError{Op: "close", Path: j.target, Err: err}
+		return &os.PathError{Op: "close", Path: j.t.full(j.rel), Err: err}
 	}
 	return nil
 }
@@ -241,7 +254,7 @@ func (p *writerPool) work(q <-chan job) {
 // archive order and fail the way a one-at-a-time extraction would.
 func (p *writerPool) submit(j job) {
 	p.pending.Add(1)
-	p.queues[pathHash(j.target)%uint32(len(p.queues))] <- j
+	p.queues[pathHash(j.rel)%uint32(len(p.queues))] <- j
 }
 
 // wait returns once every submitted job is done.
@@ -298,62 +311,6 @@ func (e *earliest) get() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.err
-}
-
-// mkdirEntry creates a directory entry 0700. The directory may already exist,
-// created as the parent of an earlier file.
-func mkdirEntry(target string) error {
-	err := os.Mkdir(target, dirMode)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, fs.ErrExist):
-		if fi, lerr := os.Lstat(target); lerr == nil && fi.IsDir() {
-			return nil
-		}
-		return err
-	case errors.Is(err, fs.ErrNotExist):
-		return os.MkdirAll(target, dirMode)
-	}
-	return err
-}
-
-// createFile creates target exclusively, without following a symlink, as a
-// raw descriptor: os.OpenFile spends three more syscalls per file trying to
-// register a regular file with the poller, which shows over thousands of
-// small files. Missing parents are created on demand rather than checked
-// for first, and a regular file an earlier entry of the same name wrote is
-// replaced.
-func createFile(target string) (int, error) {
-	fd, err := openExcl(target)
-	if err == syscall.ENOENT {
-		if err := os.MkdirAll(filepath.Dir(target), dirMode); err != nil {
-			return -1, err
-		}
-		fd, err = openExcl(target)
-	}
-	if err == syscall.EEXIST {
-		if fi, lerr := os.Lstat(target); lerr == nil && fi.Mode().IsRegular() {
-			if err := os.Remove(target); err != nil {
-				return -1, err
-			}
-			fd, err = openExcl(target)
-		}
-	}
-	if err != nil {
-		return -1, &os.PathError{Op: "open", Path: target, Err: err}
-	}
-	return fd, nil
-}
-
-func openExcl(path string) (int, error) {
-	const flags = syscall.O_WRONLY | syscall.O_CREAT | syscall.O_EXCL | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
-	for {
-		fd, err := syscall.Open(path, flags, fileMode)
-		if err != syscall.EINTR {
-			return fd, err
-		}
-	}
 }
 
 func writeAll(fd int, b []byte) error {

@@ -170,6 +170,13 @@ const (
 	// checked out a branch that existed (sourceBranch is then only the
 	// echo the contract asks for).
 	FeatureWorktreeCreateNewBranch = "git.worktree_create.newbranch"
+
+	// files.extract_tar {"modes": "archive", "keepArchive": true} (see
+	// ExtractOptions): entries keep the archive's permission bits (masked
+	// by the daemon's umask, never set-user-ID, set-group-ID, sticky or
+	// writable by others) instead of 0600/0700, and the archive is left in
+	// place instead of consumed. Without them the call is claustrum's.
+	FeatureExtractOptions = "files.extract_tar.options"
 )
 
 // ---- server.* ----
@@ -236,6 +243,31 @@ type ValidateResult struct {
 	Valid bool   `json:"valid"`
 	IsDir bool   `json:"isDir"`
 	Error string `json:"error,omitempty"`
+}
+
+// ExtractOptions are files.extract_tar's extension params
+// (FeatureExtractOptions). The daemon decodes them apart from PathParams,
+// so that files.stat and the rest ignore them whatever their type, as
+// claustrum ignores a key it does not know.
+type ExtractOptions struct {
+	// Modes is ModesOwner (the default: files 0600, directories 0700) or
+	// ModesArchive.
+	Modes string `json:"modes,omitempty"`
+	// KeepArchive leaves archivePath in place.
+	KeepArchive bool `json:"keepArchive,omitempty"`
+}
+
+// The values of ExtractOptions.Modes.
+const (
+	ModesOwner   = "owner"
+	ModesArchive = "archive"
+)
+
+// ExtractParams are files.extract_tar's params with the extension's. With
+// zero options they encode exactly as PathParams.
+type ExtractParams struct {
+	PathParams
+	ExtractOptions
 }
 
 // ExtractResult is files.extract_tar's result. FileCount is emitted whenever
