@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -84,6 +85,9 @@ type serveOptions struct {
 	metricsAddr     string
 	readyFD         int // --ready-fd: `daemon start` learns on it that this daemon listens
 	loginPath       bool
+	// What one files.extract_tar may unpack (0: no limit).
+	extractMaxBytes int64
+	extractMaxRatio float64
 }
 
 func (o *serveOptions) register(cmd *cobra.Command) {
@@ -106,6 +110,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.IntVar(&o.maxConnections, "max-connections", 100, "most WebSocket connections open at once (503 beyond; 0 = no limit)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus counters at http://`ADDR`/metrics (no auth: bind to loopback)")
 	f.BoolVar(&o.loginPath, "login-path", true, "give children the PATH of the user's login shell ($SHELL -l), as claustrum does; =false keeps the daemon's own")
+	f.Int64Var(&o.extractMaxBytes, "extract-max-bytes", daemon.DefaultExtractMaxBytes, "most bytes one files.extract_tar may unpack (the tar stream: contents plus 512 per entry); past it the extraction fails and leaves DEST empty; 0 = no limit")
+	f.Float64Var(&o.extractMaxRatio, "extract-max-ratio", daemon.DefaultExtractMaxRatio, "most bytes one files.extract_tar may unpack per byte of archive, past the first 64 MiB (gzip bombs expand about 1000x); 0 = no limit")
 	f.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this descriptor once listening (used by daemon start)")
 	f.MarkHidden("ready-fd")
 }
@@ -123,6 +129,12 @@ func (o *serveOptions) check() error {
 	}
 	if o.replayMemTotal <= 0 {
 		return usageErrorf("--replay-mem-total: want a positive number of bytes, got %d", o.replayMemTotal)
+	}
+	if o.extractMaxBytes < 0 {
+		return usageErrorf("--extract-max-bytes: want bytes, or 0 for no limit; got %d", o.extractMaxBytes)
+	}
+	if r := o.extractMaxRatio; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return usageErrorf("--extract-max-ratio: want a ratio, or 0 for no limit; got %v", r)
 	}
 	if _, err := newLogger(io.Discard, o.logFormat); err != nil {
 		return err
@@ -229,6 +241,15 @@ func (o *serveOptions) removeTokenFile() error {
 	return nil
 }
 
+// noLimitIfZero maps a flag's 0 ("no limit") to the daemon.Config's
+// negative, whose 0 means the default.
+func noLimitIfZero[N int64 | float64](n N) N {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 func newDaemonServeCmd(streams *IO) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
@@ -261,7 +282,13 @@ stage of a pipeline included; others are refused with -32602, logged and
 counted. A NAME allows any command of that base name (git: git, /usr/bin/git,
 ./git); an absolute path allows the command that resolves (on the child's
 PATH, or as given) to that same file. A guard, not a sandbox: an allowed
-shell runs whatever it is told.`,
+shell runs whatever it is told.
+
+--extract-max-bytes N and --extract-max-ratio R bound what one
+files.extract_tar may unpack: N bytes of tar stream in all (default 16 GiB),
+and R bytes per byte of archive past the first 64 MiB (default 200; gzip
+cannot expand more than about 1000x, real archives 2-20x). An archive past
+either fails and leaves its DEST empty. 0 disables a limit.`,
 		Example: `  sous daemon serve --socket /run/sous.sock --token-file /run/sous.token
   printf '%s\n' "$TOKEN" | sous daemon serve --socket /tmp/s.sock --token-fd 0
   sous daemon serve --socket /tmp/s.sock --listen ws://127.0.0.1:8003 --metrics-addr 127.0.0.1:9103 --token-file tok`,
@@ -329,6 +356,8 @@ func serveDaemon(ctx context.Context, streams *IO, o *serveOptions, token string
 		Logger:          logger,
 		AllowCommands:   o.allowCommands,
 		Env:             daemonChildEnv(ctx, processEnv(streams), o.loginPath, logger),
+		ExtractMaxBytes: noLimitIfZero(o.extractMaxBytes),
+		ExtractMaxRatio: noLimitIfZero(o.extractMaxRatio),
 	})
 	if err != nil {
 		return err
@@ -475,7 +504,9 @@ func startDaemon(streams *IO, o *serveOptions, wait time.Duration) error {
 		"--replay-disk-limit", strconv.FormatInt(o.replayDiskLimit, 10),
 		"--replay-disk-total", strconv.FormatInt(o.replayDiskTotal, 10),
 		"--replay-mem-total", strconv.Itoa(o.replayMemTotal),
-		"--retain-exited", strconv.Itoa(o.retainExited), "--retain-for", o.retainFor.String()}
+		"--retain-exited", strconv.Itoa(o.retainExited), "--retain-for", o.retainFor.String(),
+		"--extract-max-bytes", strconv.FormatInt(o.extractMaxBytes, 10),
+		"--extract-max-ratio", strconv.FormatFloat(o.extractMaxRatio, 'g', -1, 64)}
 	if o.stateDir != "" {
 		args = append(args, "--state-dir", o.stateDir)
 	}

@@ -492,28 +492,7 @@ func newFilesCmd(streams *IO) *cobra.Command {
 			},
 			humanSaysFailure: true,
 		}.build(streams, nil),
-		queryCmd{
-			use: "extract-tar ARCHIVE DEST", short: "Extract a .tar.gz into DEST (wiped first; the archive is consumed)",
-			example: "  sous files extract-tar /tmp/release.tar.gz /opt/app",
-			nargs:   [2]int{2, 2}, method: "files.extract_tar",
-			params: func(a []string, local bool) map[string]any {
-				return map[string]any{"archivePath": pathArg(a, 0, local), "destDir": pathArg(a, 1, local)}
-			},
-			result: func() any { return &wire.ExtractResult{} },
-			human: func(w io.Writer, res any) error {
-				r := res.(*wire.ExtractResult)
-				if r.Success && r.FileCount != nil {
-					fmt.Fprintf(w, "extracted %d %s\n", *r.FileCount, plural(*r.FileCount, "file", "files"))
-				}
-				return nil
-			},
-			check: func(res any) error {
-				if r := res.(*wire.ExtractResult); !r.Success {
-					return fmt.Errorf("%s", r.Error)
-				}
-				return nil
-			},
-		}.build(streams, nil),
+		newExtractTarCmd(streams),
 	)
 	return cmd
 }
