@@ -23,6 +23,10 @@ type Env struct {
 	Hosts  Connector
 	Args   map[string]string
 	Getenv func(name string) (string, bool)
+	// Dir is the recipe's working directory: relative paths given to
+	// files.* and extract_tar on a local host are taken from it
+	// (paths.go). Empty: the process's working directory.
+	Dir string
 	// Approver decides the permission requests that no recipe policy
 	// decided: the command line's rules, a prompt, the default. Nil denies
 	// them all (by "default").

@@ -1,6 +1,8 @@
 package builtins
 
 import (
+	"path/filepath"
+
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
@@ -10,8 +12,7 @@ import (
 func filesEntries() []Entry {
 	return []Entry{
 		{Name: "files", Host: true, Sig: "files",
-			Doc: "Files on the host, read through the daemon. Relative paths are relative to the daemon's directory " +
-				"(for the embedded daemon, the directory sous runs in)."},
+			Doc: "Files on the host, read through the daemon. " + relativePathsDoc},
 		{Name: "files.stat", Host: true, Sig: "files.stat(path) -> struct(exists, is_dir, size, mode)",
 			Doc: "Describes path; a missing path gives exists=False. mode is the ls-style string (\"-rw-r--r--\").",
 			Fn:  filesStat},
@@ -27,13 +28,29 @@ func filesEntries() []Entry {
 		{Name: "files.validate", Host: true, Sig: "files.validate(path) -> struct(valid, is_dir, error)",
 			Doc: "Whether path exists; error is the daemon's reason when it does not (\"\" otherwise).",
 			Fn:  filesValidate},
-		{Name: "extract_tar", Host: true, Sig: "extract_tar(archive, dest) -> int",
-			Doc: "Extracts the .tar.gz archive into dest on the host with the daemon's semantics: dest (absolute) is " +
-				"wiped first, the archive is consumed (removed once opened), entries get owner-only modes, an empty " +
-				".synced marker is written. Returns the number of files; any failure fails with the daemon's error text.",
+		{Name: "extract_tar", Host: true, Sig: `extract_tar(archive, dest, *, modes="owner", keep_archive=False) -> int`,
+			Doc: "Extracts the .tar.gz archive into directory dest on the host, with the daemon's semantics: " +
+				"dest is wiped first (everything in it is deleted), the archive is consumed (deleted once opened, " +
+				"whatever the outcome), files get mode 0600 and directories 0700 whatever the archive says, and an " +
+				"empty .synced marker is written on success. Returns the number of files; any failure fails with the " +
+				"daemon's error text, and dest keeps what was extracted before the failure, without .synced. " +
+				"modes=\"archive\" keeps the archive's permission bits instead, as tar without -p: minus the daemon's " +
+				"umask, never set-user-ID, set-group-ID, sticky or writable by others (directories keep rwx for their " +
+				"owner); keep_archive=True leaves the archive in place. Both need the daemon extension " +
+				"files.extract_tar.options (the embedded daemon and sous daemon have it); a daemon without it fails " +
+				"the call before anything is touched. The daemon bounds what one archive may unpack (sous daemon " +
+				"serve --extract-max-bytes, --extract-max-ratio; by default 16 GiB, and 200 times the archive's " +
+				"size past 64 MiB): an archive past them fails and leaves dest empty. " + relativePathsDoc +
+				" On a remote host dest must be absolute.",
 			Fn: extractTar},
 	}
 }
+
+// relativePathsDoc says how the path arguments of files.* and extract_tar
+// are resolved (paths.go).
+const relativePathsDoc = "A relative path is taken from the recipe's working directory (the directory sous runs in) " +
+	"on a local host (the embedded daemon, or unix://); a remote host (ssh://, ws://) resolves it against its " +
+	"daemon's directory."
 
 func record(fields starlark.StringDict) *starlarkstruct.Struct {
 	return starlarkstruct.FromStringDict(starlarkstruct.Default, fields)
@@ -45,7 +62,7 @@ func filesStat(c *Call) (starlark.Value, error) {
 		return nil, err
 	}
 	var res wire.StatResult
-	if err := hostCall(c, path, "files.stat", wire.PathParams{Path: path}, &res); err != nil {
+	if err := hostCall(c, path, "files.stat", wire.PathParams{Path: hostPath(c, path)}, &res); err != nil {
 		return nil, err
 	}
 	return record(starlark.StringDict{
@@ -62,11 +79,17 @@ func filesList(c *Call) (starlark.Value, error) {
 		return nil, err
 	}
 	var res wire.ListResult
-	if err := hostCall(c, path, "files.list", wire.PathParams{Path: path}, &res); err != nil {
+	abs := hostPath(c, path)
+	if err := hostCall(c, path, "files.list", wire.PathParams{Path: abs}, &res); err != nil {
 		return nil, err
 	}
 	out := make([]starlark.Value, len(res.Entries))
 	for i, e := range res.Entries {
+		if abs != path {
+			// Relative in, relative out: the entries' paths start with
+			// the path the recipe gave, as they do on a remote host.
+			e.Path = filepath.Join(path, e.Name)
+		}
 		out[i] = record(starlark.StringDict{
 			"name":   starlark.String(e.Name),
 			"path":   starlark.String(e.Path),
@@ -83,7 +106,7 @@ func filesRead(c *Call) (starlark.Value, error) {
 		return nil, err
 	}
 	var res wire.ReadResult
-	if err := hostCall(c, path, "files.read", wire.PathParams{Path: path, MaxBytes: maxBytes}, &res); err != nil {
+	if err := hostCall(c, path, "files.read", wire.PathParams{Path: hostPath(c, path), MaxBytes: maxBytes}, &res); err != nil {
 		return nil, err
 	}
 	if !res.Exists {
@@ -98,7 +121,7 @@ func filesValidate(c *Call) (starlark.Value, error) {
 		return nil, err
 	}
 	var res wire.ValidateResult
-	if err := hostCall(c, path, "files.validate", wire.PathParams{Path: path}, &res); err != nil {
+	if err := hostCall(c, path, "files.validate", wire.PathParams{Path: hostPath(c, path)}, &res); err != nil {
 		return nil, err
 	}
 	return record(starlark.StringDict{
@@ -110,21 +133,42 @@ func filesValidate(c *Call) (starlark.Value, error) {
 
 func extractTar(c *Call) (starlark.Value, error) {
 	var archive, dest string
-	if err := bind(c, 2, req("archive", str(&archive)), req("dest", str(&dest))); err != nil {
+	modes := wire.ModesOwner
+	var keep bool
+	err := bind(c, 2, req("archive", str(&archive)), req("dest", str(&dest)),
+		opt("modes", str(&modes)), opt("keep_archive", boolean(&keep)))
+	if err != nil {
 		return nil, err
 	}
 	// Checked here to name the arguments: the daemon's refusal of an empty
 	// one names its protocol fields (archivePath, destDir). A dest it
-	// refuses otherwise (relative, /) fails with its own words, as the
-	// contract has every success:false do.
+	// refuses otherwise (/) fails with its own words, as the contract has
+	// every success:false do.
 	switch {
 	case archive == "":
 		return nil, c.errorf("archive: want the path of a .tar.gz on the host, got \"\"")
 	case dest == "":
-		return nil, c.errorf("dest: want an absolute directory on the host, got \"\"")
+		return nil, c.errorf("dest: want a directory on the host, got \"\"")
+	case modes != wire.ModesOwner && modes != wire.ModesArchive:
+		return nil, c.errorf("modes: want %q or %q, got %q", wire.ModesOwner, wire.ModesArchive, modes)
+	case !filepath.IsAbs(dest) && !c.Host.local():
+		return nil, c.errorf("dest: %q is relative and host %s is remote: give an absolute path "+
+			"(relative paths are taken from the recipe's directory only on a local host)", dest, c.Host.target)
+	}
+	params := wire.ExtractParams{PathParams: wire.PathParams{ArchivePath: hostPath(c, archive), DestDir: hostPath(c, dest)}}
+	if modes == wire.ModesArchive || keep {
+		// A daemon without the extension would ignore these params,
+		// consume the archive and give owner-only modes: it is not asked.
+		if err := requireFeature(c, wire.FeatureExtractOptions, extractAsked(modes, keep)); err != nil {
+			return nil, err
+		}
+		if modes == wire.ModesArchive {
+			params.Modes = modes
+		}
+		params.KeepArchive = keep
 	}
 	var res wire.ExtractResult
-	if err := hostCall(c, archive, "files.extract_tar", wire.PathParams{ArchivePath: archive, DestDir: dest}, &res); err != nil {
+	if err := hostCall(c, archive, "files.extract_tar", params, &res); err != nil {
 		return nil, err
 	}
 	if !res.Success {
@@ -135,4 +179,29 @@ func extractTar(c *Call) (starlark.Value, error) {
 		n = *res.FileCount
 	}
 	return starlark.MakeInt(n), nil
+}
+
+// extractAsked names what an extract_tar call asked of the extension.
+func extractAsked(modes string, keep bool) string {
+	switch {
+	case modes == wire.ModesArchive && keep:
+		return `modes="archive" and keep_archive=True`
+	case keep:
+		return "keep_archive=True"
+	}
+	return `modes="archive"`
+}
+
+// requireFeature fails the call, naming the extension, when its host does
+// not advertise it.
+func requireFeature(c *Call, feature, what string) error {
+	ok, err := hostHasFeature(c, feature)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return c.errorf("%s needs the daemon extension %q, which host %s does not advertise "+
+			"(upgrade its daemon, or use the embedded one)", what, feature, c.Host.target)
+	}
+	return nil
 }

@@ -32,7 +32,12 @@ type Options struct {
 	Env []string
 	// Getenv reads the runner's environment (default: a lookup in Env).
 	Getenv func(string) (string, bool)
-	Table  *builtins.Table
+	// Dir is the recipe's working directory (default: the process's):
+	// relative paths of files.* and extract_tar on a local host are taken
+	// from it, and it is the embedded daemon's directory unless
+	// Host.Embedded.Dir says otherwise.
+	Dir   string
+	Table *builtins.Table
 	// Lines bounds what a Process.lines() iteration holds (zero: the
 	// documented bounds).
 	Lines builtins.LinesLimits
@@ -127,6 +132,9 @@ func execute(ctx context.Context, opt Options, out *output) (err error) {
 	if host.Embedded.Env == nil {
 		host.Embedded.Env = environ
 	}
+	if host.Embedded.Dir == "" {
+		host.Embedded.Dir = opt.Dir
+	}
 	hosts := newHosts(host)
 	defer func() {
 		if cerr := hosts.Close(); cerr != nil {
@@ -154,6 +162,7 @@ func execute(ctx context.Context, opt Options, out *output) (err error) {
 		Hosts:    hosts,
 		Args:     opt.Args,
 		Getenv:   getenv,
+		Dir:      opt.Dir,
 		Approver: appr,
 		Lines:    opt.Lines,
 		Abort: func(err error) {
