@@ -111,7 +111,7 @@ func TestRecipeWorktrees(t *testing.T) {
 
 func TestRecipeRelease(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"sha256sum", "cp", "mktemp"} {
+	for _, tool := range []string{"sha256sum", "tar", "mktemp"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not on PATH", tool)
 		}
@@ -124,8 +124,15 @@ func TestRecipeRelease(t *testing.T) {
 		sums += fmt.Sprintf("%s  %s\n", hex.EncodeToString(h[:]), name)
 	}
 	files["app-1.2.3/SHA256SUMS"] = sums
+	// Archived by tar from a real tree, as a release is: bin/tool 0755.
+	src := writeTree(t, files)
+	if err := os.Chmod(filepath.Join(src, "app-1.2.3", "bin", "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	archive := filepath.Join(dir, "app-1.2.3.tar.gz")
-	writeTarGz(t, archive, files)
+	if out, err := exec.Command("tar", "czf", archive, "-C", src, "app-1.2.3").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, out)
+	}
 	raw, err := os.ReadFile(archive)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +146,10 @@ func TestRecipeRelease(t *testing.T) {
 		"release ready in "+dest+"/app-1.2.3")
 	if !fileExists(archive) {
 		t.Error("the original archive was consumed")
+	}
+	// The release's binary runs where it was unpacked.
+	if out, err := exec.Command(filepath.Join(dest, "app-1.2.3", "bin", "tool")).Output(); err != nil || string(out) != "tool\n" {
+		t.Errorf("bin/tool of the extracted release: %q, %v; want it executable", out, err)
 	}
 
 	o = sous(t, "run", recipe("release.star"), "-a", "archive="+archive, "-a", "version=9.9")
