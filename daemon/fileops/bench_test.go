@@ -28,7 +28,8 @@ import (
 //
 // The two sides alternate which goes first. The variants switch off one
 // optimisation each: sequential (no file-creating workers), noReadahead,
-// wipeInPlace. SOUS_BENCH_GOSRC=1 adds Go's own src tree (about 11k files;
+// wipeInPlace, noOpenat2 (each entry's path walked one openat at a time, as
+// on a kernel without openat2). SOUS_BENCH_GOSRC=1 adds Go's own src tree (about 11k files;
 // building its archive takes a few seconds).
 func BenchmarkExtractTar(b *testing.B) {
 	if _, err := exec.LookPath("tar"); err != nil {
@@ -68,6 +69,7 @@ func BenchmarkExtractTar(b *testing.B) {
 		{"fresh", false, extractOptions{}},
 		{"fresh/sequential", false, extractOptions{workers: 1}},
 		{"fresh/noReadahead", false, extractOptions{noReadahead: true}},
+		{"fresh/noOpenat2", false, extractOptions{noOpenat2: true}},
 		{"resync", true, extractOptions{}},
 		{"resync/wipeInPlace", true, extractOptions{wipeInPlace: true}},
 	}

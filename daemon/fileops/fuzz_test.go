@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -63,12 +64,30 @@ func FuzzExtractTarRaw(f *testing.F) {
 // checkExtract extracts data into a deep sandbox and checks the invariants
 // that hold for every input: the result is well formed, the archive is
 // consumed, nothing exists outside destDir, and destDir holds only 0700
-// directories and 0600 regular files.
+// directories and 0600 regular files. It does it again with the archive's
+// modes and tight limits: then no entry has a bit outside 0775, every
+// directory is rwx for its owner, and an archive past the limits leaves
+// destDir empty.
 func checkExtract(t *testing.T, data []byte) {
-	s := sandbox{root: t.TempDir()}
+	base := t.TempDir()
+	for i, o := range []Options{{}, {ArchiveModes: true, Limits: Limits{MaxBytes: 256 << 10, MaxRatio: 20}}} {
+		root := filepath.Join(base, strconv.Itoa(i))
+		if err := os.Mkdir(root, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		checkExtractWith(t, data, o, root)
+		// Escapes deeper than the sandbox would land next to it.
+		if des, err := os.ReadDir(base); err != nil || len(des) != i+1 {
+			t.Fatalf("sandbox parent holds %v, %v", des, err)
+		}
+	}
+}
+
+func checkExtractWith(t *testing.T, data []byte, o Options, root string) {
+	s := sandbox{root: root}
 	s.dest = filepath.Join(s.root, "1", "2", "3", "4", "5", "6", "7", "dest")
 	ap := writeArchive(t, s.root, data)
-	res, err := ExtractTar(ap, s.dest)
+	res, err := Extract(ap, s.dest, o)
 	if err != nil {
 		t.Fatalf("ExtractTar error: %v", err)
 	}
@@ -84,12 +103,13 @@ func checkExtract(t *testing.T, data []byte) {
 	if out := s.outside(t); len(out) != 0 {
 		t.Fatalf("written outside destDir: %v", out)
 	}
-	// Escapes deeper than the sandbox would land next to it.
-	if des, err := os.ReadDir(filepath.Dir(s.root)); err != nil || len(des) != 1 {
-		t.Fatalf("sandbox parent holds %v, %v", des, err)
-	}
 	if exists(fuzzCanary) {
 		t.Fatalf("%s written", fuzzCanary)
+	}
+	if strings.HasPrefix(res.Error, "archive unpacks to more than") {
+		if got := tree(t, s.dest); len(got) != 0 {
+			t.Fatalf("a limit's failure left %v", short(got))
+		}
 	}
 	err = filepath.WalkDir(s.dest, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -99,9 +119,13 @@ func checkExtract(t *testing.T, data []byte) {
 		if err != nil {
 			return err
 		}
+		perm := fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 		switch {
-		case fi.IsDir() && fi.Mode().Perm() == dirMode:
-		case fi.Mode().IsRegular() && fi.Mode().Perm() == fileMode:
+		case o.ArchiveModes && p == filepath.Join(s.dest, markerName) && perm == fileMode:
+		case o.ArchiveModes && fi.IsDir() && perm&^archivePermMask == 0 && perm&0o700 == 0o700:
+		case o.ArchiveModes && fi.Mode().IsRegular() && perm&^archivePermMask == 0:
+		case !o.ArchiveModes && fi.IsDir() && perm == dirMode:
+		case !o.ArchiveModes && fi.Mode().IsRegular() && perm == fileMode:
 		default:
 			t.Errorf("%s: mode %v", p, fi.Mode())
 		}
