@@ -123,10 +123,28 @@ func (t *destTree) openDir(rel string) (int, error) {
 	return fd, nil
 }
 
-// mkdirAll creates the missing directories of rel, one component at a
-// time, each relative to the one before it: what exists must be a real
-// directory (a symlink or a file fails with ENOTDIR or ELOOP).
+// mkdirAll creates directory rel and its missing parents, as directories
+// the archive does not list. The usual case is one missing level (a file
+// raced ahead of its directory's entry, which went to another worker), so
+// rel's parent is tried first; when that is missing too, the path is made
+// from the top, one component at a time, each opened relative to the one
+// before it: never more calls than components, however deep the path.
+// Something other than a directory in the way (a file, a symlink) fails
+// the open of the component, or of the entry beneath it, which follows no
+// symlink.
 func (t *destTree) mkdirAll(rel string) error {
+	dir, base := splitRel(rel)
+	pfd, err := t.openDir(dir)
+	if err == nil {
+		defer t.release(pfd)
+		if err := unix.Mkdirat(pfd, base, t.implicitDirMode()); err != nil && err != unix.EEXIST {
+			return &os.PathError{Op: "mkdir", Path: t.full(rel), Err: err}
+		}
+		return nil
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		return &os.PathError{Op: "mkdir", Path: t.full(dir), Err: err}
+	}
 	fd := t.fd
 	defer func() { t.release(fd) }()
 	done := 0 // bytes of rel made so far, for messages
