@@ -280,6 +280,9 @@ func startSession(c *Call, o *sessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.opt.Cwd, err = hostPath(c, o.opt.Cwd); err != nil { // a relative cwd is the recipe's
+		return nil, err
+	}
 	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, limit: o.opt.TurnTimeout}
 	s.cwd.Store(o.opt.Cwd)
 	id := o.opt.Resume

@@ -93,6 +93,12 @@ func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Proces
 	if err != nil {
 		return nil, err
 	}
+	// A relative cwd is the recipe's, as for files.* (hostpath.go); without
+	// one the command runs where the host's daemon runs, as the protocol
+	// has it.
+	if spec.cwd, err = hostPath(c, spec.cwd); err != nil {
+		return nil, err
+	}
 	if spec.id == "" {
 		spec.id = uuid.NewString()
 	} else if !spec.replace {

@@ -17,12 +17,14 @@ n = extract_tar("release.tar.gz", "out", modes="archive")
 print(n, files.stat("out/.synced").exists, files.stat("release.tar.gz").exists)
 print([e.path for e in files.list("out")], files.list("out/bin")[0].path)
 print(files.read("out/bin/run").strip(), files.validate("out/bin").is_dir)
+print(run("cat", ["run"], cwd="out/bin", echo=False).stdout.splitlines()[0])
 `
 
 // A recipe's relative paths are taken from the directory sous runs in, on
 // the embedded daemon and on a socket daemon whose own directory is
 // elsewhere (the test process's). extract_tar refused a relative dest, and
-// files.* on the socket daemon looked in the daemon's directory.
+// files.* and a spawn's cwd on the socket daemon looked in the daemon's
+// directory.
 func TestRecipeRelativePaths(t *testing.T) {
 	t.Parallel()
 	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
@@ -50,7 +52,8 @@ func TestRecipeRelativePaths(t *testing.T) {
 			}
 			want := "1 True False\n" +
 				`["out/bin"] out/bin/run` + "\n" +
-				"#!/bin/sh\necho ran True\n"
+				"#!/bin/sh\necho ran True\n" +
+				"#!/bin/sh\n"
 			if !strings.HasSuffix(string(out), want) {
 				t.Errorf("output:\n%s\nwant it to end with:\n%s", out, want)
 			}
