@@ -5,10 +5,11 @@ import (
 	"go.starlark.net/starlarkstruct"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func filesEntries() []Entry {
-	return []Entry{
+func filesEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "files", Host: true, Sig: "files",
 			Doc: "Files on the host, read through the daemon. Relative paths are relative to the daemon's directory " +
 				"(for the embedded daemon, the directory sous runs in)."},
@@ -39,7 +40,7 @@ func record(fields starlark.StringDict) *starlarkstruct.Struct {
 	return starlarkstruct.FromStringDict(starlarkstruct.Default, fields)
 }
 
-func filesStat(c *Call) (starlark.Value, error) {
+func filesStat(c *runtime.Call) (starlark.Value, error) {
 	var path string
 	if err := bind(c, 1, req("path", str(&path))); err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func filesStat(c *Call) (starlark.Value, error) {
 	}), nil
 }
 
-func filesList(c *Call) (starlark.Value, error) {
+func filesList(c *runtime.Call) (starlark.Value, error) {
 	var path string
 	if err := bind(c, 1, req("path", str(&path))); err != nil {
 		return nil, err
@@ -76,7 +77,7 @@ func filesList(c *Call) (starlark.Value, error) {
 	return starlark.NewList(out), nil
 }
 
-func filesRead(c *Call) (starlark.Value, error) {
+func filesRead(c *runtime.Call) (starlark.Value, error) {
 	var path string
 	var maxBytes *int64
 	if err := bind(c, 1, req("path", str(&path)), opt("max_bytes", optInteger(&maxBytes, 0))); err != nil {
@@ -92,7 +93,7 @@ func filesRead(c *Call) (starlark.Value, error) {
 	return starlark.String(res.Content), nil
 }
 
-func filesValidate(c *Call) (starlark.Value, error) {
+func filesValidate(c *runtime.Call) (starlark.Value, error) {
 	var path string
 	if err := bind(c, 1, req("path", str(&path))); err != nil {
 		return nil, err
@@ -108,7 +109,7 @@ func filesValidate(c *Call) (starlark.Value, error) {
 	}), nil
 }
 
-func extractTar(c *Call) (starlark.Value, error) {
+func extractTar(c *runtime.Call) (starlark.Value, error) {
 	var archive, dest string
 	if err := bind(c, 2, req("archive", str(&archive)), req("dest", str(&dest))); err != nil {
 		return nil, err
@@ -119,16 +120,16 @@ func extractTar(c *Call) (starlark.Value, error) {
 	// contract has every success:false do.
 	switch {
 	case archive == "":
-		return nil, c.errorf("archive: want the path of a .tar.gz on the host, got \"\"")
+		return nil, c.Errorf("archive: want the path of a .tar.gz on the host, got \"\"")
 	case dest == "":
-		return nil, c.errorf("dest: want an absolute directory on the host, got \"\"")
+		return nil, c.Errorf("dest: want an absolute directory on the host, got \"\"")
 	}
 	var res wire.ExtractResult
 	if err := hostCall(c, archive, "files.extract_tar", wire.PathParams{ArchivePath: archive, DestDir: dest}, &res); err != nil {
 		return nil, err
 	}
 	if !res.Success {
-		return nil, c.errorf("%s: %s", archive, res.Error)
+		return nil, c.Errorf("%s: %s", archive, res.Error)
 	}
 	n := 0
 	if res.FileCount != nil {

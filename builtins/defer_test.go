@@ -1,4 +1,4 @@
-package runtime
+package builtins
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/internal/testutil"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // runRecipe writes files in a fresh directory and runs its main.star on
@@ -24,15 +24,15 @@ func runRecipe(t *testing.T, files map[string]string, jsonMode bool) (error, str
 	t.Helper()
 	dir := writeFiles(t, files)
 	var stdout, stderr bytes.Buffer
-	err := Run(context.Background(), Options{
+	err := runtime.Run(context.Background(), runtime.Options{
 		Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-		Stdout: &stdout, Stderr: &stderr, JSON: jsonMode, Table: builtins.DefaultTable(),
+		Stdout: &stdout, Stderr: &stderr, JSON: jsonMode, Table: DefaultTable(),
 	})
 	return err, strings.ReplaceAll(stdout.String(), dir, "DIR"), strings.ReplaceAll(stderr.String(), dir, "DIR")
 }
 
 func exitCode(err error) int {
-	var ee *ExitError
+	var ee *runtime.ExitError
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
@@ -159,13 +159,13 @@ sleep(30)
 	var stderr testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{
+		done <- runtime.Run(ctx, runtime.Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(),
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(),
 		})
 	}()
 	pid := waitPidFile(t, filepath.Join(dir, "pid"))
-	cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
+	cancel(&runtime.Interrupt{Signal: syscall.SIGINT, Code: 130})
 	select {
 	case err := <-done:
 		if code := exitCode(err); code != 130 {
@@ -202,9 +202,9 @@ sleep(30)
 	var stderr testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{
+		done <- runtime.Run(ctx, runtime.Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(), Cleanup: cleanup,
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(), Cleanup: cleanup,
 		})
 	}()
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "started"); time.Sleep(5 * time.Millisecond) {
@@ -212,7 +212,7 @@ sleep(30)
 			t.Fatal("the recipe did not start")
 		}
 	}
-	cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
+	cancel(&runtime.Interrupt{Signal: syscall.SIGINT, Code: 130})
 	pid := waitPidFile(t, filepath.Join(dir, "pid")) // the deferred run started
 	abandon()
 	select {
