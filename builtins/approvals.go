@@ -11,80 +11,16 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
+	"github.com/seed5ad92d46/sous/runtime"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
-// Approvals: a permission request from an agent, or a privileged command,
-// goes through a chain of approvers until one decides:
-//
-//	the session's policy → the recipe's approvals(policy) → Env.Approver
-//	(the command line's --allow/--deny, a prompt, the default deny)
-//
-// The recipe's policies are Starlark functions, so the whole chain runs on
-// the recipe thread: agent sessions post their requests to the event loop
-// (see Session.permission), and a privileged run, already on the recipe
-// thread, calls ApprovePrivileged. Every decision is logged through
-// Output.Approval.
-
-// Request kinds.
-const (
-	KindTool       = "tool"
-	KindPrivileged = "privileged"
-)
-
-// Who decided a request.
-const (
-	BySession = "session"
-	ByRecipe  = "recipe"
-	ByFlag    = "flag"
-	ByPrompt  = "prompt"
-	ByDefault = "default"
-)
-
-// DefaultDenyMessage is what the agent sees when no approver decided.
-const DefaultDenyMessage = "no approver allowed this request"
-
-// ApprovalRequest is a permission request in Go.
-type ApprovalRequest struct {
-	Kind        string // KindTool or KindPrivileged
-	Tool        string // "Bash", "Write", ...; "Sudo" for privileged commands
-	Input       map[string]any
-	ToolUseID   string
-	Description string
-	SessionID   string
-	// Cwd is the session's working directory, for rules on relative paths
-	// ("" when the session did not set one).
-	Cwd string
-	// Local says the session's files are on this machine (its host is the
-	// embedded daemon or a Unix socket), so rules resolve symlinks in its
-	// paths (see rules.Request.Local).
-	Local bool
-}
-
-// RuleRequest is the request as rules see it.
-func (r *ApprovalRequest) RuleRequest() rules.Request {
-	return rules.Request{Tool: r.Tool, Input: r.Input, Cwd: r.Cwd, Local: r.Local}
-}
-
-// Answer is a decision.
-type Answer struct {
-	Allow bool
-	// Input replaces the tool's input when allowing (nil: unchanged).
-	Input map[string]any
-	// Remember is a rule the agent may apply for the rest of its session.
-	Remember string
-	// Message tells the agent why it was denied; Interrupt also stops the
-	// turn.
-	Message   string
-	Interrupt bool
-	By        string
-}
-
-// Approver decides what no recipe policy decided. It is called on the
-// recipe thread, one request at a time, and always decides.
-type Approver interface {
-	Approve(req *ApprovalRequest) Answer
-}
+// The recipe's part of the approver chain (see runtime/approval.go): a
+// session's policy and the recipe's approvals(policy) are Starlark
+// functions, so the chain runs on the recipe thread: agent sessions post
+// their requests to the event loop (see Session.permission), and a
+// privileged run, already on the recipe thread, calls approvePrivileged.
+// What no policy decided goes to the run's Env.Approver.
 
 // Summary renders what a request asks for in one line, for the log and the
 // prompt: the command, the path or the url, else the input as JSON.
@@ -117,25 +53,26 @@ func Summary(tool string, input map[string]any) string {
 // session's policy (nil: none), the recipe's, then Env.Approver. A policy
 // that fails denies the request, aborts the run with the policy's error
 // (its traceback) and returns that error too.
-func (e *Env) decide(thread *starlark.Thread, req *ApprovalRequest, session starlark.Callable) (Answer, error) {
+func decide(e *runtime.Env, thread *starlark.Thread, req *runtime.ApprovalRequest, session starlark.Callable) (runtime.Answer, error) {
 	var rv *Request
+	st := agentsOf(e)
 	steps := []struct {
 		policy starlark.Callable
 		by     string
-	}{{session, BySession}, {e.agents.policy, ByRecipe}}
-	for _, st := range steps {
-		if st.policy == nil {
+	}{{session, runtime.BySession}, {st.policy, runtime.ByRecipe}}
+	for _, step := range steps {
+		if step.policy == nil {
 			continue
 		}
 		if rv == nil {
 			rv = newRequest(e, req)
 		}
-		e.agents.inPolicy++
-		d, err := callPolicy(thread, st.policy, rv)
-		e.agents.inPolicy--
+		st.inPolicy++
+		d, err := callPolicy(thread, step.policy, rv)
+		st.inPolicy--
 		if err != nil {
-			ans := Answer{Message: "the recipe's policy failed: " + err.Error(), By: st.by}
-			e.logApproval(req, ans)
+			ans := runtime.Answer{Message: "the recipe's policy failed: " + err.Error(), By: step.by}
+			logApproval(e, req, ans)
 			if e.Abort != nil {
 				e.Abort(err)
 			}
@@ -143,28 +80,28 @@ func (e *Env) decide(thread *starlark.Thread, req *ApprovalRequest, session star
 		}
 		if d != nil {
 			ans := d.answer()
-			ans.By = st.by
-			e.logApproval(req, ans)
+			ans.By = step.by
+			logApproval(e, req, ans)
 			return ans, nil
 		}
 	}
-	ans := Answer{Message: DefaultDenyMessage, By: ByDefault}
+	ans := runtime.Answer{Message: runtime.DefaultDenyMessage, By: runtime.ByDefault}
 	if e.Approver != nil {
 		ans = e.Approver.Approve(req)
 	}
-	e.logApproval(req, ans)
+	logApproval(e, req, ans)
 	return ans, nil
 }
 
-// ApprovePrivileged asks the approvers whether argv may run with root
+// approvePrivileged asks the approvers whether argv may run with root
 // privileges: the recipe's approvals(policy), then the command line's rules,
 // the prompt, the default. It is for run(..., privileged=True) and must be
 // called on the recipe thread (from a builtin). A policy error is returned
 // (the run is aborted with it too); the answer then denies.
-func (e *Env) ApprovePrivileged(thread *starlark.Thread, argv []string, reason string) (Answer, error) {
+func approvePrivileged(e *runtime.Env, thread *starlark.Thread, argv []string, reason string) (runtime.Answer, error) {
 	input := map[string]any{"command": stringsToAny(argv), "reason": reason}
-	req := &ApprovalRequest{Kind: KindPrivileged, Tool: "Sudo", Input: input, Description: reason}
-	return e.decide(thread, req, nil)
+	req := &runtime.ApprovalRequest{Kind: runtime.KindPrivileged, Tool: "Sudo", Input: input, Description: reason}
+	return decide(e, thread, req, nil)
 }
 
 func stringsToAny(ss []string) []any {
@@ -175,8 +112,8 @@ func stringsToAny(ss []string) []any {
 	return out
 }
 
-func (e *Env) logApproval(req *ApprovalRequest, ans Answer) {
-	info := ApprovalInfo{
+func logApproval(e *runtime.Env, req *runtime.ApprovalRequest, ans runtime.Answer) {
+	info := runtime.ApprovalInfo{
 		Kind: req.Kind, Session: req.SessionID, Tool: req.Tool, ToolUseID: req.ToolUseID,
 		Summary: Summary(req.Tool, req.Input), Allow: ans.Allow, By: ans.By,
 	}
@@ -214,14 +151,14 @@ func callPolicy(thread *starlark.Thread, policy starlark.Callable, req *Request)
 
 // Request is a permission request as recipes see it.
 type Request struct {
-	req   *ApprovalRequest
-	env   *Env
+	req   *runtime.ApprovalRequest
+	env   *runtime.Env
 	input *starlark.Dict // frozen
 }
 
 var _ starlark.HasAttrs = (*Request)(nil)
 
-func newRequest(env *Env, req *ApprovalRequest) *Request {
+func newRequest(env *runtime.Env, req *runtime.ApprovalRequest) *Request {
 	in := toStarlark(req.Input)
 	d, ok := in.(*starlark.Dict)
 	if !ok {
@@ -239,9 +176,9 @@ func (r *Request) Freeze()               {}
 func (r *Request) Truth() starlark.Bool  { return starlark.True }
 func (r *Request) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Request") }
 func (r *Request) Attr(name string) (starlark.Value, error) {
-	return r.env.Table.attr(r.env, "Request", r, nil, name)
+	return r.env.Table.Attr(r.env, "Request", r, nil, name)
 }
-func (r *Request) AttrNames() []string { return r.env.Table.attrNames("Request") }
+func (r *Request) AttrNames() []string { return r.env.Table.AttrNames("Request") }
 
 // Decision is what approve() and deny() return.
 type Decision struct {
@@ -251,13 +188,13 @@ type Decision struct {
 	remember  string
 	message   string
 	interrupt bool
-	env       *Env
+	env       *runtime.Env
 }
 
 var _ starlark.HasAttrs = (*Decision)(nil)
 
-func (d *Decision) answer() Answer {
-	return Answer{Allow: d.allow, Input: d.goInput, Remember: d.remember, Message: d.message, Interrupt: d.interrupt}
+func (d *Decision) answer() runtime.Answer {
+	return runtime.Answer{Allow: d.allow, Input: d.goInput, Remember: d.remember, Message: d.message, Interrupt: d.interrupt}
 }
 
 func (d *Decision) String() string {
@@ -271,9 +208,9 @@ func (d *Decision) Freeze()               { d.input.Freeze() }
 func (d *Decision) Truth() starlark.Bool  { return starlark.True }
 func (d *Decision) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Decision") }
 func (d *Decision) Attr(name string) (starlark.Value, error) {
-	return d.env.Table.attr(d.env, "Decision", d, nil, name)
+	return d.env.Table.Attr(d.env, "Decision", d, nil, name)
 }
-func (d *Decision) AttrNames() []string { return d.env.Table.attrNames("Decision") }
+func (d *Decision) AttrNames() []string { return d.env.Table.AttrNames("Decision") }
 
 // rulesPolicy is the policy permissions() builds.
 type rulesPolicy struct {
@@ -323,8 +260,8 @@ func quoteList(ss []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-func approvalEntries() []Entry {
-	return []Entry{
+func approvalEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "approve", Sig: "approve(*, input=None, remember=None) -> Decision",
 			Doc: "What a policy returns to allow a request. input (a dict) replaces the tool's input; the default " +
 				"keeps it. remember is a rule in Claude Code syntax (\"Bash(git:*)\") sent to the agent as a " +
@@ -353,7 +290,7 @@ func approvalEntries() []Entry {
 		{Name: "approvals", Sig: "approvals(policy)",
 			Doc: "Sets the recipe-wide approver, asked after a session's own policy for every session of the run and " +
 				"for privileged commands; None removes it. After it come sous run's --allow/--deny rules, then a " +
-				"prompt when stdin is a terminal, else deny(\"" + DefaultDenyMessage + "\"). Policies run on the " +
+				"prompt when stdin is a terminal, else deny(\"" + runtime.DefaultDenyMessage + "\"). Policies run on the " +
 				"recipe thread while it waits (send, wait, sleep, run, ...), one at a time; a policy that fails denies " +
 				"the request and fails the recipe with its traceback.",
 			Fn: approvalsBuiltin},
@@ -398,7 +335,7 @@ func approvalEntries() []Entry {
 	}
 }
 
-func approveBuiltin(c *Call) (starlark.Value, error) {
+func approveBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var input starlark.Value = starlark.None
 	var remember string
 	if err := bind(c, 0, opt("input", value(&input)), opt("remember", optStr(&remember))); err != nil {
@@ -408,60 +345,60 @@ func approveBuiltin(c *Call) (starlark.Value, error) {
 	if input != starlark.None {
 		dict, ok := input.(*starlark.Dict)
 		if !ok {
-			return nil, c.errorf("input: want dict or None, got %s", input.Type())
+			return nil, c.Errorf("input: want dict or None, got %s", input.Type())
 		}
 		goIn, err := fromStarlark(dict)
 		if err != nil {
-			return nil, c.errorf("input%v", err)
+			return nil, c.Errorf("input%v", err)
 		}
 		d.input, d.goInput = dict, goIn.(map[string]any)
 	}
 	if remember != "" {
 		r, err := rules.Parse(remember)
 		if err != nil {
-			return nil, c.errorf("remember: %v", err)
+			return nil, c.Errorf("remember: %v", err)
 		}
 		d.remember = r.String()
 	}
 	return d, nil
 }
 
-func denyBuiltin(c *Call) (starlark.Value, error) {
+func denyBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var message string
 	var interrupt bool
 	if err := bind(c, 1, req("message", str(&message)), opt("interrupt", boolean(&interrupt))); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(message) == "" {
-		return nil, c.errorf("message: empty; say why, the agent reads it")
+		return nil, c.Errorf("message: empty; say why, the agent reads it")
 	}
 	return &Decision{message: message, interrupt: interrupt, input: starlark.None, env: c.Env}, nil
 }
 
-func permissionsBuiltin(c *Call) (starlark.Value, error) {
+func permissionsBuiltin(c *runtime.Call) (starlark.Value, error) {
 	p := &rulesPolicy{set: rules.Set{DenyGitWrites: true}}
 	if err := bind(c, 3, opt("allow", strList(&p.allow)), opt("deny", strList(&p.deny)), opt("ask", strList(&p.ask))); err != nil {
 		return nil, err
 	}
 	var err error
 	if p.set.Allow, err = rules.ParseList("allow", p.allow); err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	if p.set.Deny, err = rules.ParseList("deny", p.deny); err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	if p.set.Ask, err = rules.ParseList("ask", p.ask); err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	return p, nil
 }
 
-func approvalsBuiltin(c *Call) (starlark.Value, error) {
+func approvalsBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var policy starlark.Callable
 	if err := bind(c, 1, req("policy", optCallable(&policy))); err != nil {
 		return nil, err
 	}
-	c.Env.agents.policy = policy
+	agentsOf(c.Env).policy = policy
 	return starlark.None, nil
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/runtime"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -52,33 +52,34 @@ func (l *runLoop) Wait(ctx context.Context, ready <-chan struct{}) error {
 }
 
 // recordingOutput keeps the approvals; processes and agents do not occur.
-type recordingOutput struct{ approvals []ApprovalInfo }
+type recordingOutput struct{ approvals []runtime.ApprovalInfo }
 
-func (o *recordingOutput) Spawned(SpawnInfo)                     {}
+func (o *recordingOutput) Spawned(runtime.SpawnInfo)             {}
 func (o *recordingOutput) Exited(string, int)                    {}
-func (o *recordingOutput) Echo(string) Echo                      { return nil }
+func (o *recordingOutput) Echo(string) runtime.Echo              { return nil }
 func (o *recordingOutput) Agent(string, string, json.RawMessage) {}
-func (o *recordingOutput) Approval(a ApprovalInfo)               { o.approvals = append(o.approvals, a) }
+func (o *recordingOutput) Approval(a runtime.ApprovalInfo)       { o.approvals = append(o.approvals, a) }
 
 type noHosts struct{}
 
-func (noHosts) Default(context.Context) (*client.Client, error) {
+func (noHosts) Default(context.Context) (runtime.Daemon, error) {
 	return nil, errors.New("no daemon in this test")
 }
 func (noHosts) DefaultTarget() string { return "embedded" }
-func (noHosts) Open(context.Context, string, string) (*client.Client, error) {
+func (noHosts) Open(context.Context, string, string) (runtime.Daemon, error) {
 	return nil, errors.New("no daemon in this test")
 }
+func (noHosts) Close() error { return nil }
 
 // flagApprover stands for the runtime's: it allows "ls" and denies the rest.
 type flagApprover struct{ asked []string }
 
-func (a *flagApprover) Approve(req *ApprovalRequest) Answer {
+func (a *flagApprover) Approve(req *runtime.ApprovalRequest) runtime.Answer {
 	a.asked = append(a.asked, Summary(req.Tool, req.Input))
 	if argv, _ := rules.Argv(req.Input); len(argv) > 0 && argv[0] == "ls" {
-		return Answer{Allow: true, By: ByFlag}
+		return runtime.Answer{Allow: true, By: runtime.ByFlag}
 	}
-	return Answer{Message: DefaultDenyMessage, By: ByDefault}
+	return runtime.Answer{Message: runtime.DefaultDenyMessage, By: runtime.ByDefault}
 }
 
 func TestApprovePrivileged(t *testing.T) {
@@ -86,13 +87,13 @@ func TestApprovePrivileged(t *testing.T) {
 	out := &recordingOutput{}
 	appr := &flagApprover{}
 	var aborted error
-	env := &Env{
+	env := &runtime.Env{
 		Ctx: context.Background(), Table: DefaultTable(), Loop: &runLoop{}, Output: out, Hosts: noHosts{},
 		Getenv: func(string) (string, bool) { return "", false }, Approver: appr,
 		Abort: func(err error) { aborted = err },
 	}
 	var seen []string
-	predeclared := env.Table.Predeclared(env)
+	predeclared := env.Table.Start(env)
 	predeclared["record"] = starlark.NewBuiltin("record", func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		seen = append(seen, args[0].(starlark.String).GoString())
 		return starlark.None, nil
@@ -121,13 +122,13 @@ approvals(policy)
 		by    string
 		msg   string
 	}{
-		{[]string{"apt-get", "install", "jq"}, true, ByRecipe, ""},
-		{[]string{"reboot"}, false, ByRecipe, "not today"},
-		{[]string{"apt-get", "remove", "jq"}, false, ByDefault, DefaultDenyMessage}, // the rule leaves it to the next
-		{[]string{"ls", "/root"}, true, ByFlag, ""},
+		{[]string{"apt-get", "install", "jq"}, true, runtime.ByRecipe, ""},
+		{[]string{"reboot"}, false, runtime.ByRecipe, "not today"},
+		{[]string{"apt-get", "remove", "jq"}, false, runtime.ByDefault, runtime.DefaultDenyMessage}, // the rule leaves it to the next
+		{[]string{"ls", "/root"}, true, runtime.ByFlag, ""},
 	}
 	for _, tt := range tests {
-		ans, err := env.ApprovePrivileged(thread, tt.argv, "needs root")
+		ans, err := approvePrivileged(env, thread, tt.argv, "needs root")
 		if err != nil || ans.Allow != tt.allow || ans.By != tt.by || ans.Message != tt.msg {
 			t.Errorf("%v: %+v, %v; want allow=%v by %s %q", tt.argv, ans, err, tt.allow, tt.by, tt.msg)
 		}
@@ -143,15 +144,15 @@ approvals(policy)
 		log = append(log, strings.Join([]string{a.Kind, a.Tool, a.Summary, a.By, a.Message}, ","))
 	}
 	want := "privileged,Sudo,apt-get install jq,recipe,|privileged,Sudo,reboot,recipe,not today|" +
-		"privileged,Sudo,apt-get remove jq,default," + DefaultDenyMessage + "|privileged,Sudo,ls /root,flag,"
+		"privileged,Sudo,apt-get remove jq,default," + runtime.DefaultDenyMessage + "|privileged,Sudo,ls /root,flag,"
 	if got := strings.Join(log, "|"); got != want {
 		t.Errorf("approvals logged:\n%s\nwant:\n%s", got, want)
 	}
 
 	// A policy that fails denies, aborts the run and says why.
-	ans, err := env.ApprovePrivileged(thread, []string{"explode"}, "")
+	ans, err := approvePrivileged(env, thread, []string{"explode"}, "")
 	var ee *starlark.EvalError
-	if !errors.As(err, &ee) || !strings.Contains(ee.Backtrace(), "policy.star:8:13: in policy") || ans.Allow || ans.By != ByRecipe {
+	if !errors.As(err, &ee) || !strings.Contains(ee.Backtrace(), "policy.star:8:13: in policy") || ans.Allow || ans.By != runtime.ByRecipe {
 		t.Errorf("failing policy: %+v, %v", ans, err)
 		if ee != nil {
 			t.Log(ee.Backtrace())
@@ -198,22 +199,5 @@ func TestJSONValuesRoundTrip(t *testing.T) {
 	b, _ := json.Marshal(back)
 	if string(b) != `{"b":true,"f":1.5,"i":3,"l":["a",2],"m":{"k":"v"},"n":null,"num":12345678901234567890,"s":"x"}` {
 		t.Errorf("fromStarlark = %s", b)
-	}
-}
-
-// TestHostLocal: rules resolve symlinks only for hosts whose files are
-// this machine's: the embedded daemon and Unix sockets.
-func TestHostLocal(t *testing.T) {
-	t.Parallel()
-	for target, want := range map[string]bool{
-		"embedded": true, "": true, "unix:///run/sous.sock": true,
-		"ssh://build@host": false, "ws://127.0.0.1:8003": false, "wss://host/x": false, "bogus": false,
-	} {
-		if got := (&Host{target: target}).local(); got != want {
-			t.Errorf("Host %q local = %v, want %v", target, got, want)
-		}
-	}
-	if (*Host)(nil).local() {
-		t.Error("a nil host is local")
 	}
 }

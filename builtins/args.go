@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // param converts one argument value into a Go variable.
@@ -32,10 +34,10 @@ func opt(name string, p param) binding { return binding{name: name, optional: tr
 // errors read "spawn: cwd: want string, got int", the form RECIPES.md
 // promises. Only the first positional parameters may be passed by position:
 // the rest of the signature is keyword-only (after the "*").
-func bind(c *Call, positional int, params ...binding) error {
-	if c.listParams != nil {
+func bind(c *runtime.Call, positional int, params ...binding) error {
+	if list := listedParams(c); list != nil {
 		for _, b := range params {
-			*c.listParams = append(*c.listParams, b.name)
+			*list = append(*list, b.name)
 		}
 		return errParamsListed
 	}
@@ -70,8 +72,24 @@ func bind(c *Call, positional int, params ...binding) error {
 }
 
 // errParamsListed is what bind returns once it listed a builtin's
-// parameters for a test (Call.listParams).
+// parameters for a test (listedParams).
 var errParamsListed = errors.New("parameters listed")
+
+// listParamsKey names the thread-local through which a test asks bind to
+// list the parameters it was given instead of binding them: how the test
+// checks that each Sig names exactly what its Func takes
+// (signature_test.go).
+const listParamsKey = "sous.builtins.listParams"
+
+// listedParams is where bind lists the parameters, or nil when it binds
+// them (always, but in that test).
+func listedParams(c *runtime.Call) *[]string {
+	if c.Thread == nil {
+		return nil
+	}
+	list, _ := c.Thread.Local(listParamsKey).(*[]string)
+	return list
+}
 
 // argError is a conversion error inside a container argument; path locates
 // the element (`[2]`, `["HOME"]`).

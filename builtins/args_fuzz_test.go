@@ -10,6 +10,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // valueGen decodes fuzz bytes into Starlark values of every kind a recipe
@@ -158,7 +159,7 @@ func FuzzBind(f *testing.F) {
 		for range int(nkw % 8) {
 			kwargs = append(kwargs, starlark.Tuple{starlark.String(names[int(g.byte())%len(names)]), g.value(0)})
 		}
-		c := &Call{Name: "fuzzed", Args: args, Kwargs: kwargs}
+		c := &runtime.Call{Name: "fuzzed", Args: args, Kwargs: kwargs}
 		err := bind(c, 2, params...)
 		if err != nil && !strings.HasPrefix(err.Error(), "fuzzed: ") {
 			t.Fatalf("error does not name the builtin: %q", err)

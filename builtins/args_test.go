@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 func kw(name string, v starlark.Value) starlark.Tuple {
@@ -61,7 +63,7 @@ func TestBindMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Call{Name: "spawn", Args: tt.args, Kwargs: tt.kwargs}
+			c := &runtime.Call{Name: "spawn", Args: tt.args, Kwargs: tt.kwargs}
 			err := bind(c, 2, params...)
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("got %v\nwant %s", err, tt.want)
@@ -82,7 +84,7 @@ func TestBindValues(t *testing.T) {
 	env0 := starlark.NewDict(2)
 	env0.SetKey(starlark.String("A"), starlark.String("1"))
 	env0.SetKey(starlark.String("B"), starlark.None)
-	c := &Call{Name: "run", Args: starlark.Tuple{starlark.NewList([]starlark.Value{starlark.String("echo"), starlark.String("hi")})},
+	c := &runtime.Call{Name: "run", Args: starlark.Tuple{starlark.NewList([]starlark.Value{starlark.String("echo"), starlark.String("hi")})},
 		Kwargs: []starlark.Tuple{kw("cwd", starlark.None), kw("env", env0), kw("timeout", starlark.Float(1.5)), kw("secs", starlark.MakeInt(2))}}
 	err := bind(c, 2, req("cmd", command(&argv, nil)), opt("cwd", optStr(&cwd)), opt("env", envDict(&env)),
 		opt("timeout", optSeconds(&timeout)), opt("secs", seconds(&secs)))

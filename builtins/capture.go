@@ -25,7 +25,7 @@ const LinesBound = 4 << 20
 // its iteration rather than fill the disk.
 const LinesSpillCap = 1 << 30
 
-// LinesLimits bound what one Process.lines() iteration holds (Env.Lines);
+// LinesLimits bound what one Process.lines() iteration holds (Config.Lines);
 // a zero field takes LinesBound or LinesSpillCap.
 type LinesLimits struct {
 	Bound    int   // unread bytes in memory

@@ -7,10 +7,12 @@ import (
 	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
+
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func coreEntries() []Entry {
-	return []Entry{
+func coreEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "args", Sig: "args -> dict",
 			Doc:   "The frozen dict of string to string from `sous run R.star -a key=value` (repeatable).",
 			Value: argsValue},
@@ -26,18 +28,18 @@ func coreEntries() []Entry {
 				"once, are cached and frozen; a load cycle is an error found before anything runs."},
 		{Name: "struct", Sig: "struct(**kw) -> struct",
 			Doc:   "An immutable record: struct(a=1).a == 1 (go.starlark.net/starlarkstruct).",
-			Value: func(*Env) starlark.Value { return starlark.NewBuiltin("struct", starlarkstruct.Make) }},
+			Value: func(*runtime.Env) starlark.Value { return starlark.NewBuiltin("struct", starlarkstruct.Make) }},
 		{Name: "json", Sig: "json",
 			Doc:   "json.encode(x), json.decode(s, default=...), json.indent(s, prefix=\"\", indent=\"\\t\") (go.starlark.net/lib/json).",
-			Value: func(*Env) starlark.Value { return starlarkjson.Module }},
+			Value: func(*runtime.Env) starlark.Value { return starlarkjson.Module }},
 		{Name: "time", Sig: "time",
 			Doc: "time.now(), time.parse_duration(d), time.time(...), time.from_timestamp(sec), time.parse_time(s) " +
 				"and the Time and Duration types (go.starlark.net/lib/time).",
-			Value: func(*Env) starlark.Value { return starlarktime.Module }},
+			Value: func(*runtime.Env) starlark.Value { return starlarktime.Module }},
 	}
 }
 
-func argsValue(env *Env) starlark.Value {
+func argsValue(env *runtime.Env) starlark.Value {
 	keys := make([]string, 0, len(env.Args))
 	for k := range env.Args {
 		keys = append(keys, k)
@@ -51,7 +53,7 @@ func argsValue(env *Env) starlark.Value {
 	return d
 }
 
-func getenv(c *Call) (starlark.Value, error) {
+func getenv(c *runtime.Call) (starlark.Value, error) {
 	var name string
 	var def starlark.Value = starlark.None
 	if err := bind(c, 2, req("name", str(&name)), opt("default", value(&def))); err != nil {

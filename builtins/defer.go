@@ -3,10 +3,12 @@ package builtins
 import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func deferEntries() []Entry {
-	return []Entry{
+func deferEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "defer", Sig: "defer(fn, *args, **kwargs)",
 			Doc: "Registers fn(*args, **kwargs) to be called when the recipe ends, however it ends: when it finishes, " +
 				"fails (fail(), a failing builtin, an error) or is interrupted (Ctrl-C, SIGTERM). The deferred calls " +
@@ -20,25 +22,15 @@ func deferEntries() []Entry {
 	}
 }
 
-// Deferred is a call registered with defer(), made when the recipe ends.
-type Deferred struct {
-	Fn     starlark.Callable
-	Args   starlark.Tuple
-	Kwargs []starlark.Tuple
-	At     syntax.Position // the defer() call, for the report of a failure
-}
-
-func deferBuiltin(c *Call) (starlark.Value, error) {
+func deferBuiltin(c *runtime.Call) (starlark.Value, error) {
 	if len(c.Args) == 0 {
-		return nil, c.errorf("missing argument for fn")
+		return nil, c.Errorf("missing argument for fn")
 	}
 	fn, ok := c.Args[0].(starlark.Callable)
 	if !ok {
-		return nil, c.errorf("fn: %v", want("a function", c.Args[0]))
+		return nil, c.Errorf("fn: %v", want("a function", c.Args[0]))
 	}
-	c.Env.deferred = append(c.Env.deferred, Deferred{
-		Fn: fn, Args: c.Args[1:], Kwargs: c.Kwargs, At: callerPosition(c.Thread),
-	})
+	c.Env.Defer(runtime.Deferred{Fn: fn, Args: c.Args[1:], Kwargs: c.Kwargs, At: callerPosition(c.Thread)})
 	return starlark.None, nil
 }
 
@@ -52,30 +44,3 @@ func callerPosition(thread *starlark.Thread) syntax.Position {
 	}
 	return syntax.Position{}
 }
-
-// NextDeferred removes and returns the call registered last, or false when
-// none is left. The runtime calls it once the recipe has ended, until it
-// returns false: a deferred call may defer another, which runs next.
-func (e *Env) NextDeferred() (Deferred, bool) {
-	n := len(e.deferred)
-	if n == 0 {
-		return Deferred{}, false
-	}
-	d := e.deferred[n-1]
-	e.deferred = e.deferred[:n-1]
-	return d, true
-}
-
-// DropDeferred forgets the calls not made (a second Ctrl-C abandoned the
-// cleanup) and says how many there were.
-func (e *Env) DropDeferred() int {
-	n := len(e.deferred)
-	e.deferred = nil
-	return n
-}
-
-// EndRecipe marks the recipe as over: its deferred calls run next. From
-// then on an agent's permission request is denied at once ("the recipe is
-// stopping") rather than handed to a policy of a recipe that has stopped
-// (after an interrupt, on a cancelled thread).
-func (e *Env) EndRecipe() { e.ended = true }

@@ -7,10 +7,11 @@ import (
 	"go.starlark.net/starlarkstruct"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func filesEntries() []Entry {
-	return []Entry{
+func filesEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "files", Host: true, Sig: "files",
 			Doc: "Files on the host, read through the daemon. " + relativePathsDoc},
 		{Name: "files.stat", Host: true, Sig: "files.stat(path) -> struct(exists, is_dir, size, mode)",
@@ -56,7 +57,7 @@ func record(fields starlark.StringDict) *starlarkstruct.Struct {
 	return starlarkstruct.FromStringDict(starlarkstruct.Default, fields)
 }
 
-func filesStat(c *Call) (starlark.Value, error) {
+func filesStat(c *runtime.Call) (starlark.Value, error) {
 	var path string
 	if err := bind(c, 1, req("path", str(&path))); err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func filesStat(c *Call) (starlark.Value, error) {
 	}), nil
 }
 
-func filesList(c *Call) (starlark.Value, error) {
+func filesList(c *runtime.Call) (starlark.Value, error) {
 	var path string
 	if err := bind(c, 1, req("path", str(&path))); err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func filesList(c *Call) (starlark.Value, error) {
 	return starlark.NewList(out), nil
 }
 
-func filesRead(c *Call) (starlark.Value, error) {
+func filesRead(c *runtime.Call) (starlark.Value, error) {
 	var path string
 	var maxBytes *int64
 	if err := bind(c, 1, req("path", str(&path)), opt("max_bytes", optInteger(&maxBytes, 0))); err != nil {
@@ -126,7 +127,7 @@ func filesRead(c *Call) (starlark.Value, error) {
 	return starlark.String(res.Content), nil
 }
 
-func filesValidate(c *Call) (starlark.Value, error) {
+func filesValidate(c *runtime.Call) (starlark.Value, error) {
 	var path string
 	if err := bind(c, 1, req("path", str(&path))); err != nil {
 		return nil, err
@@ -146,7 +147,7 @@ func filesValidate(c *Call) (starlark.Value, error) {
 	}), nil
 }
 
-func extractTar(c *Call) (starlark.Value, error) {
+func extractTar(c *runtime.Call) (starlark.Value, error) {
 	var archive, dest string
 	modes := wire.ModesOwner
 	var keep bool
@@ -161,14 +162,14 @@ func extractTar(c *Call) (starlark.Value, error) {
 	// every success:false do.
 	switch {
 	case archive == "":
-		return nil, c.errorf("archive: want the path of a .tar.gz on the host, got \"\"")
+		return nil, c.Errorf("archive: want the path of a .tar.gz on the host, got \"\"")
 	case dest == "":
-		return nil, c.errorf("dest: want a directory on the host, got \"\"")
+		return nil, c.Errorf("dest: want a directory on the host, got \"\"")
 	case modes != wire.ModesOwner && modes != wire.ModesArchive:
-		return nil, c.errorf("modes: want %q or %q, got %q", wire.ModesOwner, wire.ModesArchive, modes)
-	case !filepath.IsAbs(dest) && !c.Host.local():
-		return nil, c.errorf("dest: %q is relative and host %s is remote: give an absolute path "+
-			"(relative paths are taken from the recipe's directory only on a local host)", dest, c.Host.target)
+		return nil, c.Errorf("modes: want %q or %q, got %q", wire.ModesOwner, wire.ModesArchive, modes)
+	case !filepath.IsAbs(dest) && !c.Host.Local():
+		return nil, c.Errorf("dest: %q is relative and host %s is remote: give an absolute path "+
+			"(relative paths are taken from the recipe's directory only on a local host)", dest, c.Host.Target())
 	}
 	sentArchive, err := hostPath(c, archive)
 	if err != nil {
@@ -195,7 +196,7 @@ func extractTar(c *Call) (starlark.Value, error) {
 		return nil, err
 	}
 	if !res.Success {
-		return nil, c.errorf("%s: %s", archive, res.Error)
+		return nil, c.Errorf("%s: %s", archive, res.Error)
 	}
 	n := 0
 	if res.FileCount != nil {
@@ -217,14 +218,14 @@ func extractAsked(modes string, keep bool) string {
 
 // requireFeature fails the call, naming the extension, when its host does
 // not advertise it.
-func requireFeature(c *Call, feature, what string) error {
+func requireFeature(c *runtime.Call, feature, what string) error {
 	ok, err := hostHasFeature(c, feature)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return c.errorf("%s needs the daemon extension %q, which host %s does not advertise "+
-			"(upgrade its daemon, or use the embedded one)", what, feature, c.Host.target)
+		return c.Errorf("%s needs the daemon extension %q, which host %s does not advertise "+
+			"(upgrade its daemon, or use the embedded one)", what, feature, c.Host.Target())
 	}
 	return nil
 }

@@ -5,12 +5,12 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func gitEntries() []Entry {
-	return []Entry{
+func gitEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "git", Host: true, Sig: "git",
 			Doc: "Git repositories on the host, through the daemon (which runs the host's git, with every program a " +
 				"repository's config or attributes could name switched off, and refuses a worktree whose .git was " +
@@ -47,7 +47,7 @@ func gitEntries() []Entry {
 
 // gitPath binds the path argument of the queries: what the recipe gave
 // (for messages) and what goes to the host (hostPath).
-func gitPath(c *Call) (given, sent string, err error) {
+func gitPath(c *runtime.Call) (given, sent string, err error) {
 	given = "."
 	if err := bind(c, 1, opt("path", str(&given))); err != nil {
 		return "", "", err
@@ -56,7 +56,7 @@ func gitPath(c *Call) (given, sent string, err error) {
 	return given, sent, err
 }
 
-func gitInfo(c *Call) (starlark.Value, error) {
+func gitInfo(c *runtime.Call) (starlark.Value, error) {
 	path, sent, err := gitPath(c)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func gitInfo(c *Call) (starlark.Value, error) {
 	}), nil
 }
 
-func gitStatus(c *Call) (starlark.Value, error) {
+func gitStatus(c *runtime.Call) (starlark.Value, error) {
 	path, sent, err := gitPath(c)
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func gitStatus(c *Call) (starlark.Value, error) {
 	}), nil
 }
 
-func gitBranches(c *Call) (starlark.Value, error) {
+func gitBranches(c *runtime.Call) (starlark.Value, error) {
 	path, sent, err := gitPath(c)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func gitBranches(c *Call) (starlark.Value, error) {
 	return stringList(res.Branches), nil
 }
 
-func gitWorktreeCreate(c *Call) (starlark.Value, error) {
+func gitWorktreeCreate(c *runtime.Call) (starlark.Value, error) {
 	var branch, path, source string
 	repo := "."
 	if err := bind(c, 2, req("branch", str(&branch)), req("path", str(&path)),
@@ -117,8 +117,8 @@ func gitWorktreeCreate(c *Call) (starlark.Value, error) {
 	}
 	params.BranchName, params.SourceBranch = branch, source
 	var res wire.WorktreeResult
-	err = hostDo(c, path, "git.worktree_create", func(ctx context.Context, cl *client.Client) (err error) {
-		res, err = cl.CreateWorktree(ctx, params)
+	err = hostDo(c, path, "git.worktree_create", func(ctx context.Context, d runtime.Daemon) (err error) {
+		res, err = d.CreateWorktree(ctx, params)
 		return err
 	})
 	if err != nil {
@@ -144,7 +144,7 @@ func gitWorktreeCreate(c *Call) (starlark.Value, error) {
 	}), nil
 }
 
-func gitWorktreeRemove(c *Call) (starlark.Value, error) {
+func gitWorktreeRemove(c *runtime.Call) (starlark.Value, error) {
 	var path string
 	repo := "."
 	force := false
@@ -156,8 +156,8 @@ func gitWorktreeRemove(c *Call) (starlark.Value, error) {
 		return nil, err
 	}
 	var res wire.WorktreeResult
-	err = hostDo(c, path, "git.worktree_remove", func(ctx context.Context, cl *client.Client) (err error) {
-		res, err = cl.RemoveWorktree(ctx, params, force)
+	err = hostDo(c, path, "git.worktree_remove", func(ctx context.Context, d runtime.Daemon) (err error) {
+		res, err = d.RemoveWorktree(ctx, params, force)
 		return err
 	})
 	if err != nil {
@@ -167,17 +167,17 @@ func gitWorktreeRemove(c *Call) (starlark.Value, error) {
 	case res.Success:
 		return starlark.None, nil
 	case res.ErrorCode == wire.ErrCodeWorktreeDirty:
-		return nil, c.errorf("%s: uncommitted changes that removing it would lose: %s (force=True removes it anyway)",
+		return nil, c.Errorf("%s: uncommitted changes that removing it would lose: %s (force=True removes it anyway)",
 			path, wire.SummarizeChanges(res.Changes))
 	case res.ErrorCode == wire.ErrCodeNotAWorktree:
-		return nil, c.errorf("%s: %s (%s; force=True skips this check)", path, res.Error, res.ErrorCode)
+		return nil, c.Errorf("%s: %s (%s; force=True skips this check)", path, res.Error, res.ErrorCode)
 	}
 	return nil, worktreeFailed(c, path, repo, res)
 }
 
 // worktreeParams are the repository and worktree paths of a worktree
 // call, as sent to the host (hostPath).
-func worktreeParams(c *Call, repo, path string) (wire.GitParams, error) {
+func worktreeParams(c *runtime.Call, repo, path string) (wire.GitParams, error) {
 	sentRepo, err := hostPath(c, repo)
 	if err != nil {
 		return wire.GitParams{}, err
@@ -192,7 +192,7 @@ func worktreeParams(c *Call, repo, path string) (wire.GitParams, error) {
 // worktreeFailed is the error of a worktree call the daemon answered with
 // success:false. It names what failed: the repository when that is not one
 // (errorCode not_a_repo), else the worktree's path.
-func worktreeFailed(c *Call, path, repo string, res wire.WorktreeResult) error {
+func worktreeFailed(c *runtime.Call, path, repo string, res wire.WorktreeResult) error {
 	subject := path
 	if res.ErrorCode == "not_a_repo" {
 		subject = "repo " + repo
@@ -201,7 +201,7 @@ func worktreeFailed(c *Call, path, repo string, res wire.WorktreeResult) error {
 	if res.ErrorCode != "" {
 		msg += " (" + res.ErrorCode + ")"
 	}
-	return c.errorf("%s: %s", subject, msg)
+	return c.Errorf("%s: %s", subject, msg)
 }
 
 func stringList(ss []string) *starlark.List {

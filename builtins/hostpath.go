@@ -3,6 +3,8 @@ package builtins
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // hostPath is the path a builtin sends to its host for the path p of the
@@ -14,8 +16,8 @@ import (
 // machine, where this directory means nothing: the path goes as given and
 // that daemon resolves it against its own working directory, the way `sous
 // files --remote` sends it.
-func hostPath(c *Call, p string) (string, error) {
-	if p == "" || filepath.IsAbs(p) || !c.Host.local() {
+func hostPath(c *runtime.Call, p string) (string, error) {
+	if p == "" || filepath.IsAbs(p) || !c.Host.Local() {
 		return p, nil
 	}
 	if c.Env.Dir != "" {
@@ -23,7 +25,7 @@ func hostPath(c *Call, p string) (string, error) {
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return "", c.errorf("%s: %v", p, fmt.Errorf("resolve against the working directory: %w", err))
+		return "", c.Errorf("%s: %v", p, fmt.Errorf("resolve against the working directory: %w", err))
 	}
 	return abs, nil
 }

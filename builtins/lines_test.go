@@ -41,7 +41,8 @@ func runRecipeLimited(t *testing.T, ctx context.Context, host *client.Target, li
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opt := sous.Options{Recipe: path, Stdout: new(bytes.Buffer), Table: builtins.DefaultTable(), Lines: lim}
+	table := sous.MustTable(builtins.Config{Lines: lim}.Plugins()...)
+	opt := sous.Options{Recipe: path, Stdout: new(bytes.Buffer), Table: table}
 	var log bytes.Buffer
 	opt.Stderr = &log
 	if host != nil {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // liveProcesses are the processes of a run that have not ended, by
@@ -19,12 +19,12 @@ type liveProcesses struct {
 }
 
 type liveKey struct {
-	conn *client.Client
+	conn runtime.Daemon
 	id   string
 }
 
 // add records p, followed through conn, until p ends (see Process.watch).
-func (l *liveProcesses) add(conn *client.Client, p *Process) {
+func (l *liveProcesses) add(conn runtime.Daemon, p *Process) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.procs == nil {
@@ -36,7 +36,7 @@ func (l *liveProcesses) add(conn *client.Client, p *Process) {
 
 // remove forgets p, unless another handle has taken its place (a
 // replacement, or a second reattach).
-func (l *liveProcesses) remove(conn *client.Client, p *Process) {
+func (l *liveProcesses) remove(conn runtime.Daemon, p *Process) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if k := (liveKey{conn, p.id}); l.procs[k] == p {
@@ -45,7 +45,7 @@ func (l *liveProcesses) remove(conn *client.Client, p *Process) {
 }
 
 // running returns the process of the run with id on conn, if it runs.
-func (l *liveProcesses) running(conn *client.Client, id string) (*Process, bool) {
+func (l *liveProcesses) running(conn runtime.Daemon, id string) (*Process, bool) {
 	l.mu.Lock()
 	p := l.procs[liveKey{conn, id}]
 	l.mu.Unlock()
@@ -61,15 +61,15 @@ func (l *liveProcesses) running(conn *client.Client, id string) (*Process, bool)
 // recipe that reused an id by mistake would only notice when the first
 // handle's wait failed. The run's own processes are known here; those of
 // other clients come from process.list, where the daemon has it.
-func checkIDFree(c *Call, conn *client.Client, id string) error {
+func checkIDFree(c *runtime.Call, conn runtime.Daemon, id string) error {
 	pid := 0
-	if p, running := c.Env.live.running(conn, id); running {
-		pid = p.proc.Pid
+	if p, running := procOf(c.Env).live.running(conn, id); running {
+		pid = p.proc.Pid()
 	} else {
 		var found bool
 		var err error
 		if found, pid, err = runningOnDaemon(c, conn, id); err != nil {
-			return c.errorf("check id %q: %s", id, daemonMessage(err))
+			return c.Errorf("check id %q: %s", id, daemonMessage(err))
 		} else if !found {
 			return nil
 		}
@@ -78,14 +78,14 @@ func checkIDFree(c *Call, conn *client.Client, id string) error {
 	if pid != 0 {
 		which = fmt.Sprintf(" (pid %d)", pid)
 	}
-	return c.errorf("id %q is already running%s; pass replace=True to kill and replace it", id, which)
+	return c.Errorf("id %q is already running%s; pass replace=True to kill and replace it", id, which)
 }
 
 // runningOnDaemon asks the daemon whether a process with id runs, and its
 // pid. A daemon without process.list has nothing to ask: found is false.
-func runningOnDaemon(c *Call, conn *client.Client, id string) (found bool, pid int, err error) {
+func runningOnDaemon(c *runtime.Call, conn runtime.Daemon, id string) (found bool, pid int, err error) {
 	var res wire.ProcessListResult
-	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) error {
+	err = block(c.Env, c.Env.Ctx, func(ctx context.Context) error {
 		ok, err := conn.HasFeature(ctx, wire.FeatureProcessList)
 		if err != nil || !ok {
 			return err

@@ -7,18 +7,20 @@ import (
 
 	starlarkmath "go.starlark.net/lib/math"
 	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // Starlark's % operator has no width or precision ("%.2f" % x fails), and
 // the language has no round(): these two names fill the gap.
-func numberEntries() []Entry {
-	return []Entry{
+func numberEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "math", Sig: "math",
 			Doc: "math.round(x) (half away from zero, a float), math.floor(x) and math.ceil(x) (ints), math.fabs, " +
 				"math.sqrt, math.pow, math.exp, math.log(x, base=e), math.mod, math.remainder, math.copysign, " +
 				"math.hypot, the trigonometric and hyperbolic functions, math.degrees, math.radians, math.gamma " +
 				"and the constants math.pi and math.e (go.starlark.net/lib/math). Each takes ints or floats.",
-			Value: func(*Env) starlark.Value { return starlarkmath.Module }},
+			Value: func(*runtime.Env) starlark.Value { return starlarkmath.Module }},
 		{Name: "fmt_float", Sig: "fmt_float(x, digits=2) -> string",
 			Doc: "x (an int or a float) in fixed-point notation with exactly digits (0 to 20) digits after the " +
 				"point, rounded to the nearest: fmt_float(0.00056, 4) == \"0.0006\", fmt_float(3) == \"3.00\". " +
@@ -32,7 +34,7 @@ func numberEntries() []Entry {
 // to show.
 const maxDigits = 20
 
-func fmtFloat(c *Call) (starlark.Value, error) {
+func fmtFloat(c *runtime.Call) (starlark.Value, error) {
 	var x, digits starlark.Value = nil, starlark.MakeInt(2)
 	if err := bind(c, 2, req("x", value(&x)), opt("digits", value(&digits))); err != nil {
 		return nil, err
@@ -43,7 +45,7 @@ func fmtFloat(c *Call) (starlark.Value, error) {
 		if _, isInt := digits.(starlark.Int); isInt {
 			got = digits.String()
 		}
-		return nil, c.errorf("digits: want int in 0..%d, got %s", maxDigits, got)
+		return nil, c.Errorf("digits: want int in 0..%d, got %s", maxDigits, got)
 	}
 	switch x := x.(type) {
 	case starlark.Int:
@@ -61,7 +63,7 @@ func fmtFloat(c *Call) (starlark.Value, error) {
 		}
 		return starlark.String(strconv.FormatFloat(f, 'f', n, 64)), nil
 	}
-	return nil, c.errorf("x: want int or float, got %s", x.Type())
+	return nil, c.Errorf("x: want int or float, got %s", x.Type())
 }
 
 // digitCount reads fmt_float's digits: an int in 0..maxDigits.

@@ -8,10 +8,11 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func pipelineEntries() []Entry {
-	return []Entry{
+func pipelineEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "pipeline", Host: true, Sig: "pipeline(stages, *, " + runKeywordsSig + ") -> Result",
 			Doc: "Runs [[cmd, arg...], ...] as a | b | c with real pipes between the stages on the host, in one process group. " +
 				"Result.stdout is the last stage's, Result.stderr and .exit_code too; Result.stages has every stage's " +
@@ -26,7 +27,7 @@ func pipelineEntries() []Entry {
 
 // splitPipelineArgv is pipelineArgv undone: the stages of a command whose
 // stages are separated by "|".
-func splitPipelineArgv(c *Call, argv []string) ([][]string, error) {
+func splitPipelineArgv(c *runtime.Call, argv []string) ([][]string, error) {
 	var stages [][]string
 	start := 0
 	for i := 0; i <= len(argv); i++ {
@@ -34,7 +35,7 @@ func splitPipelineArgv(c *Call, argv []string) ([][]string, error) {
 			continue
 		}
 		if i == start || argv[start] == "" {
-			return nil, c.errorf("the approver's input: command: want stages separated by \"|\", each a program and its arguments, got %s", describeInput(argv))
+			return nil, c.Errorf("the approver's input: command: want stages separated by \"|\", each a program and its arguments, got %s", describeInput(argv))
 		}
 		stages = append(stages, argv[start:i])
 		start = i + 1
@@ -45,7 +46,7 @@ func splitPipelineArgv(c *Call, argv []string) ([][]string, error) {
 // sigpipeExit is the shell's exit status of a command killed by SIGPIPE.
 const sigpipeExit = 128 + 13
 
-func pipelineBuiltin(c *Call) (starlark.Value, error) {
+func pipelineBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var stages [][]string
 	o := defaultRunOptions()
 	if err := bind(c, 1, append([]binding{req("stages", stageLists(&stages))}, o.bindings()...)...); err != nil {
@@ -164,7 +165,7 @@ func describePipeline(stages [][]string) string {
 // readStages fills in the stages from the files the script left: exit
 // codes, and stderr capped like the rest of the output. A stage that left
 // no exit status (its group was killed) reports -1.
-func (r *Result) readStages(c *Call, dir string, n, limit int) error {
+func (r *Result) readStages(c *runtime.Call, dir string, n, limit int) error {
 	r.stages = make([]Stage, n)
 	truncated := false
 	for i := range r.stages {
@@ -202,7 +203,7 @@ func (r *Result) stageStatus() {
 }
 
 // readHostFile reads a file on the host; ok is false when it is missing.
-func readHostFile(c *Call, path string, maxBytes int64) (content string, ok bool, err error) {
+func readHostFile(c *runtime.Call, path string, maxBytes int64) (content string, ok bool, err error) {
 	var res wire.ReadResult
 	if err := hostCall(c, path, "files.read", wire.PathParams{Path: path, MaxBytes: &maxBytes}, &res); err != nil {
 		return "", false, err
@@ -213,7 +214,7 @@ func readHostFile(c *Call, path string, maxBytes int64) (content string, ok bool
 // readCapped reads the first limit bytes of a file on the host. The
 // protocol's files.read refuses a file over its maxBytes instead of
 // cutting it, so a larger file is cut by head(1) on the host.
-func readCapped(c *Call, path string, limit int) (content string, truncated bool, err error) {
+func readCapped(c *runtime.Call, path string, limit int) (content string, truncated bool, err error) {
 	var st wire.StatResult
 	if err := hostCall(c, path, "files.stat", wire.PathParams{Path: path}, &st); err != nil || !st.Exists {
 		return "", false, err
@@ -227,44 +228,44 @@ func readCapped(c *Call, path string, limit int) (content string, truncated bool
 }
 
 // hostTempDir makes a private directory on the host with mktemp -d.
-func hostTempDir(c *Call) (string, error) {
+func hostTempDir(c *runtime.Call) (string, error) {
 	out, err := runHelper(c, []string{"mktemp", "-d"}, 4096)
 	if err != nil {
 		return "", err
 	}
 	dir := strings.TrimSpace(out)
 	if !strings.HasPrefix(dir, "/") || dir == "/" || strings.ContainsAny(dir, "\n\x00") {
-		return "", c.errorf("mktemp -d on %s gave %q, not a directory path", c.Host.target, out)
+		return "", c.Errorf("mktemp -d on %s gave %q, not a directory path", c.Host.Target(), out)
 	}
 	return dir, nil
 }
 
 // removeHostDir removes what hostTempDir made. It runs after the result is
 // read, so a failure here cannot lose anything; it is not reported.
-func removeHostDir(c *Call, dir string) {
+func removeHostDir(c *runtime.Call, dir string) {
 	runHelper(c, []string{"rm", "-rf", "--", dir}, 0)
 }
 
 // runHelper runs a short command of a builtin's own on the host (no echo,
 // no events) and returns its stdout; a non-zero exit is an error.
-func runHelper(c *Call, argv []string, limit int) (string, error) {
+func runHelper(c *runtime.Call, argv []string, limit int) (string, error) {
 	p, err := startProcess(c, c.Host, spawnSpec{argv: argv}, procOptions{internal: true, limit: limit})
 	if err != nil {
 		return "", err
 	}
 	stdin := p.feed(c.Env.Ctx, nil)
-	if err := c.Env.wait(p.ended, nil); err != nil {
-		return "", c.errorf("%v", err)
+	if err := wait(c.Env, p.ended, nil); err != nil {
+		return "", c.Errorf("%v", err)
 	}
-	if err := c.Env.wait(stdin.done, nil); err != nil {
-		return "", c.errorf("%v", err)
+	if err := wait(c.Env, stdin.done, nil); err != nil {
+		return "", c.Errorf("%v", err)
 	}
 	r, err := p.result()
 	if err != nil {
-		return "", c.errorf("%v", err)
+		return "", c.Errorf("%v", err)
 	}
 	if r.exitCode != 0 {
-		return "", c.errorf("%s on %s: exit code %d: %s", describe(argv), c.Host.target, r.exitCode, strings.TrimSpace(r.stderr))
+		return "", c.Errorf("%s on %s: exit code %d: %s", describe(argv), c.Host.Target(), r.exitCode, strings.TrimSpace(r.stderr))
 	}
 	return r.stdout, nil
 }

@@ -1,19 +1,57 @@
 package builtins
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/seed5ad92d46/sous/runtime"
+)
+
+// Config is what a build may set about its builtins.
+type Config struct {
+	// Lines bounds what a Process.lines() iteration holds; the zero value
+	// is the documented bounds.
+	Lines LinesLimits
+}
+
+// The names of the plugins that keep state for a run (runtime.Env.State).
+const (
+	procPlugin   = "proc"
+	agentsPlugin = "agents"
+)
+
+// Plugins returns the builtin groups of this build with the documented
+// bounds.
+func Plugins() []runtime.Plugin { return Config{}.Plugins() }
 
 // Plugins returns the builtin groups of this build. Each call builds them
-// afresh: no table is shared between runs through a package variable.
-func Plugins() []Plugin {
-	return []Plugin{
+// afresh: no table is shared between runs through a package variable, and
+// what a plugin keeps for a run is made by its OnStart for that run.
+func (cfg Config) Plugins() []runtime.Plugin {
+	return []runtime.Plugin{
 		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries())},
-		{Name: "proc", Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries())},
+		{Name: procPlugin, Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries()),
+			OnStart: func(*runtime.Env) any { return &procState{lines: cfg.Lines} }},
 		{Name: "files", Entries: filesEntries()},
 		{Name: "git", Entries: gitEntries()},
 		{Name: "hosts", Entries: hostEntries()},
-		{Name: "agents", Entries: slices.Concat(sdkEntries(), approvalEntries())},
+		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), approvalEntries()),
+			OnStart: func(*runtime.Env) any { return &agents{} }},
 	}
 }
 
 // DefaultTable is the table of every builtin of this build.
-func DefaultTable() *Table { return MustTable(Plugins()...) }
+func DefaultTable() *runtime.Table { return runtime.MustTable(Plugins()...) }
+
+// procState is what the process builtins keep for a run.
+type procState struct {
+	// The run's processes that have not ended, for spawn's id check
+	// (live.go).
+	live  liveProcesses
+	lines LinesLimits
+}
+
+// procOf is the process builtins' state in the run env.
+func procOf(env *runtime.Env) *procState { return env.State(procPlugin).(*procState) }
+
+// agentsOf is the agent builtins' state in the run env (sdk.go).
+func agentsOf(env *runtime.Env) *agents { return env.State(agentsPlugin).(*agents) }

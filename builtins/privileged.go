@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/seed5ad92d46/sous/runtime"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -18,11 +19,11 @@ import (
 // what an approver put in its place (approve(input={"command": [...]})).
 // A command that is not privileged is not asked about. A policy that fails
 // aborts the recipe with its error.
-func (o *runOptions) authorize(c *Call, argv []string) ([]string, *Result, error) {
+func (o *runOptions) authorize(c *runtime.Call, argv []string) ([]string, *Result, error) {
 	if !o.privileged {
 		return argv, nil, nil
 	}
-	ans, err := c.Env.ApprovePrivileged(c.Thread, argv, o.reason)
+	ans, err := approvePrivileged(c.Env, c.Thread, argv, o.reason)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,7 +35,7 @@ func (o *runOptions) authorize(c *Call, argv []string) ([]string, *Result, error
 		// {"command": [...], "reason": ...}.
 		repl, ok := rules.Argv(ans.Input)
 		if !ok || len(repl) == 0 || repl[0] == "" {
-			return nil, nil, c.errorf("the approver's input: command: want a non-empty list of strings, got %s", describeInput(ans.Input["command"]))
+			return nil, nil, c.Errorf("the approver's input: command: want a non-empty list of strings, got %s", describeInput(ans.Input["command"]))
 		}
 		return repl, nil, nil
 	}

@@ -7,8 +7,8 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // Process is a process the run started or reattached to: a starlark.Value
@@ -19,13 +19,13 @@ import (
 // process is recorded by watch, on a goroutine of its own, so that the
 // reader goroutine never waits for anything.
 type Process struct {
-	env     *Env
-	host    *Host
+	env     *runtime.Env
+	host    *runtime.Host
 	id      string
 	argv    []string
 	opt     procOptions
 	started time.Time
-	proc    *client.Proc // set before announce; read-only afterwards
+	proc    runtime.Proc // set before announce; read-only afterwards
 	unlist  func()       // takes it off the run's live processes (live.go); set before announce
 
 	mu        sync.Mutex
@@ -33,7 +33,7 @@ type Process struct {
 	stages    []capture      // a pipeline's stderr, per stage (spawn_ext.go); nil otherwise
 	readLines [2]*lineReader // read_line's position in stdout, stderr; nil until its first call
 	tty       bool           // spawned with a terminal
-	echo      Echo           // set by announce when echoing
+	echo      runtime.Echo   // set by announce when echoing
 	announced bool
 	early     []chunk // echo held back until the spawn event is out
 	closed    bool    // the end is recorded: late frames are dropped
@@ -63,7 +63,7 @@ var (
 	_ Awaitable         = (*Process)(nil)
 )
 
-func newProcess(env *Env, host *Host, id string, argv []string, opt procOptions) *Process {
+func newProcess(env *runtime.Env, host *runtime.Host, id string, argv []string, opt procOptions) *Process {
 	p := &Process{env: env, host: host, id: id, argv: argv, opt: opt, started: time.Now(), ended: make(chan struct{})}
 	p.out[0].limit, p.out[1].limit = opt.limit, opt.limit
 	return p
@@ -117,7 +117,7 @@ func (p *Process) onFrame(f *wire.Frame) {
 // spawn call returns, so everything they trigger waits for this.
 func (p *Process) announce(reattached bool) {
 	if !p.opt.internal {
-		info := SpawnInfo{ID: p.id, Pid: p.proc.Pid, Command: p.argv, Host: p.host.target, Reattached: reattached}
+		info := runtime.SpawnInfo{ID: p.id, Pid: p.proc.Pid(), Command: p.argv, Host: p.host.Target(), Reattached: reattached}
 		if reattached {
 			info.Lost = p.proc.Lost()
 		}
@@ -230,10 +230,10 @@ func (p *Process) Truth() starlark.Bool  { return starlark.True }
 func (p *Process) Hash() (uint32, error) { return starlark.String(p.id).Hash() }
 
 func (p *Process) Attr(name string) (starlark.Value, error) {
-	return p.env.Table.attr(p.env, "Process", p, p.host, name)
+	return p.env.Table.Attr(p.env, "Process", p, p.host, name)
 }
 
-func (p *Process) AttrNames() []string { return p.env.Table.attrNames("Process") }
+func (p *Process) AttrNames() []string { return p.env.Table.AttrNames("Process") }
 
 // state reads what the attributes report.
 func (p *Process) state() (closed, exited bool, code int) {

@@ -11,10 +11,11 @@ import (
 	"go.starlark.net/starlarkstruct"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func processEntries() []Entry {
-	return []Entry{
+func processEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "Process", Sig: "Process",
 			Doc: "A process started by spawn or found by reattach. It keeps the first 16 MiB of each output stream."},
 		{Name: "Process.id", Sig: "Process.id -> string", Doc: "The process id on its host.",
@@ -50,9 +51,9 @@ func processEntries() []Entry {
 			Doc: "Sends signal (a name such as \"TERM\" or \"KILL\", or a number) to the process group, without waiting.",
 			Fn:  method(processKill)},
 		{Name: "Process.pause", Sig: "Process.pause()", Doc: "Stops the whole process group (SIGSTOP): the process and everything it started.",
-			Fn: method(func(c *Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "STOP") })},
+			Fn: method(func(c *runtime.Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "STOP") })},
 		{Name: "Process.resume", Sig: "Process.resume()", Doc: "Continues the process group paused by pause() (SIGCONT).",
-			Fn: method(func(c *Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "CONT") })},
+			Fn: method(func(c *runtime.Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "CONT") })},
 		{Name: "Process.stop", Sig: "Process.stop(grace=3, escalate=True) -> struct(found, died, already_exited, escalated)",
 			Doc: "Sends SIGTERM to the process group and waits up to grace seconds for it to die; then, with escalate, " +
 				"sends SIGKILL. Reports what happened (the daemon's killAndWait).",
@@ -77,20 +78,20 @@ func processEntries() []Entry {
 }
 
 func processPid(p *Process) starlark.Value {
-	if !p.opt.showPid || p.proc.Pid == 0 {
+	if !p.opt.showPid || p.proc.Pid() == 0 {
 		return starlark.None
 	}
-	return starlark.MakeInt(p.proc.Pid)
+	return starlark.MakeInt(p.proc.Pid())
 }
 
-func processWrite(c *Call, p *Process) (starlark.Value, error) {
+func processWrite(c *runtime.Call, p *Process) (starlark.Value, error) {
 	var buf []byte
 	var offset *int64
 	if err := bind(c, 1, req("data", data(&buf)), opt("offset", optInteger(&offset, 0))); err != nil {
 		return nil, err
 	}
 	var applied int64
-	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+	err := block(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
 		if offset == nil {
 			applied, err = p.proc.Write(ctx, buf)
 		} else {
@@ -104,38 +105,38 @@ func processWrite(c *Call, p *Process) (starlark.Value, error) {
 	return starlark.MakeInt64(applied), nil
 }
 
-func processCloseStdin(c *Call, p *Process) (starlark.Value, error) {
+func processCloseStdin(c *runtime.Call, p *Process) (starlark.Value, error) {
 	if err := bind(c, 0); err != nil {
 		return nil, err
 	}
 	// A process that has exited has no stdin left to close, and whether it
 	// exited before the call (`head -1` after its line) is a race the
 	// recipe cannot win: closing is done either way, as run's stdin is.
-	if err := c.Env.block(c.Env.Ctx, p.proc.CloseStdin); err != nil && !isNotRunning(err) {
+	if err := block(c.Env, c.Env.Ctx, p.proc.CloseStdin); err != nil && !isNotRunning(err) {
 		return nil, p.daemonErr(c, err)
 	}
 	return starlark.None, nil
 }
 
-func processWait(c *Call, p *Process) (starlark.Value, error) {
+func processWait(c *runtime.Call, p *Process) (starlark.Value, error) {
 	var timeout *time.Duration
 	if err := bind(c, 1, opt("timeout", optSeconds(&timeout))); err != nil {
 		return nil, err
 	}
-	if err := c.Env.wait(p.ended, timeout); err != nil {
+	if err := wait(c.Env, p.ended, timeout); err != nil {
 		if errors.Is(err, errTimeout) {
-			return nil, c.errorf("process %s still running after %s", p.id, formatSeconds(*timeout))
+			return nil, c.Errorf("process %s still running after %s", p.id, formatSeconds(*timeout))
 		}
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	r, err := p.result()
 	if err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	return r, nil
 }
 
-func processKill(c *Call, p *Process) (starlark.Value, error) {
+func processKill(c *runtime.Call, p *Process) (starlark.Value, error) {
 	sig := "TERM"
 	if err := bind(c, 1, opt("signal", signalName(&sig))); err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func processKill(c *Call, p *Process) (starlark.Value, error) {
 	if errors.As(err, &we) && we.Code == wire.CodeInvalidParams && strings.HasPrefix(we.Message, "Invalid signal") {
 		// Which names a daemon knows is the daemon's to say (a remote one
 		// may know more), but what it refused is this argument.
-		return nil, c.errorf("signal: the daemon knows no signal %q (a name such as \"TERM\", \"SIGKILL\" or \"usr1\", or a number from 1 to 64)", sig)
+		return nil, c.Errorf("signal: the daemon knows no signal %q (a name such as \"TERM\", \"SIGKILL\" or \"usr1\", or a number from 1 to 64)", sig)
 	}
 	if err != nil {
 		return nil, p.daemonErr(c, err)
@@ -154,7 +155,7 @@ func processKill(c *Call, p *Process) (starlark.Value, error) {
 }
 
 // signalNoArgs is pause and resume: a fixed signal, no arguments.
-func (p *Process) signalNoArgs(c *Call, sig string) (starlark.Value, error) {
+func (p *Process) signalNoArgs(c *runtime.Call, sig string) (starlark.Value, error) {
 	if err := bind(c, 0); err != nil {
 		return nil, err
 	}
@@ -162,7 +163,7 @@ func (p *Process) signalNoArgs(c *Call, sig string) (starlark.Value, error) {
 }
 
 // signal sends sig to the process group.
-func (p *Process) signal(c *Call, sig string) (starlark.Value, error) {
+func (p *Process) signal(c *runtime.Call, sig string) (starlark.Value, error) {
 	if err := p.kill(c, sig); err != nil {
 		return nil, p.daemonErr(c, err)
 	}
@@ -171,15 +172,15 @@ func (p *Process) signal(c *Call, sig string) (starlark.Value, error) {
 
 // kill asks the daemon to send sig to the process group; the error is the
 // daemon's, unwrapped.
-func (p *Process) kill(c *Call, sig string) error {
-	return c.Env.block(c.Env.Ctx, func(ctx context.Context) error { return p.proc.Kill(ctx, sig) })
+func (p *Process) kill(c *runtime.Call, sig string) error {
+	return block(c.Env, c.Env.Ctx, func(ctx context.Context) error { return p.proc.Kill(ctx, sig) })
 }
 
 // stopSettle bounds how long stop waits for the exit frame of a process the
 // daemon reported dead, so that exit_code is set when stop returns.
 const stopSettle = 5 * time.Second
 
-func processStop(c *Call, p *Process) (starlark.Value, error) {
+func processStop(c *runtime.Call, p *Process) (starlark.Value, error) {
 	grace := 3 * time.Second
 	escalate := true
 	if err := bind(c, 2, opt("grace", seconds(&grace)), opt("escalate", boolean(&escalate))); err != nil {
@@ -189,7 +190,7 @@ func processStop(c *Call, p *Process) (starlark.Value, error) {
 	// means "at once".
 	grace = max(grace, time.Millisecond)
 	var res wire.KillAndWaitResult
-	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+	err := block(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
 		res, err = p.proc.KillAndWait(ctx, "TERM", grace, escalate)
 		return err
 	})
@@ -198,8 +199,8 @@ func processStop(c *Call, p *Process) (starlark.Value, error) {
 	}
 	if res.Died {
 		settle := stopSettle
-		if err := c.Env.wait(p.ended, &settle); err != nil && !errors.Is(err, errTimeout) {
-			return nil, c.errorf("%v", err)
+		if err := wait(c.Env, p.ended, &settle); err != nil && !errors.Is(err, errTimeout) {
+			return nil, c.Errorf("%v", err)
 		}
 	}
 	return starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
@@ -226,7 +227,7 @@ func streamArg(dst *wire.Stream) param {
 	})
 }
 
-func processLines(c *Call, p *Process) (starlark.Value, error) {
+func processLines(c *runtime.Call, p *Process) (starlark.Value, error) {
 	stream := wire.Stdout
 	if err := bind(c, 1, opt("stream", streamArg(&stream))); err != nil {
 		return nil, err
@@ -241,7 +242,7 @@ func processLines(c *Call, p *Process) (starlark.Value, error) {
 	return &lines{p: p, r: r, stream: i, thread: c.Thread}, nil
 }
 
-func processOutput(c *Call, p *Process) (starlark.Value, error) {
+func processOutput(c *runtime.Call, p *Process) (starlark.Value, error) {
 	stream := wire.Stdout
 	if err := bind(c, 1, opt("stream", streamArg(&stream))); err != nil {
 		return nil, err
@@ -253,8 +254,8 @@ func processOutput(c *Call, p *Process) (starlark.Value, error) {
 }
 
 // daemonErr words an error of a call about p.
-func (p *Process) daemonErr(c *Call, err error) error {
-	return c.errorf("process %s: %s", p.id, daemonMessage(err))
+func (p *Process) daemonErr(c *runtime.Call, err error) error {
+	return c.Errorf("process %s: %s", p.id, daemonMessage(err))
 }
 
 // daemonMessage is the text of an error from the daemon: a JSON-RPC

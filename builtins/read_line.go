@@ -8,6 +8,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 const readLineDoc = "The next line of stdout or stderr that this handle has not read yet, without its line end (\"\\n\" or " +
@@ -22,7 +23,7 @@ const readLineDoc = "The next line of stdout or stderr that this handle has not 
 
 // processReadLine is Process.read_line: one reader per stream, kept on the
 // Process, so that each call goes on where the previous one stopped.
-func processReadLine(c *Call, p *Process) (starlark.Value, error) {
+func processReadLine(c *runtime.Call, p *Process) (starlark.Value, error) {
 	stream := wire.Stdout
 	var timeout *time.Duration
 	if err := bind(c, 2, opt("stream", streamArg(&stream)), opt("timeout", optSeconds(&timeout))); err != nil {
@@ -57,28 +58,28 @@ func processReadLine(c *Call, p *Process) (starlark.Value, error) {
 		case ok:
 			return starlark.String(line), nil
 		case done && failed != nil:
-			return nil, c.errorf("%v", failed)
+			return nil, c.Errorf("%v", failed)
 		case done:
 			if err := p.lostErr(); err != nil {
-				return nil, c.errorf("%v", err)
+				return nil, c.Errorf("%v", err)
 			}
 			return starlark.None, nil
 		}
 		if err := c.Env.Loop.Wait(ctx, r.wake); err != nil {
 			if c.Env.Ctx.Err() != nil {
-				return nil, c.errorf("%v", errInterrupted)
+				return nil, c.Errorf("%v", errInterrupted)
 			}
-			return nil, c.errorf("process %s wrote no complete line on %s within %s; it keeps running", p.id, stream, formatSeconds(*timeout))
+			return nil, c.Errorf("process %s wrote no complete line on %s within %s; it keeps running", p.id, stream, formatSeconds(*timeout))
 		}
 	}
 }
 
 // newLineReader starts a reader of stream i from its first byte, for
 // lines() or read_line. p.mu is held.
-func (p *Process) newLineReader(c *Call, i int, stream wire.Stream) (*lineReader, error) {
-	r := p.out[i].reader(fmt.Sprintf("process %s's %s", p.id, stream), c.Env.Lines)
+func (p *Process) newLineReader(c *runtime.Call, i int, stream wire.Stream) (*lineReader, error) {
+	r := p.out[i].reader(fmt.Sprintf("process %s's %s", p.id, stream), procOf(c.Env).lines)
 	if r == nil {
-		return nil, c.errorf("process %s wrote more than the %d bytes of %s it keeps before the first %s() call, so its lines cannot start from the first",
+		return nil, c.Errorf("process %s wrote more than the %d bytes of %s it keeps before the first %s() call, so its lines cannot start from the first",
 			p.id, p.opt.limit, stream, c.Name[len("Process."):])
 	}
 	return r, nil

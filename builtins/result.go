@@ -9,6 +9,8 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"golang.org/x/sys/unix"
+
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // The statuses of a Result.
@@ -22,7 +24,7 @@ const (
 // Result is what a finished command gives: the value of run, sh, pipeline
 // and Process.wait. Its attributes come from the "Result.*" entries.
 type Result struct {
-	env             *Env
+	env             *runtime.Env
 	status          string
 	exitCode        int
 	stdout, stderr  string
@@ -51,10 +53,10 @@ func (r *Result) Truth() starlark.Bool  { return starlark.True }
 func (r *Result) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Result") }
 
 func (r *Result) Attr(name string) (starlark.Value, error) {
-	return r.env.Table.attr(r.env, "Result", r, nil, name)
+	return r.env.Table.Attr(r.env, "Result", r, nil, name)
 }
 
-func (r *Result) AttrNames() []string { return r.env.Table.attrNames("Result") }
+func (r *Result) AttrNames() []string { return r.env.Table.AttrNames("Result") }
 
 // stageList is Result.stages: a fresh list of struct(exit_code, stderr).
 func (r *Result) stageList() starlark.Value {
@@ -128,8 +130,8 @@ func formatSeconds(d time.Duration) string {
 	return fmt.Sprintf("%gs", d.Round(time.Millisecond).Seconds())
 }
 
-func resultEntries() []Entry {
-	return []Entry{
+func resultEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "Result", Sig: "Result", Doc: "What a finished command gives: the value of run, sh, pipeline and Process.wait."},
 		{Name: "Result.status", Sig: "Result.status -> string",
 			Doc:  `"ok", "failed" (a non-zero exit), "timeout" or "denied".`,

@@ -8,6 +8,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // runKeywordsSig is the keyword part of the signatures of run, sh and
@@ -25,8 +26,8 @@ const runDoc = "Starts the command on the host, writes stdin (a string) and clos
 	"approved, the command runs under sudo -n (directly where the host's user is root), or the command of the approver's " +
 	"approve(input={\"command\": [...]}) instead; denied, it never starts and the status is \"denied\". " + sandboxDoc
 
-func runEntries() []Entry {
-	return []Entry{
+func runEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "run", Host: true, Sig: "run(cmd, args=[], *, " + runKeywordsSig + ") -> Result",
 			Doc: "Runs a command to completion: cmd is a program or a list of program and arguments. " + runDoc,
 			Fn:  runBuiltin},
@@ -63,7 +64,7 @@ func (o *runOptions) bindings() []binding {
 	}
 }
 
-func runBuiltin(c *Call) (starlark.Value, error) {
+func runBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var cmd, args []string
 	var cmdList bool
 	o := defaultRunOptions()
@@ -92,7 +93,7 @@ func runBuiltin(c *Call) (starlark.Value, error) {
 	return r, r.check(c, &o, describe(argv))
 }
 
-func shBuiltin(c *Call) (starlark.Value, error) {
+func shBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var script string
 	o := defaultRunOptions()
 	if err := bind(c, 1, append([]binding{req("script", str(&script))}, o.bindings()...)...); err != nil {
@@ -120,16 +121,16 @@ func shBuiltin(c *Call) (starlark.Value, error) {
 }
 
 // check applies check=True.
-func (r *Result) check(c *Call, o *runOptions, cmdline string) error {
+func (r *Result) check(c *runtime.Call, o *runOptions, cmdline string) error {
 	if o.check && r.status != StatusOK {
-		return c.errorf("%s", r.failure(cmdline))
+		return c.Errorf("%s", r.failure(cmdline))
 	}
 	return nil
 }
 
 // execute starts argv, feeds its stdin, waits for it (its group killed on
 // timeout) and returns its Result, whatever the status.
-func execute(c *Call, host *Host, argv []string, o *runOptions) (*Result, error) {
+func execute(c *runtime.Call, host *runtime.Host, argv []string, o *runOptions) (*Result, error) {
 	return executeSpec(c, host, spawnSpec{argv: argv}, o)
 }
 
@@ -137,7 +138,7 @@ func execute(c *Call, host *Host, argv []string, o *runOptions) (*Result, error)
 // cwd, env, sandbox and timeout. The timeout is the daemon's
 // (process.spawn.timeout: TERM, KILL 3 s later), or the client's where the
 // daemon has no such extension.
-func executeSpec(c *Call, host *Host, spec spawnSpec, o *runOptions) (*Result, error) {
+func executeSpec(c *runtime.Call, host *runtime.Host, spec spawnSpec, o *runOptions) (*Result, error) {
 	spec.cwd, spec.env, spec.sandbox = o.cwd, o.env, o.sandbox
 	if o.timeout != nil {
 		spec.ext.timeout = max(*o.timeout, time.Nanosecond) // 0: at once
@@ -154,22 +155,22 @@ func executeSpec(c *Call, host *Host, spec spawnSpec, o *runOptions) (*Result, e
 	}
 	stdin := p.feed(c.Env.Ctx, o.stdin)
 
-	if err := c.Env.wait(p.ended, nil); err != nil {
+	if err := wait(c.Env, p.ended, nil); err != nil {
 		p.abandon()
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	timedOut := p.proc.TimedOut()
 	// The child is gone, so the daemon answers what is left of the feed at
 	// once; waiting for it keeps every call of this command inside it.
-	if err := c.Env.wait(stdin.done, nil); err != nil {
-		return nil, c.errorf("%v", err)
+	if err := wait(c.Env, stdin.done, nil); err != nil {
+		return nil, c.Errorf("%v", err)
 	}
 	if stdin.err != nil && !timedOut {
-		return nil, c.errorf("writing the stdin of %s: %s", spec.ext.describe(spec.argv), daemonMessage(stdin.err))
+		return nil, c.Errorf("writing the stdin of %s: %s", spec.ext.describe(spec.argv), daemonMessage(stdin.err))
 	}
 	r, err := p.result()
 	if err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	if timedOut {
 		r.status, r.timeout = StatusTimeout, *o.timeout
@@ -180,7 +181,7 @@ func executeSpec(c *Call, host *Host, spec spawnSpec, o *runOptions) (*Result, e
 // notStartedResult is the failed Result of a command the daemon could not
 // start: exit code 127 (for every stage of a pipeline) and why as its
 // stderr.
-func notStartedResult(c *Call, spec spawnSpec, why string, took time.Duration) *Result {
+func notStartedResult(c *runtime.Call, spec spawnSpec, why string, took time.Duration) *Result {
 	r := &Result{env: c.Env, status: StatusFailed, exitCode: 127, stderr: why + "\n", duration: took}
 	r.stages = make([]Stage, max(len(spec.ext.pipeline), 1))
 	for i := range r.stages {

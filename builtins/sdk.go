@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 	"github.com/seed5ad92d46/sous/runtime/agent"
 )
 
@@ -33,8 +35,8 @@ const sessionSig = `sdk.session(*, cwd=None, model=None, permission_mode=None, s
 	`allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, ` +
 	`resume=None, fork=False, timeout=None) -> Session`
 
-func sdkEntries() []Entry {
-	return []Entry{
+func sdkEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "sdk", Sig: "sdk", Host: true,
 			Doc: "Claude Code sessions on the host: sdk.session(...) and sdk.send(prompt, ...). h.sdk starts them on the Host h."},
 		{Name: "sdk.session", Sig: sessionSig,
@@ -145,16 +147,16 @@ func (o *sessionOptions) bindings() []binding {
 }
 
 // check validates what binding could not.
-func (o *sessionOptions) check(c *Call) error {
+func (o *sessionOptions) check(c *runtime.Call) error {
 	switch {
 	case o.opt.Transport != agent.TransportStdio && o.opt.Transport != agent.TransportWebSocket:
-		return c.errorf("transport: want %q or %q, got %q", agent.TransportStdio, agent.TransportWebSocket, o.opt.Transport)
+		return c.Errorf("transport: want %q or %q, got %q", agent.TransportStdio, agent.TransportWebSocket, o.opt.Transport)
 	case len(o.opt.CLI) == 0 || o.opt.CLI[0] == "":
-		return c.errorf("cli: empty command")
+		return c.Errorf("cli: empty command")
 	case o.opt.Fork && o.opt.Resume == "":
-		return c.errorf("fork: needs resume (the id of the session to fork)")
+		return c.Errorf("fork: needs resume (the id of the session to fork)")
 	case o.timeout != nil && *o.timeout <= 0:
-		return c.errorf("timeout: want more than 0 seconds")
+		return c.Errorf("timeout: want more than 0 seconds")
 	}
 	if o.maxTurns != nil {
 		o.opt.MaxTurns = int(*o.maxTurns)
@@ -165,7 +167,7 @@ func (o *sessionOptions) check(c *Call) error {
 	return nil
 }
 
-func sdkSession(c *Call) (starlark.Value, error) {
+func sdkSession(c *runtime.Call) (starlark.Value, error) {
 	o := newSessionOptions()
 	if err := bind(c, 0, o.bindings()...); err != nil {
 		return nil, err
@@ -176,7 +178,7 @@ func sdkSession(c *Call) (starlark.Value, error) {
 	return startSession(c, o)
 }
 
-func sdkSend(c *Call) (starlark.Value, error) {
+func sdkSend(c *runtime.Call) (starlark.Value, error) {
 	var prompt string
 	o := newSessionOptions()
 	if err := bind(c, 1, append([]binding{req("prompt", str(&prompt))}, o.bindings()...)...); err != nil {
@@ -201,8 +203,8 @@ func sdkSend(c *Call) (starlark.Value, error) {
 
 // Session is a running CLI as recipes see it.
 type Session struct {
-	env    *Env
-	host   *Host
+	env    *runtime.Env
+	host   *runtime.Host
 	thread *starlark.Thread // the recipe thread: policies are called on it
 	policy starlark.Callable
 	// cwd is the CLI's working directory, which rules on relative paths
@@ -264,21 +266,25 @@ var (
 	_ Awaitable         = (*Pending)(nil)
 )
 
-func startSession(c *Call, o *sessionOptions) (*Session, error) {
-	kind, _, err := client.Kind(c.Host.target)
+func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
+	kind, _, err := client.Kind(c.Host.Target())
 	if err != nil {
-		return nil, c.errorf("%s: %v", c.Host.target, err)
+		return nil, c.Errorf("%s: %v", c.Host.Target(), err)
 	}
 	// A unix socket daemon runs on this machine, so a CLI it starts can
 	// reach sous's loopback endpoint; over ssh it could not.
 	o.opt.LocalHost = kind == "embedded" || kind == "unix"
 	if o.opt.Transport == agent.TransportWebSocket && !o.opt.LocalHost {
-		return nil, c.errorf("transport: \"websocket\" needs the CLI on this machine, and %s is not: the CLI could not "+
-			"reach sous's loopback WebSocket endpoint; use transport=\"stdio\"", c.Host.target)
+		return nil, c.Errorf("transport: \"websocket\" needs the CLI on this machine, and %s is not: the CLI could not "+
+			"reach sous's loopback WebSocket endpoint; use transport=\"stdio\"", c.Host.Target())
 	}
-	cl, err := c.Host.client(c)
+	d, err := hostClient(c, c.Host)
 	if err != nil {
 		return nil, err
+	}
+	cl := d.Client()
+	if cl == nil {
+		return nil, c.Errorf("%s: the host's connection cannot carry an agent session", c.Host.Target())
 	}
 	if o.opt.Cwd, err = hostPath(c, o.opt.Cwd); err != nil { // a relative cwd is the recipe's
 		return nil, err
@@ -296,13 +302,13 @@ func startSession(c *Call, o *sessionOptions) (*Session, error) {
 	s.sid.Store(id)
 	o.opt.Permission = s.permission
 	o.opt.Observer = s.observe
-	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) error {
+	err = block(c.Env, c.Env.Ctx, func(ctx context.Context) error {
 		as, err := agent.Start(ctx, cl, o.opt)
 		if err != nil {
 			return err
 		}
 		s.s = as
-		if !c.Env.agents.track(s) {
+		if !agentsOf(c.Env).track(s) {
 			// The run ended while the CLI started: nobody will close it.
 			as.Close()
 			return errors.New("the run is over")
@@ -310,7 +316,7 @@ func startSession(c *Call, o *sessionOptions) (*Session, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, c.errorf("%s", agentMessage(err))
+		return nil, c.Errorf("%s", agentMessage(err))
 	}
 	return s, nil
 }
@@ -326,6 +332,25 @@ func agentMessage(err error) string {
 	}
 	return strings.ReplaceAll(strings.TrimPrefix(msg, "agent: "), ": agent: ", ": ")
 }
+
+// agents is the run's agent state, the agents plugin's (runtime.Env.State).
+// The recipe-wide policy is only touched on the recipe thread; the
+// sessions are also closed from the runtime's goroutine at the end, hence
+// the lock.
+type agents struct {
+	policy starlark.Callable // set by approvals(); nil: none
+	// inPolicy counts the policies running on the recipe thread (they can
+	// nest through a builtin that waits). Waiting for a turn then would
+	// never end: the loop runs no other callback while one runs, so the
+	// turn's own permission requests could not be answered.
+	inPolicy int
+
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+	closed   bool
+}
+
+var _ io.Closer = (*agents)(nil)
 
 // track registers a session so that the run closes it; false when the run
 // is over.
@@ -348,16 +373,16 @@ func (a *agents) untrack(s *Session) {
 	delete(a.sessions, s)
 }
 
-// Close ends what the run's builtins still hold open: every agent session,
-// whose CLI process tree is killed and reaped. The runtime calls it when
-// the recipe ends, however it ends, before it closes the daemon
-// connections (a CLI on a socket daemon would outlive them).
-func (e *Env) Close() error {
-	e.agents.mu.Lock()
-	e.agents.closed = true
-	sessions := e.agents.sessions
-	e.agents.sessions = nil
-	e.agents.mu.Unlock()
+// Close ends every agent session of the run, whose CLI process tree is
+// killed and reaped. The runtime calls it when the recipe ends, however it
+// ends, before it closes the daemon connections (a CLI on a socket daemon
+// would outlive them).
+func (a *agents) Close() error {
+	a.mu.Lock()
+	a.closed = true
+	sessions := a.sessions
+	a.sessions = nil
+	a.mu.Unlock()
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -375,12 +400,15 @@ func (e *Env) Close() error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("closing agent sessions: %w", err)
+	}
+	return nil
 }
 
 // decided is the recipe thread's answer to one permission request.
 type decided struct {
-	ans Answer
+	ans runtime.Answer
 	err error
 }
 
@@ -389,22 +417,22 @@ type decided struct {
 // next wait, while this goroutine waits for them. A request withdrawn (or
 // a session closed) meanwhile is dropped unanswered.
 func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decision, error) {
-	req := &ApprovalRequest{
-		Kind: KindTool, Tool: r.Tool, Input: exactInput(r), ToolUseID: r.ToolUseID,
-		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd.Load().(string), Local: s.host.local(),
+	req := &runtime.ApprovalRequest{
+		Kind: runtime.KindTool, Tool: r.Tool, Input: exactInput(r), ToolUseID: r.ToolUseID,
+		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd.Load().(string), Local: s.host.Local(),
 	}
 	done := make(chan decided, 1)
 	s.asked.post(r.Seq, func() {
 		if ctx.Err() != nil {
 			return // nobody waits for this answer any more
 		}
-		if s.env.Ctx.Err() != nil || s.env.ended {
-			ans := Answer{Message: "the recipe is stopping", By: ByDefault}
-			s.env.logApproval(req, ans)
+		if s.env.Ctx.Err() != nil || s.env.RecipeEnded() {
+			ans := runtime.Answer{Message: "the recipe is stopping", By: runtime.ByDefault}
+			logApproval(s.env, req, ans)
 			done <- decided{ans: ans}
 			return
 		}
-		ans, err := s.env.decide(s.thread, req, s.policy)
+		ans, err := decide(s.env, s.thread, req, s.policy)
 		done <- decided{ans, err}
 	}, s.env.Loop.Post)
 	select {
@@ -436,7 +464,7 @@ func exactInput(r agent.Request) map[string]any {
 	return m
 }
 
-func agentDecision(a Answer) (agent.Decision, error) {
+func agentDecision(a runtime.Answer) (agent.Decision, error) {
 	if !a.Allow {
 		return agent.Deny(a.Message, a.Interrupt), nil
 	}
@@ -480,16 +508,16 @@ func (s *Session) observe(e agent.Event) {
 }
 
 func (s *Session) String() string {
-	return fmt.Sprintf("<Session %s on %s>", s.s.ID(), s.host.target)
+	return fmt.Sprintf("<Session %s on %s>", s.s.ID(), s.host.Target())
 }
 func (s *Session) Type() string          { return "Session" }
 func (s *Session) Freeze()               {} // a handle to a CLI the run owns
 func (s *Session) Truth() starlark.Bool  { return starlark.True }
 func (s *Session) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Session") }
 func (s *Session) Attr(name string) (starlark.Value, error) {
-	return s.env.Table.attr(s.env, "Session", s, s.host, name)
+	return s.env.Table.Attr(s.env, "Session", s, s.host, name)
 }
-func (s *Session) AttrNames() []string { return s.env.Table.attrNames("Session") }
+func (s *Session) AttrNames() []string { return s.env.Table.AttrNames("Session") }
 
 func sessionID(s *Session) starlark.Value {
 	if id := s.s.ID(); id != "" {
@@ -498,7 +526,7 @@ func sessionID(s *Session) starlark.Value {
 	return starlark.None
 }
 
-func sessionSend(c *Call, s *Session) (starlark.Value, error) {
+func sessionSend(c *runtime.Call, s *Session) (starlark.Value, error) {
 	var prompt string
 	var timeout *time.Duration
 	if err := bind(c, 1, req("prompt", str(&prompt)), opt("timeout", optSeconds(&timeout))); err != nil {
@@ -507,7 +535,7 @@ func sessionSend(c *Call, s *Session) (starlark.Value, error) {
 	var limit time.Duration
 	if timeout != nil {
 		if *timeout <= 0 {
-			return nil, c.errorf("timeout: want more than 0 seconds")
+			return nil, c.Errorf("timeout: want more than 0 seconds")
 		}
 		limit = *timeout
 	}
@@ -522,29 +550,29 @@ func sessionSend(c *Call, s *Session) (starlark.Value, error) {
 var errInPolicy = errors.New("a policy cannot wait for an agent's turn: no permission request could be answered meanwhile")
 
 // send runs one turn; limit 0 means the session's timeout.
-func (s *Session) send(c *Call, prompt string, limit time.Duration) (*Turn, error) {
+func (s *Session) send(c *runtime.Call, prompt string, limit time.Duration) (*Turn, error) {
 	if err := s.s.Err(); err != nil {
-		return nil, c.errorf("%s", agentMessage(err))
+		return nil, c.Errorf("%s", agentMessage(err))
 	}
-	if c.Env.agents.inPolicy > 0 {
-		return nil, c.errorf("%v", errInPolicy)
+	if agentsOf(c.Env).inPolicy > 0 {
+		return nil, c.Errorf("%v", errInPolicy)
 	}
 	p := s.s.StartWith(prompt, agent.TurnOptions{Timeout: limit})
 	if limit == 0 {
 		limit = s.limit
 	}
-	if err := c.Env.wait(p.Done(), nil); err != nil {
-		return nil, c.errorf("%v", err)
+	if err := wait(c.Env, p.Done(), nil); err != nil {
+		return nil, c.Errorf("%v", err)
 	}
 	t, err := turnOutcome(c.Env, p, limit)
 	if err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	return t, nil
 }
 
 // turnOutcome is a finished turn's Turn, or why there is none.
-func turnOutcome(env *Env, p *agent.Pending, limit time.Duration) (*Turn, error) {
+func turnOutcome(env *runtime.Env, p *agent.Pending, limit time.Duration) (*Turn, error) {
 	t, err := p.Result()
 	switch {
 	case errors.Is(err, agent.ErrCLIStuck):
@@ -557,44 +585,44 @@ func turnOutcome(env *Env, p *agent.Pending, limit time.Duration) (*Turn, error)
 	return &Turn{t: t, env: env}, nil
 }
 
-func sessionStart(c *Call, s *Session) (starlark.Value, error) {
+func sessionStart(c *runtime.Call, s *Session) (starlark.Value, error) {
 	var prompt string
 	if err := bind(c, 1, req("prompt", str(&prompt))); err != nil {
 		return nil, err
 	}
 	if err := s.s.Err(); err != nil {
-		return nil, c.errorf("%s", agentMessage(err))
+		return nil, c.Errorf("%s", agentMessage(err))
 	}
 	return &Pending{env: c.Env, session: s, prompt: prompt, p: s.s.Start(prompt), limit: s.limit}, nil
 }
 
 // control sends a control request through the loop, bounded in time.
-func (s *Session) control(c *Call, fn func(ctx context.Context) error) error {
+func (s *Session) control(c *runtime.Call, fn func(ctx context.Context) error) error {
 	if err := s.s.Err(); err != nil {
-		return c.errorf("%s", agentMessage(err))
+		return c.Errorf("%s", agentMessage(err))
 	}
 	ctx, cancel := context.WithTimeout(c.Env.Ctx, controlTimeout)
 	defer cancel()
-	if err := c.Env.block(ctx, fn); err != nil {
+	if err := block(c.Env, ctx, fn); err != nil {
 		if c.Env.Ctx.Err() != nil {
-			return c.errorf("%v", errInterrupted)
+			return c.Errorf("%v", errInterrupted)
 		}
 		if ctx.Err() != nil {
-			return c.errorf("the CLI gave no answer within %s: it is stuck (the session stays open; close() ends it)", controlTimeout)
+			return c.Errorf("the CLI gave no answer within %s: it is stuck (the session stays open; close() ends it)", controlTimeout)
 		}
-		return c.errorf("%s", agentMessage(err))
+		return c.Errorf("%s", agentMessage(err))
 	}
 	return nil
 }
 
-func sessionInterrupt(c *Call, s *Session) (starlark.Value, error) {
+func sessionInterrupt(c *runtime.Call, s *Session) (starlark.Value, error) {
 	if err := bind(c, 0); err != nil {
 		return nil, err
 	}
 	return starlark.None, s.control(c, s.s.Interrupt)
 }
 
-func sessionSetModel(c *Call, s *Session) (starlark.Value, error) {
+func sessionSetModel(c *runtime.Call, s *Session) (starlark.Value, error) {
 	var model string
 	if err := bind(c, 1, req("model", str(&model))); err != nil {
 		return nil, err
@@ -602,7 +630,7 @@ func sessionSetModel(c *Call, s *Session) (starlark.Value, error) {
 	return starlark.None, s.control(c, func(ctx context.Context) error { return s.s.SetModel(ctx, model) })
 }
 
-func sessionSetPermissionMode(c *Call, s *Session) (starlark.Value, error) {
+func sessionSetPermissionMode(c *runtime.Call, s *Session) (starlark.Value, error) {
 	var mode string
 	if err := bind(c, 1, req("mode", str(&mode))); err != nil {
 		return nil, err
@@ -610,7 +638,7 @@ func sessionSetPermissionMode(c *Call, s *Session) (starlark.Value, error) {
 	return starlark.None, s.control(c, func(ctx context.Context) error { return s.s.SetPermissionMode(ctx, mode) })
 }
 
-func sessionClose(c *Call, s *Session) (starlark.Value, error) {
+func sessionClose(c *runtime.Call, s *Session) (starlark.Value, error) {
 	if err := bind(c, 0); err != nil {
 		return nil, err
 	}
@@ -618,18 +646,18 @@ func sessionClose(c *Call, s *Session) (starlark.Value, error) {
 }
 
 // close ends the CLI through the loop (it can take the kill grace).
-func (s *Session) close(c *Call) error {
-	err := c.Env.block(context.Background(), func(context.Context) error { return s.s.Close() })
-	c.Env.agents.untrack(s)
+func (s *Session) close(c *runtime.Call) error {
+	err := block(c.Env, context.Background(), func(context.Context) error { return s.s.Close() })
+	agentsOf(c.Env).untrack(s)
 	if err != nil {
-		return c.errorf("%s", agentMessage(err))
+		return c.Errorf("%s", agentMessage(err))
 	}
 	return nil
 }
 
 // Pending is a turn started with Session.start.
 type Pending struct {
-	env     *Env
+	env     *runtime.Env
 	session *Session
 	prompt  string
 	p       *agent.Pending
@@ -648,9 +676,9 @@ func (p *Pending) Freeze()               {}
 func (p *Pending) Truth() starlark.Bool  { return starlark.True }
 func (p *Pending) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Pending") }
 func (p *Pending) Attr(name string) (starlark.Value, error) {
-	return p.env.Table.attr(p.env, "Pending", p, p.session.host, name)
+	return p.env.Table.Attr(p.env, "Pending", p, p.session.host, name)
 }
-func (p *Pending) AttrNames() []string { return p.env.Table.attrNames("Pending") }
+func (p *Pending) AttrNames() []string { return p.env.Table.AttrNames("Pending") }
 
 // Ready implements Awaitable.
 func (p *Pending) Ready() <-chan struct{} { return p.p.Done() }
@@ -664,23 +692,23 @@ func (p *Pending) Outcome() (starlark.Value, error) {
 	return t, nil
 }
 
-func pendingWait(c *Call, p *Pending) (starlark.Value, error) {
+func pendingWait(c *runtime.Call, p *Pending) (starlark.Value, error) {
 	var timeout *time.Duration
 	if err := bind(c, 1, opt("timeout", optSeconds(&timeout))); err != nil {
 		return nil, err
 	}
-	if c.Env.agents.inPolicy > 0 {
-		return nil, c.errorf("%v", errInPolicy)
+	if agentsOf(c.Env).inPolicy > 0 {
+		return nil, c.Errorf("%v", errInPolicy)
 	}
-	if err := c.Env.wait(p.p.Done(), timeout); err != nil {
+	if err := wait(c.Env, p.p.Done(), timeout); err != nil {
 		if errors.Is(err, errTimeout) {
-			return nil, c.errorf("the turn is still running after %s", formatSeconds(*timeout))
+			return nil, c.Errorf("the turn is still running after %s", formatSeconds(*timeout))
 		}
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	t, err := turnOutcome(c.Env, p.p, p.limit)
 	if err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, c.Errorf("%v", err)
 	}
 	return t, nil
 }
@@ -689,7 +717,7 @@ func pendingWait(c *Call, p *Pending) (starlark.Value, error) {
 // and frozen, so every access sees the same values.
 type Turn struct {
 	t   *agent.Turn
-	env *Env
+	env *runtime.Env
 
 	usageV, denialsV, messagesV starlark.Value
 }
@@ -704,9 +732,9 @@ func (t *Turn) Freeze()               {} // its containers are frozen when built
 func (t *Turn) Truth() starlark.Bool  { return starlark.True }
 func (t *Turn) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: Turn") }
 func (t *Turn) Attr(name string) (starlark.Value, error) {
-	return t.env.Table.attr(t.env, "Turn", t, nil, name)
+	return t.env.Table.Attr(t.env, "Turn", t, nil, name)
 }
-func (t *Turn) AttrNames() []string { return t.env.Table.attrNames("Turn") }
+func (t *Turn) AttrNames() []string { return t.env.Table.AttrNames("Turn") }
 
 func frozen(v starlark.Value) starlark.Value {
 	v.Freeze()

@@ -12,10 +12,11 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func spawnEntries() []Entry {
-	return []Entry{
+func spawnEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "spawn", Host: true,
 			Sig: "spawn(cmd, args=[], *, id=None, cwd=None, env=None, tty=False, size=None, sandbox=None, echo=True, want_pid=True, replace=False) -> Process",
 			Doc: "Starts a process on the host and returns at once. cmd is the program (a string) or a list of program and " +
@@ -50,18 +51,18 @@ type spawnSpec struct {
 
 // commandLine joins cmd (a string, or a list when list is set) and args
 // into an argv.
-func commandLine(c *Call, cmd []string, list bool, args []string) ([]string, error) {
+func commandLine(c *runtime.Call, cmd []string, list bool, args []string) ([]string, error) {
 	if list && len(args) > 0 {
-		return nil, c.errorf("args: must be empty when cmd is a list")
+		return nil, c.Errorf("args: must be empty when cmd is a list")
 	}
 	argv := append(cmd, args...)
 	if len(argv) == 0 || argv[0] == "" {
-		return nil, c.errorf("cmd: empty command")
+		return nil, c.Errorf("cmd: empty command")
 	}
 	return argv, nil
 }
 
-func spawnBuiltin(c *Call) (starlark.Value, error) {
+func spawnBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var (
 		cmd, args     []string
 		cmdList       bool
@@ -88,8 +89,8 @@ func spawnBuiltin(c *Call) (starlark.Value, error) {
 }
 
 // startProcess spawns spec on host and follows it.
-func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Process, error) {
-	cl, err := host.client(c)
+func startProcess(c *runtime.Call, host *runtime.Host, spec spawnSpec, opt procOptions) (*Process, error) {
+	cl, err := hostClient(c, host)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Proces
 	p := newProcess(c.Env, host, spec.id, spec.argv, opt)
 	req := client.SpawnSpec{ID: spec.id, Command: spec.argv[0], Args: spec.argv[1:], Cwd: spec.cwd, Env: spec.env, Sandbox: spec.sandbox}
 	spec.ext.apply(&req, p) // spawn_ext.go
-	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+	err = block(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
 		p.proc, err = cl.Spawn(ctx, req, p.onFrame)
 		return err
 	})
@@ -124,11 +125,11 @@ func startProcess(c *Call, host *Host, spec spawnSpec, opt procOptions) (*Proces
 		// A sandbox the daemon cannot set up is the recipe's error, not
 		// the command's failure: it stops the recipe even with check=False.
 		if errors.As(err, &we) && !strings.HasPrefix(why, "sandbox") {
-			return nil, &notStartedError{err: c.errorf("%s", msg), msg: msg}
+			return nil, &notStartedError{err: c.Errorf("%s", msg), msg: msg}
 		}
-		return nil, c.errorf("%s", msg)
+		return nil, c.Errorf("%s", msg)
 	}
-	c.Env.live.add(cl, p)
+	procOf(c.Env).live.add(cl, p)
 	p.announce(false)
 	return p, nil
 }
@@ -147,30 +148,30 @@ type notStartedError struct {
 func (e *notStartedError) Error() string { return e.err.Error() }
 func (e *notStartedError) Unwrap() error { return e.err }
 
-func reattachBuiltin(c *Call) (starlark.Value, error) {
+func reattachBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var id string
 	var fromSeq int64
 	echo := true
 	if err := bind(c, 1, req("id", str(&id)), opt("from_seq", integer(&fromSeq, 0)), opt("echo", boolean(&echo))); err != nil {
 		return nil, err
 	}
-	cl, err := c.Host.client(c)
+	cl, err := hostClient(c, c.Host)
 	if err != nil {
 		return nil, err
 	}
 	p := newProcess(c.Env, c.Host, id, nil, procOptions{echo: echo, showPid: true, limit: DefaultOutputCap})
 	var res wire.ReattachResult
-	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+	err = block(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
 		p.proc, res, err = cl.Reattach(ctx, id, fromSeq, p.onFrame)
 		return err
 	})
 	if err != nil {
-		return nil, c.errorf("%s: %s", id, daemonMessage(err))
+		return nil, c.Errorf("%s: %s", id, daemonMessage(err))
 	}
 	if !res.Found {
-		return nil, c.errorf("no process %q on %s", id, c.Host.target)
+		return nil, c.Errorf("no process %q on %s", id, c.Host.Target())
 	}
-	c.Env.live.add(cl, p)
+	procOf(c.Env).live.add(cl, p)
 	p.announce(true)
 	return p, nil
 }

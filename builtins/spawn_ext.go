@@ -8,6 +8,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // ttyDoc documents spawn's tty and size.
@@ -26,7 +27,7 @@ type spawnExt struct {
 
 // terminalArg checks spawn's tty and size: size is (rows, cols), each 1 to
 // 65535, and only with tty=True.
-func terminalArg(c *Call, tty bool, size starlark.Value) (*wire.TermSize, error) {
+func terminalArg(c *runtime.Call, tty bool, size starlark.Value) (*wire.TermSize, error) {
 	if size == starlark.None {
 		if !tty {
 			return nil, nil
@@ -36,18 +37,18 @@ func terminalArg(c *Call, tty bool, size starlark.Value) (*wire.TermSize, error)
 	}
 	seq, ok := size.(starlark.Indexable)
 	if _, isStr := size.(starlark.String); !ok || isStr || seq.Len() != 2 {
-		return nil, c.errorf("size: want (rows, cols), got %s", size.Type())
+		return nil, c.Errorf("size: want (rows, cols), got %s", size.Type())
 	}
 	var dims [2]int
 	for i, name := range []string{"rows", "cols"} {
 		n, err := starlark.AsInt32(seq.Index(i))
 		if err != nil || n < 1 || n > 0xffff {
-			return nil, c.errorf("size: %s: want an int from 1 to 65535, got %s", name, seq.Index(i).String())
+			return nil, c.Errorf("size: %s: want an int from 1 to 65535, got %s", name, seq.Index(i).String())
 		}
 		dims[i] = n
 	}
 	if !tty {
-		return nil, c.errorf("size: only valid with tty=True")
+		return nil, c.Errorf("size: only valid with tty=True")
 	}
 	return &wire.TermSize{Rows: dims[0], Cols: dims[1]}, nil
 }
@@ -91,18 +92,18 @@ func pipelineArgv(stages [][]string) []string {
 }
 
 // hostHasFeature reports whether the call's host advertises an extension.
-func hostHasFeature(c *Call, feature string) (bool, error) {
-	cl, err := c.Host.client(c)
+func hostHasFeature(c *runtime.Call, feature string) (bool, error) {
+	cl, err := hostClient(c, c.Host)
 	if err != nil {
 		return false, err
 	}
 	var ok bool
-	err = c.Env.block(c.Env.Ctx, func(ctx context.Context) (err error) {
+	err = block(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
 		ok, err = cl.HasFeature(ctx, feature)
 		return err
 	})
 	if err != nil {
-		return false, c.errorf("%s: %s", c.Host.target, daemonMessage(err))
+		return false, c.Errorf("%s: %s", c.Host.Target(), daemonMessage(err))
 	}
 	return ok, nil
 }
@@ -129,21 +130,21 @@ func (p *Process) pipelineResult(r *Result) {
 	r.stageStatus()
 }
 
-func processResize(c *Call, p *Process) (starlark.Value, error) {
+func processResize(c *runtime.Call, p *Process) (starlark.Value, error) {
 	var rows, cols int64
 	if err := bind(c, 2, req("rows", integer(&rows, 1)), req("cols", integer(&cols, 1))); err != nil {
 		return nil, err
 	}
 	if rows > 0xffff || cols > 0xffff {
-		return nil, c.errorf("rows and cols: want at most 65535, got (%d, %d)", rows, cols)
+		return nil, c.Errorf("rows and cols: want at most 65535, got (%d, %d)", rows, cols)
 	}
 	p.mu.Lock()
 	tty := p.tty
 	p.mu.Unlock()
 	if !tty && p.argv != nil { // spawned here without one (a reattached process asks the daemon)
-		return nil, c.errorf("process %s has no terminal: only a process spawned with tty=True can be resized", p.id)
+		return nil, c.Errorf("process %s has no terminal: only a process spawned with tty=True can be resized", p.id)
 	}
-	err := c.Env.block(c.Env.Ctx, func(ctx context.Context) error { return p.proc.Resize(ctx, int(rows), int(cols)) })
+	err := block(c.Env, c.Env.Ctx, func(ctx context.Context) error { return p.proc.Resize(ctx, int(rows), int(cols)) })
 	if err != nil {
 		return nil, p.daemonErr(c, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // TestDefaultTableIsConsistent checks the invariants `sous doc` and the
@@ -18,7 +20,7 @@ func TestDefaultTableIsConsistent(t *testing.T) {
 			t.Errorf("%s: signature %q does not start with the name", e.Name, e.Sig)
 		}
 		switch {
-		case owner != "" && IsType(owner):
+		case owner != "" && runtime.IsType(owner):
 			if e.Fn == nil && e.Attr == nil {
 				t.Errorf("%s: a type member needs Fn or Attr", e.Name)
 			}
@@ -26,7 +28,7 @@ func TestDefaultTableIsConsistent(t *testing.T) {
 			if e.Fn == nil {
 				t.Errorf("%s: a module member needs Fn", e.Name)
 			}
-		case IsType(e.Name), len(tab.Members(e.Name)) > 0, e.Fn != nil, e.Value != nil:
+		case runtime.IsType(e.Name), len(tab.Members(e.Name)) > 0, e.Fn != nil, e.Value != nil:
 		default:
 			// Documentation only: it must be Starlark's own.
 			if !starlark.Universe.Has(short) && short != "load" {
@@ -73,28 +75,5 @@ func TestContractNames(t *testing.T) {
 	want := "extract_tar files git pipeline reattach run sdk sh spawn"
 	if got := strings.Join(tab.HostNames(), " "); got != want {
 		t.Errorf("Host attributes = %s, want %s", got, want)
-	}
-}
-
-func TestNewTableRejectsMistakes(t *testing.T) {
-	t.Parallel()
-	fn := func(*Call) (starlark.Value, error) { return starlark.None, nil }
-	tests := []struct {
-		name    string
-		entries []Entry
-		want    string
-	}{
-		{"duplicate", []Entry{{Name: "a", Sig: "a()", Doc: "d", Fn: fn}, {Name: "a", Sig: "a()", Doc: "d", Fn: fn}}, "a is defined twice"},
-		{"orphan member", []Entry{{Name: "m.x", Sig: "m.x()", Doc: "d", Fn: fn}}, "m has members but no entry of its own"},
-		{"no doc", []Entry{{Name: "a", Sig: "a()", Fn: fn}}, "a has no signature or no doc"},
-		{"two kinds", []Entry{{Name: "a", Sig: "a", Doc: "d", Fn: fn, Value: func(*Env) starlark.Value { return starlark.None }}}, "more than one of"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewTable(Plugin{Name: "p", Entries: tt.entries})
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("got %v, want an error containing %q", err, tt.want)
-			}
-		})
 	}
 }

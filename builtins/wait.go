@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // Awaitable is a value wait_all can wait for: a Process or an agent's
@@ -29,7 +31,7 @@ var errInterrupted = errors.New("interrupted")
 
 // wait blocks the recipe thread through the loop until ready delivers, the
 // timeout (nil: none) passes (errTimeout) or the run is interrupted.
-func (e *Env) wait(ready <-chan struct{}, timeout *time.Duration) error {
+func wait(e *runtime.Env, ready <-chan struct{}, timeout *time.Duration) error {
 	ctx := e.Ctx
 	if timeout != nil {
 		var cancel context.CancelFunc
@@ -45,8 +47,26 @@ func (e *Env) wait(ready <-chan struct{}, timeout *time.Duration) error {
 	return nil
 }
 
-func waitEntries() []Entry {
-	return []Entry{
+// block runs fn on its own goroutine and waits for it through the event
+// loop, so that a daemon call that takes a while (a worktree, an archive, a
+// kill with a grace) does not keep callbacks posted to the recipe thread
+// from running. When ctx ends first, fn is left to finish on its own (it
+// gets the same ctx) and its result is dropped.
+func block(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) error) error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = fn(ctx)
+	}()
+	if werr := e.Loop.Wait(ctx, done); werr != nil {
+		return werr
+	}
+	return err
+}
+
+func waitEntries() []runtime.Entry {
+	return []runtime.Entry{
 		{Name: "wait_all", Sig: "wait_all(pendings, timeout=None) -> list",
 			Doc: "Waits for every Process or Pending turn in pendings (a list) and returns their Results and Turns in the " +
 				"same order. When timeout (seconds) passes first, it fails naming what is still running; nothing is " +
@@ -58,15 +78,15 @@ func waitEntries() []Entry {
 	}
 }
 
-func waitAll(c *Call) (starlark.Value, error) {
+func waitAll(c *runtime.Call) (starlark.Value, error) {
 	var items []Awaitable
 	var timeout *time.Duration
 	if err := bind(c, 2, req("pendings", awaitables(&items)), opt("timeout", optSeconds(&timeout))); err != nil {
 		return nil, err
 	}
 	for _, it := range items {
-		if _, turn := it.(*Pending); turn && c.Env.agents.inPolicy > 0 {
-			return nil, c.errorf("%v", errInPolicy)
+		if _, turn := it.(*Pending); turn && agentsOf(c.Env).inPolicy > 0 {
+			return nil, c.Errorf("%v", errInPolicy)
 		}
 	}
 	ctx := c.Env.Ctx
@@ -79,16 +99,16 @@ func waitAll(c *Call) (starlark.Value, error) {
 	for _, it := range items {
 		if err := c.Env.Loop.Wait(ctx, it.Ready()); err != nil {
 			if c.Env.Ctx.Err() != nil {
-				return nil, c.errorf("%v", errInterrupted)
+				return nil, c.Errorf("%v", errInterrupted)
 			}
-			return nil, c.errorf("still waiting after %s for %s", formatSeconds(*timeout), pendingNames(items))
+			return nil, c.Errorf("still waiting after %s for %s", formatSeconds(*timeout), pendingNames(items))
 		}
 	}
 	out := make([]starlark.Value, len(items))
 	for i, it := range items {
 		v, err := it.Outcome()
 		if err != nil {
-			return nil, c.errorf("%v", err)
+			return nil, c.Errorf("%v", err)
 		}
 		out[i] = v
 	}
@@ -130,13 +150,13 @@ func awaitables(dst *[]Awaitable) param {
 	})
 }
 
-func sleep(c *Call) (starlark.Value, error) {
+func sleep(c *runtime.Call) (starlark.Value, error) {
 	var d time.Duration
 	if err := bind(c, 1, req("seconds", seconds(&d))); err != nil {
 		return nil, err
 	}
-	if err := c.Env.wait(nil, &d); err != nil && !errors.Is(err, errTimeout) {
-		return nil, c.errorf("%v", err)
+	if err := wait(c.Env, nil, &d); err != nil && !errors.Is(err, errTimeout) {
+		return nil, c.Errorf("%v", err)
 	}
 	return starlark.None, nil
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -26,20 +25,20 @@ type approver struct {
 	prompt *prompter // nil when stdin is not a terminal
 }
 
-var _ builtins.Approver = (*approver)(nil)
+var _ Approver = (*approver)(nil)
 
-// Approve implements builtins.Approver.
-func (a *approver) Approve(req *builtins.ApprovalRequest) builtins.Answer {
+// Approve implements Approver.
+func (a *approver) Approve(req *ApprovalRequest) Answer {
 	switch v, rule := a.rules.Decide(req.RuleRequest()); v {
 	case rules.Allowed:
-		return builtins.Answer{Allow: true, By: builtins.ByFlag}
+		return Answer{Allow: true, By: ByFlag}
 	case rules.Denied:
-		return builtins.Answer{Message: fmt.Sprintf("denied by sous run --deny %q", rule.String()), By: builtins.ByFlag}
+		return Answer{Message: fmt.Sprintf("denied by sous run --deny %q", rule.String()), By: ByFlag}
 	}
 	if a.prompt != nil {
 		return a.prompt.ask(a.ctx, req)
 	}
-	return builtins.Answer{Message: builtins.DefaultDenyMessage, By: builtins.ByDefault}
+	return Answer{Message: DefaultDenyMessage, By: ByDefault}
 }
 
 // prompter asks the person at the terminal.
@@ -67,9 +66,9 @@ const maxPromptTries = 3
 // rules, and the question names it; a request no such rule can describe
 // (a Bash line that is not one simple command) is not offered "always".
 // An interrupt or the end of input denies.
-func (p *prompter) ask(ctx context.Context, req *builtins.ApprovalRequest) builtins.Answer {
-	deny := func(msg string) builtins.Answer { return builtins.Answer{Message: msg, By: builtins.ByPrompt} }
-	allow := builtins.Answer{Allow: true, By: builtins.ByPrompt}
+func (p *prompter) ask(ctx context.Context, req *ApprovalRequest) Answer {
+	deny := func(msg string) Answer { return Answer{Message: msg, By: ByPrompt} }
+	allow := Answer{Allow: true, By: ByPrompt}
 	if v, _ := p.always.Decide(req.RuleRequest()); v == rules.Allowed {
 		return allow
 	}
@@ -129,10 +128,10 @@ func (p *prompter) startReading() {
 // input, as the CLI's description of a Bash command does), and its input
 // one field per line. Everything that comes from the request is shown on
 // one line with control characters escaped, long values cut.
-func describeRequest(req *builtins.ApprovalRequest) string {
+func describeRequest(req *ApprovalRequest) string {
 	var b strings.Builder
 	switch req.Kind {
-	case builtins.KindPrivileged:
+	case KindPrivileged:
 		fmt.Fprintf(&b, "\nsous: the recipe asks to run a command as root\n")
 	default:
 		who := "an agent"

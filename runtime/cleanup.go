@@ -7,9 +7,48 @@ import (
 	"strings"
 
 	"go.starlark.net/starlark"
-
-	"github.com/seed5ad92d46/sous/builtins"
+	"go.starlark.net/syntax"
 )
+
+// Deferred is a call to make when the recipe ends, however it ends: what
+// defer() registers (Env.Defer).
+type Deferred struct {
+	Fn     starlark.Callable
+	Args   starlark.Tuple
+	Kwargs []starlark.Tuple
+	At     syntax.Position // the defer() call, for the report of a failure
+}
+
+// Defer registers a call to make when the recipe ends. The calls run
+// newest first, each on a thread of its own; one made during the cleanup
+// (a deferred call that defers another) runs next. Recipe thread only.
+func (e *Env) Defer(d Deferred) { e.deferred = append(e.deferred, d) }
+
+// RecipeEnded reports whether the recipe has ended: its deferred calls run
+// now. An agent's permission request is then denied at once ("the recipe
+// is stopping") rather than handed to a policy of a recipe that has
+// stopped (after an interrupt, on a cancelled thread). Recipe thread only.
+func (e *Env) RecipeEnded() bool { return e.ended }
+
+// nextDeferred removes and returns the call registered last, or false when
+// none is left.
+func (e *Env) nextDeferred() (Deferred, bool) {
+	n := len(e.deferred)
+	if n == 0 {
+		return Deferred{}, false
+	}
+	d := e.deferred[n-1]
+	e.deferred = e.deferred[:n-1]
+	return d, true
+}
+
+// dropDeferred forgets the calls not made (a second Ctrl-C abandoned the
+// cleanup) and says how many there were.
+func (e *Env) dropDeferred() int {
+	n := len(e.deferred)
+	e.deferred = nil
+	return n
+}
 
 // errAbandoned is why a cleanup stopped before its last deferred call.
 var errAbandoned = errors.New("cleanup abandoned")
@@ -22,15 +61,15 @@ var errAbandoned = errors.New("cleanup abandoned")
 // and the others still run. It returns the first failure's report, or
 // errAbandoned.
 func (r *recipeRun) cleanup(ctx context.Context) error {
-	r.env.EndRecipe()
+	r.env.ended = true
 	var first error
 	for {
-		d, ok := r.env.NextDeferred()
+		d, ok := r.env.nextDeferred()
 		if !ok {
 			break
 		}
 		if ctx.Err() != nil {
-			n := 1 + r.env.DropDeferred()
+			n := 1 + r.env.dropDeferred()
 			r.out.Error(fmt.Sprintf("sous: cleanup abandoned: %d deferred %s not run", n, plural(n, "call", "calls")))
 			return errAbandoned
 		}
@@ -49,7 +88,7 @@ func (r *recipeRun) cleanup(ctx context.Context) error {
 }
 
 // callDeferred makes one deferred call on a thread of its own.
-func (r *recipeRun) callDeferred(ctx context.Context, d builtins.Deferred) error {
+func (r *recipeRun) callDeferred(ctx context.Context, d Deferred) error {
 	callCtx, cancel := context.WithCancel(ctx)
 	r.callCancels = append(r.callCancels, cancel)
 	thread := r.newThread("sous cleanup")

@@ -1,13 +1,15 @@
 package runtime
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/daemon/client"
 )
 
 // writeFiles writes name -> content under a fresh directory.
@@ -28,7 +30,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 
 func TestCheckFindsEveryErrorBeforeRunning(t *testing.T) {
 	t.Parallel()
-	tab := builtins.DefaultTable()
+	tab := MustTable(stateless)
 	tests := []struct {
 		name  string
 		files map[string]string
@@ -102,7 +104,18 @@ def fact(k):
 		"b.star":      "load(\"common.star\", \"c\")\nb = c\n",
 		"common.star": "c = 1\n",
 	})
-	if err := Check(filepath.Join(dir, "main.star"), builtins.DefaultTable()); err != nil {
+	if err := Check(filepath.Join(dir, "main.star"), MustTable(stateless)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runWithoutDaemon runs the recipe dir/name with its default host a socket
+// nobody serves, and returns its error and its log (stderr).
+func runWithoutDaemon(dir, name string) (error, string) {
+	var stdout, stderr bytes.Buffer
+	err := Run(context.Background(), Options{
+		Recipe: filepath.Join(dir, name), Stdout: &stdout, Stderr: &stderr,
+		Host: client.Target{URL: "unix:///nonexistent/sous.sock"}, Table: MustTable(stateless),
+	})
+	return err, stderr.String()
 }

@@ -31,7 +31,7 @@ func streamSlot(s wire.Stream) int {
 	return 0
 }
 
-// Write implements builtins.Echo: complete lines go out at once, in one
+// Write implements Echo: complete lines go out at once, in one
 // write per chunk, the rest waits for its newline.
 func (e *echo) Write(stream wire.Stream, data []byte) {
 	o := e.o
@@ -62,7 +62,7 @@ func (e *echo) Write(stream wire.Stream, data []byte) {
 	e.flush(stream)
 }
 
-// Close implements builtins.Echo: a last line without a newline goes out
+// Close implements Echo: a last line without a newline goes out
 // (with one added in human mode, so the next line starts on its own).
 func (e *echo) Close() {
 	o := e.o

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon/client"
 )
 
@@ -23,14 +22,14 @@ type hosts struct {
 	def client.Target // the default host; its Embedded configures the embedded daemon
 
 	mu       sync.Mutex
-	defConn  *client.Client
+	defConn  Daemon           // the default host, once connected
 	embedded *client.Conn     // the run's embedded daemon, once started
 	conns    []*client.Conn   // socket, ssh and WebSocket connections
 	extra    []*client.Client // further connections to the embedded daemon
 	closed   bool
 }
 
-var _ builtins.Connector = (*hosts)(nil)
+var _ Connector = (*hosts)(nil)
 
 func newHosts(def client.Target) *hosts {
 	if def.URL == "" {
@@ -39,12 +38,12 @@ func newHosts(def client.Target) *hosts {
 	return &hosts{def: def}
 }
 
-// DefaultTarget implements builtins.Connector.
+// DefaultTarget implements Connector.
 func (h *hosts) DefaultTarget() string { return h.def.URL }
 
-// Default implements builtins.Connector. A failed connection is not kept:
+// Default implements Connector. A failed connection is not kept:
 // the next call tries again.
-func (h *hosts) Default(ctx context.Context) (*client.Client, error) {
+func (h *hosts) Default(ctx context.Context) (Daemon, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.defConn != nil {
@@ -63,12 +62,12 @@ func (h *hosts) Default(ctx context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.defConn = conn.Client
+	h.defConn = ClientDaemon(conn.Client)
 	return h.defConn, nil
 }
 
-// Open implements builtins.Connector.
-func (h *hosts) Open(ctx context.Context, target, token string) (*client.Client, error) {
+// Open implements Connector.
+func (h *hosts) Open(ctx context.Context, target, token string) (Daemon, error) {
 	kind, _, err := client.Kind(target)
 	if err != nil {
 		return nil, err
@@ -83,7 +82,7 @@ func (h *hosts) Open(ctx context.Context, target, token string) (*client.Client,
 		}
 		c := client.Embedded(conn.Server())
 		h.extra = append(h.extra, c)
-		return c, nil
+		return ClientDaemon(c), nil
 	case "unix", "ssh", "ws":
 		// ssh targets reuse the command line's ssh settings (SOUS_SSH_COMMAND,
 		// --bridge-cmd), so host("ssh://...") reaches hosts the way --remote does.
@@ -91,7 +90,7 @@ func (h *hosts) Open(ctx context.Context, target, token string) (*client.Client,
 		if err != nil {
 			return nil, err
 		}
-		return conn.Client, nil
+		return ClientDaemon(conn.Client), nil
 	}
 	return nil, fmt.Errorf("target %s: %s targets are not supported yet", target, kind)
 }
@@ -124,10 +123,10 @@ func (h *hosts) dial(ctx context.Context, t client.Target) (*client.Conn, error)
 	return conn, nil
 }
 
-// Close ends every connection, the embedded daemon last: its Shutdown
-// stops every process it still runs (SIGTERM, then SIGKILL after its
-// grace). Processes on socket daemons keep running, as a daemon's
-// processes outlive their clients.
+// Close implements Connector: it ends every connection, the embedded
+// daemon last: its Shutdown stops every process it still runs (SIGTERM,
+// then SIGKILL after its grace). Processes on socket daemons keep running,
+// as a daemon's processes outlive their clients.
 func (h *hosts) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

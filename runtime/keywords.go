@@ -7,8 +7,6 @@ import (
 
 	"go.starlark.net/resolve"
 	"go.starlark.net/syntax"
-
-	"github.com/seed5ad92d46/sous/builtins"
 )
 
 // keywordChecker finds, in a resolved file, the keyword arguments of
@@ -28,7 +26,7 @@ import (
 // Anything else (a variable assigned twice, a parameter, a loaded name) is
 // not judged: the check never refuses a call that could be right.
 type keywordChecker struct {
-	table *builtins.Table
+	table *Table
 	// sites maps a variable (its first binding identifier, shared by every
 	// use, in nested functions too) to the expression of its only binding,
 	// or nil when it is bound more than once or otherwise (a parameter, a
@@ -43,7 +41,7 @@ type keywordChecker struct {
 
 // checkKeywords returns "file:line:col: NAME: unexpected keyword argument"
 // errors for f, a file that resolved without error.
-func checkKeywords(f *syntax.File, table *builtins.Table) []string {
+func checkKeywords(f *syntax.File, table *Table) []string {
 	k := &keywordChecker{
 		table:     table,
 		sites:     make(map[*syntax.Ident]syntax.Expr),
@@ -208,7 +206,7 @@ func (k *keywordChecker) kind(e syntax.Expr) string {
 	switch e := e.(type) {
 	case *syntax.Ident:
 		if predeclared(e) {
-			if len(k.table.Members(e.Name)) > 0 && !builtins.IsType(e.Name) {
+			if len(k.table.Members(e.Name)) > 0 && !IsType(e.Name) {
 				return e.Name // a module
 			}
 			return ""
@@ -225,7 +223,7 @@ func (k *keywordChecker) kind(e syntax.Expr) string {
 			return ""
 		}
 		sig, _ := k.table.Signature(name)
-		if _, ok := k.table.Lookup(sig.Result); ok && builtins.IsType(sig.Result) {
+		if _, ok := k.table.Lookup(sig.Result); ok && IsType(sig.Result) {
 			return sig.Result
 		}
 	case *syntax.DotExpr:

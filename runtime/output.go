@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/seed5ad92d46/sous/builtins"
 )
 
 // output writes everything a run says: the recipe's log, its processes'
@@ -32,7 +30,7 @@ type output struct {
 	buf      []byte
 }
 
-var _ builtins.Output = (*output)(nil)
+var _ Output = (*output)(nil)
 
 func newOutput(stdout, stderr io.Writer, jsonMode bool) *output {
 	return &output{stdout: stdout, stderr: stderr, json: jsonMode, now: time.Now}
@@ -185,8 +183,8 @@ func (o *output) line(text string) {
 	o.stderr.Write(o.buf)
 }
 
-// Spawned implements builtins.Output.
-func (o *output) Spawned(info builtins.SpawnInfo) {
+// Spawned implements Output.
+func (o *output) Spawned(info SpawnInfo) {
 	fields := []field{{"id", info.ID}, {"command", info.Command}, {"host", info.Host}}
 	if info.Pid != 0 {
 		fields = append(fields, field{"pid", info.Pid})
@@ -210,13 +208,13 @@ func (o *output) Spawned(info builtins.SpawnInfo) {
 	o.event("spawn", fields...)
 }
 
-// Exited implements builtins.Output.
+// Exited implements Output.
 func (o *output) Exited(id string, exitCode int) {
 	o.event("exit", field{"id", id}, field{"exit_code", exitCode})
 }
 
-// Echo implements builtins.Output.
-func (o *output) Echo(id string) builtins.Echo {
+// Echo implements Output.
+func (o *output) Echo(id string) Echo {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.echoing++
@@ -226,7 +224,7 @@ func (o *output) Echo(id string) builtins.Echo {
 	return &echo{o: o, id: id}
 }
 
-// Agent implements builtins.Output: in --json mode, an agent event carrying
+// Agent implements Output: in --json mode, an agent event carrying
 // the protocol message as it is. Human output leaves the protocol out (a
 // recipe prints what it wants from the Turn).
 func (o *output) Agent(session, dir string, message json.RawMessage) {
@@ -236,11 +234,11 @@ func (o *output) Agent(session, dir string, message json.RawMessage) {
 	o.event("agent", field{"session", session}, field{"dir", dir}, field{"message", message})
 }
 
-// Approval implements builtins.Output: an approval event, or one line on
+// Approval implements Output: an approval event, or one line on
 // stderr such as
 //
 //	approval: deny Bash rm -rf /tmp/x (by default: no approver allowed this request) [session 1a2b3c4d]
-func (o *output) Approval(a builtins.ApprovalInfo) {
+func (o *output) Approval(a ApprovalInfo) {
 	decision := "deny"
 	if a.Allow {
 		decision = "allow"

@@ -6,8 +6,6 @@ import (
 	"os"
 
 	"go.starlark.net/starlark"
-
-	"github.com/seed5ad92d46/sous/builtins"
 )
 
 // recipeRun is one run of a compiled recipe, in three parts: execute runs
@@ -18,8 +16,8 @@ type recipeRun struct {
 	opt         Options
 	out         *output
 	b           *bundle
-	hosts       *hosts
-	env         *builtins.Env
+	hosts       Connector
+	env         *Env
 	appr        *approver
 	predeclared starlark.StringDict
 	load        func(*starlark.Thread, string) (starlark.StringDict, error)
@@ -60,12 +58,15 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 	if host.Embedded.Dir == "" {
 		host.Embedded.Dir = opt.Dir
 	}
-	r := &recipeRun{opt: opt, out: out, b: b, hosts: newHosts(host)}
+	r := &recipeRun{opt: opt, out: out, b: b, hosts: opt.Connector}
+	if r.hosts == nil {
+		r.hosts = newHosts(host)
+	}
 	r.appr = &approver{rules: opt.Approvals}
 	if opt.Prompt != nil {
 		r.appr.prompt = newPrompter(out, opt.Prompt)
 	}
-	r.env = &builtins.Env{
+	r.env = &Env{
 		Table:    opt.Table,
 		Loop:     NewLoop(),
 		Output:   out,
@@ -74,10 +75,9 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 		Getenv:   getenv,
 		Dir:      opt.Dir,
 		Approver: r.appr,
-		Lines:    opt.Lines,
 		Abort:    r.abort,
 	}
-	r.predeclared = opt.Table.Predeclared(r.env)
+	r.predeclared = opt.Table.Start(r.env)
 	r.load = (&loader{b: b, predeclared: r.predeclared, done: make(map[*unit]starlark.StringDict)}).load
 	return r, nil
 }
@@ -129,11 +129,12 @@ func (r *recipeRun) enter(ctx context.Context, cancel context.CancelFunc, thread
 	r.thread, r.cancel, r.abortErr = thread, cancel, nil
 }
 
-// close ends the run's agent sessions, then its daemon connections: the
-// sessions end while their daemons are still there to reap them.
+// close ends what the plugins hold for the run (agent sessions), then its
+// daemon connections: the sessions end while their daemons are still there
+// to reap them.
 func (r *recipeRun) close() {
-	if err := r.env.Close(); err != nil {
-		r.out.Error(fmt.Sprintf("sous: closing agent sessions: %v", err))
+	if err := r.env.closeStates(); err != nil {
+		r.out.Error(fmt.Sprintf("sous: %v", err))
 	}
 	if r.stopBuiltins != nil {
 		r.stopBuiltins()

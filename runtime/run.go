@@ -9,7 +9,6 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/envlist"
 	"github.com/seed5ad92d46/sous/runtime/rules"
@@ -37,10 +36,13 @@ type Options struct {
 	// from it, and it is the embedded daemon's directory unless
 	// Host.Embedded.Dir says otherwise.
 	Dir   string
-	Table *builtins.Table
-	// Lines bounds what a Process.lines() iteration holds (zero: the
-	// documented bounds).
-	Lines builtins.LinesLimits
+	// Table is the builtins the recipe runs with: the plugins' entries
+	// (cmd/sous gives builtins.DefaultTable()).
+	Table *Table
+	// Connector, when set, is the run's daemon connections instead of the
+	// runtime's own (which connect to Host and to what host() names): how
+	// a test runs recipes against an in-memory daemon. The run closes it.
+	Connector Connector
 	// Approvals are the command line's --allow and --deny rules, asked after
 	// the recipe's policies.
 	Approvals rules.Set
@@ -136,7 +138,7 @@ func Refuse(opt Options, err error) error {
 // keyword arguments of builtin calls that the builtin does not take, which
 // a run finds only when the call runs (keywords.go). The error is a
 // *CompileError.
-func Check(path string, table *builtins.Table) error {
+func Check(path string, table *Table) error {
 	b, err := compile(path, table.IsPredeclared)
 	errs := &CompileError{}
 	if err != nil && !errors.As(err, &errs) {

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
 	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // The agent tests run recipes through sous run, in process, with the real
@@ -387,7 +387,7 @@ t = sdk.send("go", cwd = args["dir"] + "/wt", cli = json.decode(args["cli"]))
 print("denials:", len(t.denials), t.text)
 `)
 	o.expect(t, 0, "denials: 2 done",
-		"approval: deny Write "+filepath.Join(wt(), "docs", "escaped.txt")+" (by default: "+builtins.DefaultDenyMessage+")",
+		"approval: deny Write "+filepath.Join(wt(), "docs", "escaped.txt")+" (by default: "+runtime.DefaultDenyMessage+")",
 		"approval: deny Write "+filepath.Join(wt(), ".git", "config")+" (by recipe: denied: permissions() denies writes inside .git by default",
 		"approval: allow Write "+filepath.Join(wt(), "ok.txt")+" (by recipe)")
 	for _, p := range []string{filepath.Join(outside(), "escaped.txt"), filepath.Join(wt(), ".git", "config")} {

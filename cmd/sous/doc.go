@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 func init() { commandGroups = append(commandGroups, newDocCmd) }
@@ -57,21 +58,21 @@ builtins from, so it lists exactly what exists.`,
 
 // writeIndex lists every name by kind: globals, then modules and types
 // with their members.
-func writeIndex(w io.Writer, t *builtins.Table) {
+func writeIndex(w io.Writer, t *runtime.Table) {
 	fmt.Fprintln(w, "Recipe builtins (sous doc NAME for one of them)")
 	fmt.Fprintln(w, "\nGlobals:")
-	var groups []*builtins.Entry
+	var groups []*runtime.Entry
 	for _, e := range t.Entries() {
 		if owner, _ := e.Owner(); owner != "" {
 			continue
 		}
-		if len(t.Members(e.Name)) > 0 || builtins.IsType(e.Name) {
+		if len(t.Members(e.Name)) > 0 || runtime.IsType(e.Name) {
 			groups = append(groups, e)
 			continue
 		}
 		fmt.Fprintf(w, "  %s\n", e.Sig)
 	}
-	sort.SliceStable(groups, func(i, j int) bool { return builtins.IsType(groups[j].Name) && !builtins.IsType(groups[i].Name) })
+	sort.SliceStable(groups, func(i, j int) bool { return runtime.IsType(groups[j].Name) && !runtime.IsType(groups[i].Name) })
 	for _, g := range groups {
 		fmt.Fprintf(w, "\n%s:\n", g.Name)
 		for _, m := range t.Members(g.Name) {
@@ -84,7 +85,7 @@ func writeIndex(w io.Writer, t *builtins.Table) {
 }
 
 // writeEntry prints one name in full; a module or type lists its members.
-func writeEntry(w io.Writer, t *builtins.Table, name string) error {
+func writeEntry(w io.Writer, t *runtime.Table, name string) error {
 	e, ok := t.Lookup(name)
 	if !ok {
 		// h.spawn is spawn acting on h.
@@ -119,7 +120,7 @@ func writeEntry(w io.Writer, t *builtins.Table, name string) error {
 }
 
 // suggest offers the names that contain name's last part.
-func suggest(t *builtins.Table, name string) string {
+func suggest(t *runtime.Table, name string) string {
 	last := name[strings.LastIndex(name, ".")+1:]
 	var near []string
 	for _, e := range t.Entries() {

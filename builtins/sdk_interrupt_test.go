@@ -1,4 +1,4 @@
-package runtime
+package builtins
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
 	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // TestInterruptEndsAgentSessions interrupts a run (as Ctrl-C does) while a
@@ -51,9 +51,9 @@ s.send("hold on")
 	done := make(chan error, 1)
 	var stderr bytes.Buffer
 	go func() {
-		done <- Run(ctx, Options{
+		done <- runtime.Run(ctx, runtime.Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir, "cli": string(cliJSON), "env": string(envJSON)},
-			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(),
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(),
 			Host: client.Target{URL: "unix://" + sock, Token: "tok"},
 		})
 	}()
@@ -64,10 +64,10 @@ s.send("hold on")
 	case <-time.After(60 * time.Second):
 		t.Fatal("the turn never reached the model")
 	}
-	cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
+	cancel(&runtime.Interrupt{Signal: syscall.SIGINT, Code: 130})
 	select {
 	case err := <-done:
-		var ee *ExitError
+		var ee *runtime.ExitError
 		if !errors.As(err, &ee) || ee.Code != 130 {
 			t.Errorf("Run = %v, want exit code 130", err)
 		}

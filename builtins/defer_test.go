@@ -1,10 +1,9 @@
-package runtime
+package builtins
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,42 +12,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/internal/testutil"
+	"github.com/seed5ad92d46/sous/runtime"
 )
-
-// runRecipe writes files in a fresh directory and runs its main.star on
-// the embedded daemon. It returns Run's error, the run's stdout and stderr,
-// with the directory's path shown as DIR.
-func runRecipe(t *testing.T, files map[string]string, jsonMode bool) (error, string, string) {
-	t.Helper()
-	dir := writeFiles(t, files)
-	var stdout, stderr bytes.Buffer
-	err := Run(context.Background(), Options{
-		Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-		Stdout: &stdout, Stderr: &stderr, JSON: jsonMode, Table: builtins.DefaultTable(),
-	})
-	return err, strings.ReplaceAll(stdout.String(), dir, "DIR"), strings.ReplaceAll(stderr.String(), dir, "DIR")
-}
-
-func exitCode(err error) int {
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return ee.Code
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
 
 // TestDeferOrderAndArguments: deferred calls run when the recipe ends,
 // newest first, with the arguments given to defer; one that defers another
 // call has it run next.
 func TestDeferOrderAndArguments(t *testing.T) {
 	t.Parallel()
-	err, _, stderr := runRecipe(t, map[string]string{
-		"main.star": `
+	f := newFixture(t)
+	f.file("lib.star", `
+def setup():
+    defer(print, "second (from lib.star)")
+`)
+	r := f.run(`
 load("lib.star", "setup")
 def note(what, suffix = ""):
     print("deferred", what + suffix)
@@ -57,17 +35,13 @@ setup()
 defer(print, "third", "x", sep = "-")
 defer(lambda: defer(note, "from a deferred call"))
 print("body done")
-`,
-		"lib.star": `
-def setup():
-    defer(print, "second (from lib.star)")
-`}, false)
-	if err != nil {
-		t.Fatalf("Run: %v\n%s", err, stderr)
+`)
+	if r.err != nil {
+		t.Fatalf("Run: %v\n%s", r.err, r.stderr)
 	}
 	want := "body done\ndeferred from a deferred call\nthird-x\nsecond (from lib.star)\ndeferred first!\n"
-	if stderr != want {
-		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
+	if r.stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", r.stderr, want)
 	}
 }
 
@@ -100,9 +74,13 @@ func TestDeferOnFailure(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err, _, stderr := runRecipe(t, map[string]string{"main.star": tt.src}, false)
-			if code := exitCode(err); code != tt.code {
-				t.Fatalf("exit code %d, want %d\n%s", code, tt.code, stderr)
+			// run("false") on the fake daemon: a program that exits 1.
+			f := newFixture(t)
+			f.daemon.program("false", fakeProgram{exit: 1})
+			r := f.run(tt.src)
+			stderr := r.stderr
+			if r.code != tt.code {
+				t.Fatalf("exit code %d, want %d\n%s", r.code, tt.code, stderr)
 			}
 			rest := stderr
 			for _, w := range tt.want {
@@ -120,9 +98,10 @@ func TestDeferOnFailure(t *testing.T) {
 // end event says the run failed because of it.
 func TestDeferFailureInJSON(t *testing.T) {
 	t.Parallel()
-	err, stdout, stderr := runRecipe(t, map[string]string{"main.star": "defer(fail, \"cleanup broke\")\nprint(\"body\")\n"}, true)
-	if code := exitCode(err); code != 1 {
-		t.Fatalf("exit code %d, want 1\n%s", code, stderr)
+	r := newFixture(t).withJSON().run("defer(fail, \"cleanup broke\")\nprint(\"body\")\n")
+	stdout, stderr := r.stdout, r.stderr
+	if r.code != 1 {
+		t.Fatalf("exit code %d, want 1\n%s", r.code, stderr)
 	}
 	var events []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
@@ -159,13 +138,13 @@ sleep(30)
 	var stderr testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{
+		done <- runtime.Run(ctx, runtime.Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(),
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(),
 		})
 	}()
 	pid := waitPidFile(t, filepath.Join(dir, "pid"))
-	cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
+	cancel(&runtime.Interrupt{Signal: syscall.SIGINT, Code: 130})
 	select {
 	case err := <-done:
 		if code := exitCode(err); code != 130 {
@@ -202,9 +181,9 @@ sleep(30)
 	var stderr testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{
+		done <- runtime.Run(ctx, runtime.Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(), Cleanup: cleanup,
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(), Cleanup: cleanup,
 		})
 	}()
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "started"); time.Sleep(5 * time.Millisecond) {
@@ -212,7 +191,7 @@ sleep(30)
 			t.Fatal("the recipe did not start")
 		}
 	}
-	cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
+	cancel(&runtime.Interrupt{Signal: syscall.SIGINT, Code: 130})
 	pid := waitPidFile(t, filepath.Join(dir, "pid")) // the deferred run started
 	abandon()
 	select {

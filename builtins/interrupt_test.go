@@ -1,4 +1,4 @@
-package runtime
+package builtins
 
 import (
 	"bytes"
@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/testutil"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // TestDefaultHostConnectsOnFirstUse points the default host at a socket
@@ -30,8 +30,8 @@ func TestDefaultHostConnectsOnFirstUse(t *testing.T) {
 		t.Errorf("quiet recipe: %v\n%s", err, log)
 	}
 	err, log := runWithoutDaemon(dir, "busy.star")
-	var ee *ExitError
-	if !errors.As(err, &ee) || ee.Code != CodeFailed {
+	var ee *runtime.ExitError
+	if !errors.As(err, &ee) || ee.Code != runtime.CodeFailed {
 		t.Fatalf("busy recipe: %v, want exit code 1", err)
 	}
 	if !strings.Contains(log, "busy.star:2:11") || !strings.Contains(log, "files.stat: unix:///nonexistent/sous.sock: connect to daemon") {
@@ -43,9 +43,9 @@ func TestDefaultHostConnectsOnFirstUse(t *testing.T) {
 // nobody serves, and returns its error and its log (stderr).
 func runWithoutDaemon(dir, name string) (error, string) {
 	var stdout, stderr bytes.Buffer
-	err := Run(context.Background(), Options{
+	err := runtime.Run(context.Background(), runtime.Options{
 		Recipe: filepath.Join(dir, name), Stdout: &stdout, Stderr: &stderr,
-		Host: client.Target{URL: "unix:///nonexistent/sous.sock"}, Table: builtins.DefaultTable(),
+		Host: client.Target{URL: "unix:///nonexistent/sous.sock"}, Table: DefaultTable(),
 	})
 	return err, stderr.String()
 }
@@ -61,9 +61,9 @@ sleep(30)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{
+		done <- runtime.Run(ctx, runtime.Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Table: builtins.DefaultTable(),
+			Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Table: DefaultTable(),
 		})
 	}()
 	pidFile := filepath.Join(dir, "pid")
@@ -77,8 +77,8 @@ sleep(30)
 			t.Fatal("the recipe never started its process")
 		}
 	}
-	cancel(&Interrupt{Signal: syscall.SIGTERM, Code: 143})
-	var ee *ExitError
+	cancel(&runtime.Interrupt{Signal: syscall.SIGTERM, Code: 143})
+	var ee *runtime.ExitError
 	select {
 	case err := <-done:
 		if !errors.As(err, &ee) || ee.Code != 143 {
@@ -114,9 +114,9 @@ print("AFTER THE LOOP", n)
 		var stderr bytes.Buffer
 		done := make(chan error, 1)
 		go func() {
-			done <- Run(ctx, Options{
+			done <- runtime.Run(ctx, runtime.Options{
 				Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-				Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(),
+				Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(),
 			})
 		}()
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -128,8 +128,8 @@ print("AFTER THE LOOP", n)
 			}
 		}
 		time.Sleep(time.Duration(20+i) * time.Millisecond)
-		cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
-		var ee *ExitError
+		cancel(&runtime.Interrupt{Signal: syscall.SIGINT, Code: 130})
+		var ee *runtime.ExitError
 		select {
 		case err := <-done:
 			if !errors.As(err, &ee) || ee.Code != 130 {
@@ -158,7 +158,7 @@ print("AFTER READ_LINE")
 	var stderr testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Recipe: filepath.Join(dir, "main.star"), Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable()})
+		done <- runtime.Run(ctx, runtime.Options{Recipe: filepath.Join(dir, "main.star"), Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable()})
 	}()
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "ready\n"); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -166,8 +166,8 @@ print("AFTER READ_LINE")
 		}
 	}
 	time.Sleep(20 * time.Millisecond) // into the second read_line's wait
-	cancel(&Interrupt{Signal: syscall.SIGINT, Code: 130})
-	var ee *ExitError
+	cancel(&runtime.Interrupt{Signal: syscall.SIGINT, Code: 130})
+	var ee *runtime.ExitError
 	select {
 	case err := <-done:
 		if !errors.As(err, &ee) || ee.Code != 130 {

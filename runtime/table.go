@@ -1,85 +1,16 @@
-package builtins
+package runtime
 
 import (
 	"fmt"
 	"sort"
-	"strings"
-	"unicode"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 )
 
-// Func implements a builtin function or method.
-type Func func(c *Call) (starlark.Value, error)
-
-// Call is one invocation of a builtin.
-type Call struct {
-	Env    *Env
-	Thread *starlark.Thread
-	Name   string // the builtin's qualified name; every error starts with it
-	Args   starlark.Tuple
-	Kwargs []starlark.Tuple
-	Host   *Host          // the host a host-bound builtin acts on
-	Recv   starlark.Value // the receiver of a method
-
-	// listParams, set only by a test, makes bind list the parameters it
-	// was given instead of binding them: how the test checks that each
-	// Sig names exactly what its Func takes (signature_test.go).
-	listParams *[]string
-}
-
-// errorf returns an error prefixed with the builtin's name.
-func (c *Call) errorf(format string, args ...any) error {
-	return fmt.Errorf("%s: %s", c.Name, fmt.Sprintf(format, args...))
-}
-
-// Entry documents one name and, unless it is documentation only, implements
-// it. The name says what it is:
-//
-//   - "spawn": a global; a function (Fn) or a value made per run (Value).
-//     A global with neither is Starlark's own (print, fail, load) or the
-//     heading of a module or a type.
-//   - "files.stat": a member of the module "files". Modules are built from
-//     their members.
-//   - "Process.wait": a method (Fn) or attribute (Attr) of the type
-//     "Process". Types are capitalised.
-type Entry struct {
-	Name string
-	Sig  string // how it is called: "spawn(cmd, args=[], *, ...) -> Process"
-	Doc  string
-	// Host marks builtins that act on a daemon: the global acts on the
-	// default host, and the same name is a method of every Host value
-	// (h.spawn, h.files).
-	Host  bool
-	Fn    Func
-	Attr  func(recv starlark.Value) starlark.Value
-	Value func(env *Env) starlark.Value
-}
-
-// Owner is the module or type an entry belongs to ("" for a global), and
-// Short is its name within it.
-func (e *Entry) Owner() (owner, short string) {
-	if i := strings.IndexByte(e.Name, '.'); i >= 0 {
-		return e.Name[:i], e.Name[i+1:]
-	}
-	return "", e.Name
-}
-
-// IsType reports whether the name is a type's (Process, Result, Host).
-func IsType(name string) bool {
-	r := []rune(name)
-	return len(r) > 0 && unicode.IsUpper(r[0])
-}
-
-// Plugin is a group of builtins.
-type Plugin struct {
-	Name    string
-	Entries []Entry
-}
-
 // Table is every name a recipe can use. It is immutable once built.
 type Table struct {
+	plugins []Plugin
 	entries []*Entry
 	byName  map[string]*Entry
 	members map[string][]*Entry  // by owner, sorted by name
@@ -90,8 +21,13 @@ type Table struct {
 // without its owner's heading, or an entry that is both a function and a
 // value is an error: the table is the contract, so it must be exact.
 func NewTable(plugins ...Plugin) (*Table, error) {
-	t := &Table{byName: make(map[string]*Entry), members: make(map[string][]*Entry), sigs: make(map[string]Signature)}
+	t := &Table{plugins: plugins, byName: make(map[string]*Entry), members: make(map[string][]*Entry), sigs: make(map[string]Signature)}
+	named := make(map[string]bool)
 	for _, p := range plugins {
+		if named[p.Name] {
+			return nil, fmt.Errorf("builtins: plugin %s is defined twice", p.Name)
+		}
+		named[p.Name] = true
 		for i := range p.Entries {
 			e := &p.Entries[i]
 			if _, dup := t.byName[e.Name]; dup {
@@ -178,8 +114,26 @@ func (t *Table) registered(e *Entry) bool {
 	return e.Fn != nil || e.Value != nil || len(t.members[e.Name]) > 0
 }
 
-// Predeclared builds the globals of a run.
-func (t *Table) Predeclared(env *Env) starlark.StringDict {
+// Start starts the plugins for the run env, whose Table is t: each
+// plugin's OnStart makes its state for the run, then the run's globals are
+// built. The runtime calls it once per run, before any recipe code runs;
+// so does a test that makes an Env by hand.
+func (t *Table) Start(env *Env) starlark.StringDict {
+	env.states = make(map[string]any)
+	for _, p := range t.plugins {
+		if p.OnStart == nil {
+			continue
+		}
+		if s := p.OnStart(env); s != nil {
+			env.states[p.Name] = s
+			env.stateOrder = append(env.stateOrder, p.Name)
+		}
+	}
+	return t.predeclared(env)
+}
+
+// predeclared builds the globals of a run.
+func (t *Table) predeclared(env *Env) starlark.StringDict {
 	def := env.DefaultHost()
 	d := make(starlark.StringDict)
 	for _, e := range t.entries {
@@ -213,10 +167,12 @@ func (t *Table) builtin(env *Env, e *Entry, host *Host, recv starlark.Value) *st
 	})
 }
 
-// attr answers an attribute lookup on a value of type owner from the
-// table, so that what `sous doc` lists is exactly what exists. It returns
-// nil, nil for an unknown name, as starlark.HasAttrs wants.
-func (t *Table) attr(env *Env, owner string, recv starlark.Value, host *Host, name string) (starlark.Value, error) {
+// Attr answers an attribute lookup on recv, a value of type owner, from
+// the table, so that what `sous doc` lists is exactly what exists: a
+// value's Attr method calls it. host is the host the value's methods act
+// on (nil: none). It returns nil, nil for an unknown name, as
+// starlark.HasAttrs wants.
+func (t *Table) Attr(env *Env, owner string, recv starlark.Value, host *Host, name string) (starlark.Value, error) {
 	e, ok := t.byName[owner+"."+name]
 	if !ok {
 		return nil, nil
@@ -230,8 +186,9 @@ func (t *Table) attr(env *Env, owner string, recv starlark.Value, host *Host, na
 	return nil, nil
 }
 
-// attrNames lists the attributes of type owner.
-func (t *Table) attrNames(owner string) []string {
+// AttrNames lists the attributes of type owner: a value's AttrNames
+// method calls it.
+func (t *Table) AttrNames(owner string) []string {
 	ms := t.members[owner]
 	names := make([]string, 0, len(ms))
 	for _, m := range ms {
@@ -260,14 +217,4 @@ func (t *Table) HostNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// method adapts a method of receiver type T to a Func.
-func method[T starlark.Value](fn func(c *Call, recv T) (starlark.Value, error)) Func {
-	return func(c *Call) (starlark.Value, error) { return fn(c, c.Recv.(T)) }
-}
-
-// attr adapts an attribute getter of receiver type T.
-func attr[T starlark.Value](fn func(recv T) starlark.Value) func(starlark.Value) starlark.Value {
-	return func(v starlark.Value) starlark.Value { return fn(v.(T)) }
 }
