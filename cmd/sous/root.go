@@ -57,8 +57,14 @@ one over a Unix socket, ssh or a WebSocket.`,
 // execute runs the sous command line with f and returns the process exit
 // code: what main exits with.
 func execute(f *Factory, args []string) int {
+	return executeRoot(f, newCmdRoot(f), args)
+}
+
+// executeRoot runs args on root (newCmdRoot's tree; tests swap a command
+// in it for one that only parses) and turns the outcome into the exit
+// code, printing the error.
+func executeRoot(f *Factory, root *cobra.Command, args []string) int {
 	stderr := f.IO.ErrOut
-	root := newCmdRoot(f)
 	root.SetArgs(args)
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
