@@ -308,36 +308,12 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 	if err != nil {
 		return err
 	}
-	if err := o.checkListen(); err != nil {
+	lns, err := o.listen()
+	if err != nil {
 		return err
 	}
-	wsAddrs, _ := o.wsListenAddrs()
-	var ln net.Listener
-	if o.Socket != "" {
-		if ln, err = daemon.ListenUnix(o.Socket); err != nil {
-			return err
-		}
-	}
-	wsLns := make([]net.Listener, 0, len(wsAddrs))
-	// unlisten closes what listens so far, for a start-up that fails.
-	unlisten := func() {
-		for _, l := range wsLns {
-			l.Close()
-		}
-		if ln != nil {
-			ln.Close()
-		}
-	}
-	for _, a := range wsAddrs {
-		l, err := net.Listen("tcp", a[0])
-		if err != nil {
-			unlisten()
-			return fmt.Errorf("--listen ws://%s: %w", a[0], err)
-		}
-		wsLns = append(wsLns, l)
-	}
 	if err := o.removeTokenFile(); err != nil {
-		unlisten()
+		lns.close()
 		return err
 	}
 	if o.MetricsAddr != "" {
@@ -350,13 +326,13 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 		}
 	}
 
-	served := make(chan error, 1+len(wsLns))
-	if ln != nil {
-		go func() { served <- srv.Serve(ln) }()
+	served := make(chan error, 1+len(lns.ws))
+	if lns.unix != nil {
+		go func() { served <- srv.Serve(lns.unix) }()
 		fmt.Fprintf(streams.Out, "sous daemon listening on %s\n", o.Socket)
 	}
-	for i, l := range wsLns {
-		opt := daemon.WebSocketOptions{Path: wsAddrs[i][1], RequireBearer: o.WSRequireBearer, MaxConnections: o.MaxConnections}
+	for i, l := range lns.ws {
+		opt := daemon.WebSocketOptions{Path: lns.wsPaths[i], RequireBearer: o.WSRequireBearer, MaxConnections: o.MaxConnections}
 		go func() { served <- srv.ServeWebSocket(l, opt) }()
 		fmt.Fprintf(streams.Out, "sous daemon listening on ws://%s%s\n", l.Addr(), opt.Path)
 	}
@@ -379,4 +355,48 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 	}
 	srv.Close()
 	return serveErr
+}
+
+// listeners are what a serving daemon listens on: its Unix socket (nil
+// with --socket "") and its --listen addresses, with the path each serves.
+type listeners struct {
+	unix    net.Listener
+	ws      []net.Listener
+	wsPaths []string
+}
+
+// listen listens on --socket and every --listen address, or on none of
+// them.
+func (o *DaemonServeOptions) listen() (*listeners, error) {
+	if err := o.checkListen(); err != nil {
+		return nil, err
+	}
+	wsAddrs, _ := o.wsListenAddrs()
+	lns := &listeners{}
+	if o.Socket != "" {
+		ln, err := daemon.ListenUnix(o.Socket)
+		if err != nil {
+			return nil, err
+		}
+		lns.unix = ln
+	}
+	for _, a := range wsAddrs {
+		l, err := net.Listen("tcp", a[0])
+		if err != nil {
+			lns.close()
+			return nil, fmt.Errorf("--listen ws://%s: %w", a[0], err)
+		}
+		lns.ws, lns.wsPaths = append(lns.ws, l), append(lns.wsPaths, a[1])
+	}
+	return lns, nil
+}
+
+// close closes what listens, for a start-up that fails.
+func (l *listeners) close() {
+	for _, ws := range l.ws {
+		ws.Close()
+	}
+	if l.unix != nil {
+		l.unix.Close()
+	}
 }

@@ -1,5 +1,13 @@
 // Command sous runs Starlark recipes that drive processes, git worktrees,
 // archives and Claude Code sessions through claustrum's daemon protocol.
+//
+// The command tree is built as the GitHub CLI builds its own. root.go lists
+// every top-level command. Each command is made by newCmdX(f, runF) from the
+// Factory (factory.go: the streams, the environment, the way to a daemon),
+// keeps its flags and arguments in an XOptions struct, and runs in its run
+// function (xRun(opts)); a test that sets runF gets the parsed options
+// instead (flags_test.go). Only main's factory reads the process's
+// environment.
 package main
 
 import (
