@@ -64,7 +64,7 @@ func (w *agentWorld) cliArg() string {
 func (w *agentWorld) sous(args ...string) outcome {
 	w.t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := mainIO(args, &IO{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr, Env: w.env})
+	code := execute(newTestFactory(strings.NewReader(""), &stdout, &stderr, w.env), args)
 	return outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 

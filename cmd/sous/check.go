@@ -9,9 +9,14 @@ import (
 	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func init() { commandGroups = append(commandGroups, newCheckCmd) }
+// CheckOptions are the arguments of `sous check`.
+type CheckOptions struct {
+	IO      *IO
+	Recipes []string
+}
 
-func newCheckCmd(streams *IO) *cobra.Command {
+func newCmdCheck(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
+	opts := &CheckOptions{IO: f.IO}
 	return &cobra.Command{
 		Use:   "check RECIPE.star...",
 		Short: "Check recipes without running them",
@@ -31,20 +36,29 @@ and the exit code is 2 when there is any; each good recipe prints "ok RECIPE".`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			table := builtins.DefaultTable()
-			failed := false
-			for _, path := range args {
-				if err := runtime.Check(path, table); err != nil {
-					fmt.Fprintln(streams.ErrOut, err)
-					failed = true
-					continue
-				}
-				fmt.Fprintf(streams.Out, "ok %s\n", path)
+			opts.Recipes = args
+			if runF != nil {
+				return runF(opts)
 			}
-			if failed {
-				return &exitError{code: 2}
-			}
-			return nil
+			return checkRun(opts)
 		},
 	}
+}
+
+func checkRun(opts *CheckOptions) error {
+	streams := opts.IO
+	table := builtins.DefaultTable()
+	failed := false
+	for _, path := range opts.Recipes {
+		if err := runtime.Check(path, table); err != nil {
+			fmt.Fprintln(streams.ErrOut, err)
+			failed = true
+			continue
+		}
+		fmt.Fprintf(streams.Out, "ok %s\n", path)
+	}
+	if failed {
+		return &exitError{code: 2}
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"path/filepath"
@@ -158,7 +160,7 @@ func TestDocOfOneName(t *testing.T) {
 
 func TestEveryCommandHasHelpWithAnExample(t *testing.T) {
 	t.Parallel()
-	root := newRootCmd(&IO{})
+	root := newCmdRoot(newTestFactory(strings.NewReader(""), io.Discard, io.Discard, nil))
 	for _, name := range []string{"run", "check", "doc"} {
 		if cmd, _, err := root.Find([]string{name}); err != nil || cmd.Name() != name {
 			t.Fatalf("command %s is not registered: %v", name, err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -76,13 +75,4 @@ func loginShellPath(ctx context.Context, shell string, env []string) (string, er
 		return "", errors.New("an empty PATH in its output")
 	}
 	return path, nil
-}
-
-// processEnv is the environment the daemon starts from: the command's
-// (tests set their own) or the process's.
-func processEnv(streams *IO) []string {
-	if streams.Env != nil {
-		return streams.Env
-	}
-	return os.Environ()
 }

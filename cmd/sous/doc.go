@@ -12,9 +12,15 @@ import (
 	"github.com/seed5ad92d46/sous/runtime"
 )
 
-func init() { commandGroups = append(commandGroups, newDocCmd) }
+// DocOptions are the argument of `sous doc`.
+type DocOptions struct {
+	IO    *IO
+	Index bool   // no NAME: list every name
+	Name  string // the NAME to describe
+}
 
-func newDocCmd(streams *IO) *cobra.Command {
+func newCmdDoc(f *Factory, runF func(*DocOptions) error) *cobra.Command {
+	opts := &DocOptions{IO: f.IO}
 	return &cobra.Command{
 		Use:   "doc [NAME]",
 		Short: "Print the reference of the recipe builtins",
@@ -46,14 +52,26 @@ builtins from, so it lists exactly what exists.`,
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t := builtins.DefaultTable()
-			if len(args) == 0 {
-				writeIndex(streams.Out, t)
-				return nil
+			opts.Index = len(args) == 0
+			if !opts.Index {
+				opts.Name = args[0]
 			}
-			return writeEntry(streams.Out, t, args[0])
+			if runF != nil {
+				return runF(opts)
+			}
+			return docRun(opts)
 		},
 	}
+}
+
+func docRun(opts *DocOptions) error {
+	streams := opts.IO
+	t := builtins.DefaultTable()
+	if opts.Index {
+		writeIndex(streams.Out, t)
+		return nil
+	}
+	return writeEntry(streams.Out, t, opts.Name)
 }
 
 // writeIndex lists every name by kind: globals, then modules and types

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestEveryDurationFlagTakesSeconds(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(newRootCmd(&IO{}))
+	walk(newCmdRoot(newTestFactory(strings.NewReader(""), io.Discard, io.Discard, nil)))
 	for _, name := range []string{"sous exec --timeout", "sous kill --grace", "sous daemon serve --retain-for",
 		"sous daemon start --retain-for", "sous daemon start --wait"} {
 		if !found[name] {

@@ -21,13 +21,13 @@ import (
 // process.resize, and the local terminal is restored however sous ends.
 
 // ttySpec asks for a terminal the size of the local one (24x80 when there
-// is none) and passes the local TERM on, unless -e sets it.
-func ttySpec(streams *IO, spec *client.SpawnSpec) {
+// is none) and passes the local TERM (t) on, unless -e sets it.
+func ttySpec(streams *IO, spec *client.SpawnSpec, t string) {
 	spec.TTY = true
 	if rows, cols, ok := localSize(streams); ok {
 		spec.Size = wire.TermSize{Rows: rows, Cols: cols}
 	}
-	if t := os.Getenv("TERM"); t != "" {
+	if t != "" {
 		if _, set := spec.Env["TERM"]; !set {
 			env := make(map[string]*string, len(spec.Env)+1)
 			for k, v := range spec.Env {
@@ -37,15 +37,6 @@ func ttySpec(streams *IO, spec *client.SpawnSpec) {
 			spec.Env = env
 		}
 	}
-}
-
-// terminalFd returns the descriptor of r or w when it is a terminal.
-func terminalFd(v any) (int, bool) {
-	f, ok := v.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return 0, false
-	}
-	return int(f.Fd()), true
 }
 
 // localSize is the size of the local terminal: stdin's, else stdout's.
@@ -96,5 +87,5 @@ func followTTY(ctx context.Context, streams *IO, p *client.Proc, timeout time.Du
 		}
 	}()
 	go forwardStdin(ctx, p, streams.In, streams.ErrOut) // raw bytes: one key at a time from a raw terminal
-	return follow(ctx, streams, p, timeout, nil, true, sigs, nil)
+	return follower{proc: p, errOut: streams.ErrOut, timeout: timeout, own: true, sigs: sigs}.follow(ctx)
 }

@@ -18,21 +18,21 @@ import (
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
-func init() { commandGroups = append(commandGroups, newRunCmd) }
-
-// runOptions are the flags of `sous run`.
-type runOptions struct {
-	recipe string
-	args   []string // key=value
-	json   bool
-	target targetFlags
-	// allow and deny are approval rules for agents' permission requests and
+// RunOptions are the flags and the argument of `sous run`.
+type RunOptions struct {
+	IO      *IO
+	Environ []string // the recipe's environment: what getenv reads
+	Target  *Target
+	Recipe  string
+	Args    []string // key=value
+	JSON    bool
+	// Allow and Deny are approval rules for agents' permission requests and
 	// privileged commands, asked after the recipe's own policies.
-	allow, deny []string
+	Allow, Deny []string
 }
 
-func newRunCmd(streams *IO) *cobra.Command {
-	opts := &runOptions{}
+func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
+	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Target: f.newTarget()}
 	cmd := &cobra.Command{
 		Use:   "run RECIPE.star [-a key=value]... [flags]",
 		Short: "Run a recipe",
@@ -62,34 +62,39 @@ Every decision is logged on stderr (an approval event with --json).`,
   sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.recipe = args[0]
-			return runRecipe(cmd.Context(), streams, opts)
+			opts.Recipe = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRecipe(opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringArrayVarP(&opts.args, "arg", "a", nil, "a recipe argument `key=value`, in the recipe's args dict (repeatable)")
-	f.BoolVar(&opts.json, "json", false, "write JSON events to stdout, one per line, instead of human output")
-	f.StringArrayVar(&opts.allow, "allow", nil, "an approval `RULE` to allow, e.g. \"Bash(go test:*)\" (repeatable)")
-	f.StringArrayVar(&opts.deny, "deny", nil, "an approval `RULE` to deny (repeatable)")
-	opts.target.register(cmd)
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&opts.Args, "arg", "a", nil, "a recipe argument `key=value`, in the recipe's args dict (repeatable)")
+	fl.BoolVar(&opts.JSON, "json", false, "write JSON events to stdout, one per line, instead of human output")
+	fl.StringArrayVar(&opts.Allow, "allow", nil, "an approval `RULE` to allow, e.g. \"Bash(go test:*)\" (repeatable)")
+	fl.StringArrayVar(&opts.Deny, "deny", nil, "an approval `RULE` to deny (repeatable)")
+	opts.Target.register(cmd)
 	return cmd
 }
 
-func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
-	ropt := runtime.Options{Recipe: opts.recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: opts.json}
+// runRecipe is run's run function.
+func runRecipe(opts *RunOptions) error {
+	ctx, streams := context.Background(), opts.IO
+	ropt := runtime.Options{Recipe: opts.Recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: opts.JSON}
 	refuse := func(err error) error {
-		if !opts.json {
+		if !opts.JSON {
 			return err
 		}
 		return refuseJSON(ropt, err)
 	}
-	args, err := parseRecipeArgs(opts.args)
+	args, err := parseRecipeArgs(opts.Args)
 	if err != nil {
 		return refuse(err)
 	}
 	ropt.Args = args
-	opts.target.notices = streams.ErrOut
-	target, err := opts.target.target()
+	opts.Target.Notices = streams.ErrOut
+	target, err := opts.Target.Client()
 	if err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
@@ -98,14 +103,14 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 		return refuse(usageErrorf("--token-file: %v", err))
 	}
 	var approvals rules.Set
-	if approvals.Allow, err = rules.ParseList("--allow", opts.allow); err != nil {
+	if approvals.Allow, err = rules.ParseList("--allow", opts.Allow); err != nil {
 		return refuse(usageErrorf("%v", err))
 	}
-	if approvals.Deny, err = rules.ParseList("--deny", opts.deny); err != nil {
+	if approvals.Deny, err = rules.ParseList("--deny", opts.Deny); err != nil {
 		return refuse(usageErrorf("%v", err))
 	}
 	var prompt io.Reader
-	if isTerminal(streams.In) {
+	if streams.IsStdinTTY() {
 		prompt = streams.In
 	}
 	ctx, cleanup, stop, interrupt := interruptible(ctx)
@@ -113,7 +118,7 @@ func runRecipe(ctx context.Context, streams *IO, opts *runOptions) error {
 	ropt.Cleanup = cleanup
 	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
 	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
-	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, streams.Env, builtins.DefaultTable(), approvals, prompt
+	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, opts.Environ, builtins.DefaultTable(), approvals, prompt
 	err = runtime.Run(ctx, ropt)
 	var ee *runtime.ExitError
 	if errors.As(err, &ee) {

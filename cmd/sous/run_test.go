@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -266,7 +267,7 @@ func parseEvents(t *testing.T, stdout string) []map[string]any {
 // takes the values a boolean flag takes.
 func TestScanRunArgs(t *testing.T) {
 	t.Parallel()
-	run, _, err := newRootCmd(&IO{}).Find([]string{"run"})
+	run, _, err := newCmdRoot(newTestFactory(strings.NewReader(""), io.Discard, io.Discard, nil)).Find([]string{"run"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,52 +13,56 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 )
 
-// targetFlags are the flags of every command that talks to a daemon:
-// --socket PATH | --remote URL, and --token-file. Defaults come from
+// Target is how a command that talks to a daemon reaches it: its target
+// flags, --socket PATH | --remote URL, --token-file and --bridge-cmd, with
+// defaults from the environment the factory gave it (Factory.newTarget):
 // SOUS_SOCKET and SOUS_REMOTE; the token from --token-file, else SOUS_TOKEN,
 // else CLAUDE_RPC_TOKEN. With none of them, the embedded daemon is used.
 // SOUS_RECONNECT_TIMEOUT bounds how long a dropped connection is redialed.
-type targetFlags struct {
-	socket    string
-	remote    string
-	tokenFile string
-	bridgeCmd string
-	// notices, when set, receives the client's notices about the
+// Nothing is resolved until the command asks (URL, Client, Open).
+type Target struct {
+	Socket    string
+	Remote    string
+	TokenFile string
+	BridgeCmd string
+	// Notices, when set, receives the client's notices about the
 	// connection (dropped, reconnected): the command's stderr.
-	notices io.Writer
+	Notices io.Writer
+
+	getenv func(string) string
 }
 
-func (t *targetFlags) register(cmd *cobra.Command) {
+func (t *Target) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&t.socket, "socket", "", "talk to the daemon on this Unix socket (default $SOUS_SOCKET, else the embedded daemon)")
-	f.StringVar(&t.remote, "remote", "", "talk to a remote daemon: ssh://[user@]host[:port][/socket] or ws://host:port[/path] (default $SOUS_REMOTE)")
-	f.StringVar(&t.tokenFile, "token-file", "", "read the daemon's token from this file (without it, the token is $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN)")
-	f.StringVar(&t.bridgeCmd, "bridge-cmd", "", `with --remote ssh://: the remote relay command, the socket path appended (default $SOUS_BRIDGE_CMD, else "sous daemon bridge --socket"; "claustrum -bridge -socket" for claustrum hosts)`)
+	f.StringVar(&t.Socket, "socket", "", "talk to the daemon on this Unix socket (default $SOUS_SOCKET, else the embedded daemon)")
+	f.StringVar(&t.Remote, "remote", "", "talk to a remote daemon: ssh://[user@]host[:port][/socket] or ws://host:port[/path] (default $SOUS_REMOTE)")
+	f.StringVar(&t.TokenFile, "token-file", "", "read the daemon's token from this file (without it, the token is $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN)")
+	f.StringVar(&t.BridgeCmd, "bridge-cmd", "", `with --remote ssh://: the remote relay command, the socket path appended (default $SOUS_BRIDGE_CMD, else "sous daemon bridge --socket"; "claustrum -bridge -socket" for claustrum hosts)`)
 }
 
 // sshOptions gathers how ssh:// targets are reached: the bridge command, and
 // SOUS_SSH_COMMAND (like GIT_SSH_COMMAND: the ssh program and its options,
 // split on spaces).
-func (t *targetFlags) sshOptions() client.SSHOptions {
-	o := client.SSHOptions{BridgeCommand: t.bridgeCmd}
+func (t *Target) sshOptions() client.SSHOptions {
+	o := client.SSHOptions{BridgeCommand: t.BridgeCmd}
 	if o.BridgeCommand == "" {
-		o.BridgeCommand = os.Getenv("SOUS_BRIDGE_CMD")
+		o.BridgeCommand = t.getenv("SOUS_BRIDGE_CMD")
 	}
-	if fields := strings.Fields(os.Getenv("SOUS_SSH_COMMAND")); len(fields) > 0 {
+	if fields := strings.Fields(t.getenv("SOUS_SSH_COMMAND")); len(fields) > 0 {
 		o.SSH, o.ExtraArgs = fields[0], fields[1:]
 	}
 	return o
 }
 
-// url resolves the flags and environment into a target URL ("embedded" when
+// URL resolves the flags and environment into a target URL ("embedded" when
 // nothing names a daemon).
-func (t *targetFlags) url() (string, error) {
-	socket, remote := t.socket, t.remote
+func (t *Target) URL() (string, error) {
+	socket, remote := t.Socket, t.Remote
 	if socket != "" && remote != "" {
 		return "", usageErrorf("use either --socket or --remote, not both")
 	}
 	if socket == "" && remote == "" {
-		socket, remote = os.Getenv("SOUS_SOCKET"), os.Getenv("SOUS_REMOTE")
+		socket, remote = t.getenv("SOUS_SOCKET"), t.getenv("SOUS_REMOTE")
 		if socket != "" && remote != "" {
 			return "", usageErrorf("SOUS_SOCKET and SOUS_REMOTE are both set; unset one or pass --socket/--remote")
 		}
@@ -77,20 +80,20 @@ func (t *targetFlags) url() (string, error) {
 }
 
 // token reads the token for a socket or remote daemon.
-func (t *targetFlags) token() (string, error) {
-	if t.tokenFile != "" {
-		tok, err := client.ReadTokenFile(t.tokenFile)
+func (t *Target) token() (string, error) {
+	if t.TokenFile != "" {
+		tok, err := client.ReadTokenFile(t.TokenFile)
 		if err == nil && tok == "" {
-			err = fmt.Errorf("--token-file %s is empty", t.tokenFile)
+			err = fmt.Errorf("--token-file %s is empty", t.TokenFile)
 		}
 		return tok, err
 	}
-	return client.TokenFromEnv(os.Getenv), nil
+	return client.TokenFromEnv(t.getenv), nil
 }
 
-// target builds the client target the flags describe.
-func (t *targetFlags) target() (client.Target, error) {
-	url, err := t.url()
+// Client builds the client target the flags describe.
+func (t *Target) Client() (client.Target, error) {
+	url, err := t.URL()
 	if err != nil {
 		return client.Target{}, err
 	}
@@ -100,24 +103,29 @@ func (t *targetFlags) target() (client.Target, error) {
 			return client.Target{}, err
 		}
 	}
-	reconnect, err := client.ReconnectTimeoutFromEnv(os.Getenv)
+	reconnect, err := client.ReconnectTimeoutFromEnv(t.getenv)
 	if err != nil {
 		return client.Target{}, usageErrorf("%v", err)
 	}
 	opt := client.Options{ReconnectTimeout: reconnect}
-	if t.notices != nil {
-		opt.Logger = newNoticeLogger(t.notices)
+	if t.Notices != nil {
+		opt.Logger = newNoticeLogger(t.Notices)
 	}
 	return client.Target{URL: url, Token: tok, Embedded: embeddedConfig(), SSH: t.sshOptions(), Options: opt}, nil
 }
 
-// open connects to the daemon the flags name.
-func (t *targetFlags) open(ctx context.Context) (*client.Conn, error) {
-	tg, err := t.target()
+// Open connects to the daemon the flags name.
+func (t *Target) Open(ctx context.Context) (*client.Conn, error) {
+	tg, err := t.Client()
 	if err != nil {
 		return nil, err
 	}
 	return client.Open(ctx, tg)
+}
+
+// isLocal reports whether paths on the target's host are paths here.
+func isLocal(url string) bool {
+	return url == "embedded" || strings.HasPrefix(url, "unix://")
 }
 
 func absPath(p string) string {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/spf13/cobra"
+)
+
+// DaemonBridgeOptions are the flags of `sous daemon bridge`.
+type DaemonBridgeOptions struct {
+	IO     *IO
+	Socket string
+}
+
+func newCmdDaemonBridge(f *Factory, runF func(*DaemonBridgeOptions) error) *cobra.Command {
+	opts := &DaemonBridgeOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "bridge",
+		Short: "Relay stdin/stdout to a daemon's socket (for ssh)",
+		Long: `Relay bytes between stdin/stdout and the daemon's socket, unchanged: no auth
+is injected, so whatever speaks through the bridge sends its own token. This is
+what sous runs on the far side of an ssh connection.`,
+		Example: `  ssh build-host sous daemon bridge --socket /run/sous.sock`,
+		Args:    cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return daemonBridgeRun(opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Socket, "socket", f.defaultSocket(), "the daemon's Unix socket ($SOUS_SOCKET, else claustrum's default)")
+	return cmd
+}
+
+// daemonBridgeRun relays stdin to the daemon's socket and its answers to
+// stdout until the client is done.
+func daemonBridgeRun(opts *DaemonBridgeOptions) error {
+	streams := opts.IO
+	conn, err := net.Dial("unix", opts.Socket)
+	if err != nil {
+		return fmt.Errorf("dial server: %w", err)
+	}
+	defer conn.Close()
+	done := make(chan struct{})
+	go func() {
+		io.Copy(conn, streams.In)
+		// The client finished sending; let the daemon finish answering.
+		if uc, ok := conn.(*net.UnixConn); ok {
+			uc.CloseWrite()
+		}
+		close(done)
+	}()
+	if _, err := io.Copy(streams.Out, conn); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("bridge: %w", err)
+	}
+	return nil
+}
