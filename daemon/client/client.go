@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon"
-	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -136,7 +136,7 @@ type passed struct {
 // stdin the daemon's pipe. Without .direct, output is teed to the pipes
 // among Stdout and Stderr, and other files are not passed.
 func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]any) passed {
-	if spec.Mirror == (proc.Mirror{}) || c.noPassing.Load() {
+	if spec.Mirror == (mirror.Spec{}) || c.noPassing.Load() {
 		return passed{}
 	}
 	c.mu.Lock()
@@ -167,7 +167,7 @@ func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]a
 				continue // written through process.stdin as usual
 			}
 			p.stdin = true
-		case !p.direct && !proc.IsPipe(m.f):
+		case !p.direct && !mirror.IsPipe(m.f):
 			continue // a tee needs a pipe; the frames carry this stream
 		}
 		names = append(names, m.name)

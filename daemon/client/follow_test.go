@@ -13,7 +13,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -357,7 +357,7 @@ func TestReattachOfOwnMirroredProcessRefused(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "m", Command: "sh", Args: []string{"-c", "echo hello; read x"}, Mirror: proc.Mirror{Stdout: w}}, nil)
+	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "m", Command: "sh", Args: []string{"-c", "echo hello; read x"}, Mirror: mirror.Spec{Stdout: w}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

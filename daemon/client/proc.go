@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -46,7 +46,7 @@ type SpawnSpec struct {
 
 	// Mirror asks the daemon to write the child's output to these pipes
 	// of this process as it reads it (process.spawn.mirror, see
-	// proc.Mirror): the embedded daemon and one on a Unix socket can. The
+	// mirror.Spec): the embedded daemon and one on a Unix socket can. The
 	// frames it mirrored arrive marked Frame.Mirrored (over a socket,
 	// without their data), for this handler to skip; other followers of
 	// the process never see the mark. Over other links, or a relay that
@@ -61,7 +61,7 @@ type SpawnSpec struct {
 	// whoever follows the process; whether they were is Proc.OutputPassed.
 	// Without that extension they are teed to as above (pipes only). None
 	// is passed to a terminal's child.
-	Mirror proc.Mirror
+	Mirror mirror.Spec
 }
 
 // Proc is a process the client follows.
