@@ -41,7 +41,7 @@ func runRecipeLimited(t *testing.T, ctx context.Context, host *client.Target, li
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opt := sous.Options{Recipe: path, Stdout: new(bytes.Buffer), Table: builtins.DefaultTable(), Lines: lim}
+	opt := sous.Options{Recipe: path, Stdout: new(bytes.Buffer), Table: builtins.DefaultTable(), Lines: lim, Host: daemontest.EmbeddedTarget()}
 	var log bytes.Buffer
 	opt.Stderr = &log
 	if host != nil {

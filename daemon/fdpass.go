@@ -140,16 +140,6 @@ func withPassedFiles(ctx context.Context, files []*os.File) (context.Context, fu
 	return context.WithValue(ctx, passedFilesKey{}, pf), pf.closeUnclaimed
 }
 
-// WithFiles is how an in-process caller passes descriptors with a request
-// made through Session.Call: as a socket client passes them with its line,
-// and with the same meaning (process.spawn's "mirror" names them). The
-// session owns them from the call on, and closes them when done: pass
-// duplicates of files the caller keeps.
-func WithFiles(ctx context.Context, files ...*os.File) context.Context {
-	ctx, _ = withPassedFiles(ctx, files)
-	return ctx
-}
-
 // claimPassedFiles hands the request's descriptors to the caller.
 func claimPassedFiles(ctx context.Context) []*os.File {
 	pf, _ := ctx.Value(passedFilesKey{}).(*passedFiles)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
@@ -26,7 +27,7 @@ func runRecipe(t *testing.T, files map[string]string, jsonMode bool) (error, str
 	var stdout, stderr bytes.Buffer
 	err := Run(context.Background(), Options{
 		Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-		Stdout: &stdout, Stderr: &stderr, JSON: jsonMode, Table: builtins.DefaultTable(),
+		Stdout: &stdout, Stderr: &stderr, JSON: jsonMode, Table: builtins.DefaultTable(), Host: daemontest.EmbeddedTarget(),
 	})
 	return err, strings.ReplaceAll(stdout.String(), dir, "DIR"), strings.ReplaceAll(stderr.String(), dir, "DIR")
 }
@@ -161,7 +162,7 @@ sleep(30)
 	go func() {
 		done <- Run(ctx, Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(),
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(), Host: daemontest.EmbeddedTarget(),
 		})
 	}()
 	pid := waitPidFile(t, filepath.Join(dir, "pid"))
@@ -204,7 +205,7 @@ sleep(30)
 	go func() {
 		done <- Run(ctx, Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(), Cleanup: cleanup,
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: builtins.DefaultTable(), Host: daemontest.EmbeddedTarget(), Cleanup: cleanup,
 		})
 	}()
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "started"); time.Sleep(5 * time.Millisecond) {

@@ -27,9 +27,12 @@ type Options struct {
 	// Logger receives reconnect notices.
 	Logger *slog.Logger
 
-	// maxAnswer bounds a response (0: maxResponseLine); smaller in tests
-	// (export_test.go).
-	maxAnswer int
+	// What only the tests set (export_test.go): maxAnswer bounds a
+	// response (0: maxResponseLine), smaller so that they need no huge
+	// answers; pipelineStdinAlways makes Write pipeline whatever the
+	// daemon advertises, for the tests of how it mends gaps.
+	maxAnswer           int
+	pipelineStdinAlways bool
 }
 
 // answerLimit is the longest response the client takes.
@@ -48,9 +51,6 @@ type Client struct {
 	// noPassing is set once a spawn's passed mirror did not reach the
 	// daemon (a relay in between): later spawns do not try again.
 	noPassing atomic.Bool
-	// alwaysPipelineStdin makes Write pipeline whatever the daemon
-	// advertises: for the tests of how it mends gaps (export_test.go).
-	alwaysPipelineStdin atomic.Bool
 
 	mu      sync.Mutex
 	cur     link          // nil while reconnecting

@@ -53,7 +53,7 @@ func (c *Client) pipelinesStdin(ctx context.Context) bool {
 	if c.local {
 		return false
 	}
-	if c.alwaysPipelineStdin.Load() {
+	if c.opt.pipelineStdinAlways {
 		return true
 	}
 	ok, err := c.HasFeature(ctx, wire.FeatureStdinOrdered)

@@ -15,6 +15,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 )
 
 // follower records the frames one Proc was handed, checking as they come
@@ -245,13 +246,7 @@ func TestReattachFromPastTheEnd(t *testing.T) {
 // A replay the daemon kept only part of (no state dir, a small memory
 // window) says how many frames it lacks, from the start or from a seq.
 func TestReattachCountsTruncatedReplay(t *testing.T) {
-	srv, err := daemon.New(daemon.Config{ReplayMemLimit: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c := client.Embedded(srv)
-	t.Cleanup(func() { c.Close() })
+	_, c := daemontest.Embedded(t, daemon.Config{ReplayMemLimit: 64 << 10})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "big", Command: "seq", Args: []string{"1", "200000"}}, nil)
