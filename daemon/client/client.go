@@ -30,9 +30,20 @@ type Options struct {
 	// What only the tests set (export_test.go): maxAnswer bounds a
 	// response (0: maxResponseLine), smaller so that they need no huge
 	// answers; pipelineStdinAlways makes Write pipeline whatever the
-	// daemon advertises, for the tests of how it mends gaps.
+	// daemon advertises, for the tests of how it mends gaps; wsHeartbeat,
+	// when set, replaces wsPingInterval and wsPingTimeout, shorter so that
+	// a hung daemon is noticed at once.
 	maxAnswer           int
 	pipelineStdinAlways bool
+	wsHeartbeat         wsHeartbeat
+}
+
+// heartbeat is the WebSocket links' heartbeat.
+func (o Options) heartbeat() wsHeartbeat {
+	if o.wsHeartbeat != (wsHeartbeat{}) {
+		return o.wsHeartbeat
+	}
+	return wsHeartbeat{interval: wsPingInterval, timeout: wsPingTimeout}
 }
 
 // answerLimit is the longest response the client takes.
