@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,7 +141,7 @@ sleep(30)
 	go func() {
 		done <- runtime.Run(ctx, runtime.Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(),
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(), Host: daemontest.EmbeddedTarget(),
 		})
 	}()
 	pid := waitPidFile(t, filepath.Join(dir, "pid"))
@@ -183,7 +184,7 @@ sleep(30)
 	go func() {
 		done <- runtime.Run(ctx, runtime.Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(), Cleanup: cleanup,
+			Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(), Host: daemontest.EmbeddedTarget(), Cleanup: cleanup,
 		})
 	}()
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "started"); time.Sleep(5 * time.Millisecond) {

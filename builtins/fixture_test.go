@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,7 @@ func (f *fixture) run(src string) ran {
 	var stdout, stderr bytes.Buffer
 	opt := runtime.Options{
 		Recipe: recipe, Args: f.args, Stdout: &stdout, Stderr: &stderr, JSON: f.json, Table: DefaultTable(),
+		Host: daemontest.EmbeddedTarget(),
 	}
 	if f.daemon != nil {
 		opt.Connector = f.daemon

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime"
 )
@@ -63,7 +64,7 @@ sleep(30)
 	go func() {
 		done <- runtime.Run(ctx, runtime.Options{
 			Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-			Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Table: DefaultTable(),
+			Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Table: DefaultTable(), Host: daemontest.EmbeddedTarget(),
 		})
 	}()
 	pidFile := filepath.Join(dir, "pid")
@@ -116,7 +117,7 @@ print("AFTER THE LOOP", n)
 		go func() {
 			done <- runtime.Run(ctx, runtime.Options{
 				Recipe: filepath.Join(dir, "main.star"), Args: map[string]string{"dir": dir},
-				Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(),
+				Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(), Host: daemontest.EmbeddedTarget(),
 			})
 		}()
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -158,7 +159,7 @@ print("AFTER READ_LINE")
 	var stderr testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runtime.Run(ctx, runtime.Options{Recipe: filepath.Join(dir, "main.star"), Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable()})
+		done <- runtime.Run(ctx, runtime.Options{Recipe: filepath.Join(dir, "main.star"), Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: DefaultTable(), Host: daemontest.EmbeddedTarget()})
 	}()
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "ready\n"); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -42,7 +42,7 @@ func runRecipeLimited(t *testing.T, ctx context.Context, host *client.Target, li
 		t.Fatal(err)
 	}
 	table := sous.MustTable(builtins.Config{Lines: lim}.Plugins()...)
-	opt := sous.Options{Recipe: path, Stdout: new(bytes.Buffer), Table: table}
+	opt := sous.Options{Recipe: path, Stdout: new(bytes.Buffer), Table: table, Host: daemontest.EmbeddedTarget()}
 	var log bytes.Buffer
 	opt.Stderr = &log
 	if host != nil {

@@ -652,11 +652,24 @@ type Session struct {
 // FrameSink receives the frames of the processes a session follows, one
 // process's frames in seq order. It may block to push back; an error ends the
 // subscription.
-type FrameSink interface {
+//
+// SendGone says the session no longer follows a process that has not
+// exited for it (process.gone), after that process's last frames.
+//
+// It is an alias of an interface literal, as LocalSession is: the
+// in-process client spells the same literal (client.LocalSink), so
+// *Server satisfies the client's client.LocalServer with neither package
+// importing the other. The program that composes the two asserts it.
+type FrameSink = interface {
 	SendFrames(id string, quotedID []byte, frames []wire.Frame) error
-	// SendGone says the session no longer follows a process that has not
-	// exited for it (process.gone), after that process's last frames.
 	SendGone(quotedID []byte, g wire.Gone) error
+}
+
+// LocalSession is a Session as an in-process client holds it (Server.Local):
+// see FrameSink for why it is an alias of a literal.
+type LocalSession = interface {
+	Call(ctx context.Context, method string, params json.RawMessage, files []*os.File) (json.RawMessage, error)
+	Close()
 }
 
 func newSession(s *Server, sink FrameSink) *Session {
@@ -668,13 +681,13 @@ func newSession(s *Server, sink FrameSink) *Session {
 // there is no auth and no version check. The result is JSON, exactly what a
 // socket client would receive.
 //
-// Descriptors for the request (process.spawn's mirror) go in ctx
-// (WithFiles), as a socket client passes them with its request line; the
-// session owns them from then on.
-func (se *Session) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	if pf, ok := ctx.Value(passedFilesKey{}).(*passedFiles); ok {
-		defer pf.closeUnclaimed()
-	}
+// files are the descriptors passed with the request (process.spawn's
+// mirror names them), as a socket client passes them with its request
+// line, and with the same meaning. The session owns them from the call on
+// and closes them when done: pass duplicates of files the caller keeps.
+func (se *Session) Call(ctx context.Context, method string, params json.RawMessage, files []*os.File) (json.RawMessage, error) {
+	ctx, closeUnclaimed := withPassedFiles(ctx, files)
+	defer closeUnclaimed()
 	if method == "server.shutdown" {
 		se.s.requestShutdown()
 		return json.RawMessage(`{}`), nil

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -139,16 +140,6 @@ func withPassedFiles(ctx context.Context, files []*os.File) (context.Context, fu
 	return context.WithValue(ctx, passedFilesKey{}, pf), pf.closeUnclaimed
 }
 
-// WithFiles is how an in-process caller passes descriptors with a request
-// made through Session.Call: as a socket client passes them with its line,
-// and with the same meaning (process.spawn's "mirror" names them). The
-// session owns them from the call on, and closes them when done: pass
-// duplicates of files the caller keeps.
-func WithFiles(ctx context.Context, files ...*os.File) context.Context {
-	ctx, _ = withPassedFiles(ctx, files)
-	return ctx
-}
-
 // claimPassedFiles hands the request's descriptors to the caller.
 func claimPassedFiles(ctx context.Context) []*os.File {
 	pf, _ := ctx.Value(passedFilesKey{}).(*passedFiles)
@@ -175,23 +166,23 @@ type mirrorKinds struct{ stdin, direct bool }
 // direct, a pipe or regular file open for writing), a pipe or regular file
 // open for reading for "stdin". The caller owns the result's files
 // (closeMirror).
-func passedMirror(ctx context.Context, streams []string, direct bool, kinds mirrorKinds) (proc.Mirror, error) {
+func passedMirror(ctx context.Context, streams []string, direct bool, kinds mirrorKinds) (mirror.Spec, error) {
 	files := claimPassedFiles(ctx)
 	m, err := mirrorOf(files, streams, direct, kinds)
 	if err != nil {
 		closeFiles(files)
-		return proc.Mirror{}, err
+		return mirror.Spec{}, err
 	}
 	return m, nil
 }
 
-func mirrorOf(files []*os.File, streams []string, direct bool, kinds mirrorKinds) (proc.Mirror, error) {
-	m := proc.Mirror{Direct: direct && kinds.direct}
+func mirrorOf(files []*os.File, streams []string, direct bool, kinds mirrorKinds) (mirror.Spec, error) {
+	m := mirror.Spec{Direct: direct && kinds.direct}
 	if len(streams) > 3 {
-		return proc.Mirror{}, wire.InvalidParams("mirror: at most stdout, stderr and stdin")
+		return mirror.Spec{}, wire.InvalidParams("mirror: at most stdout, stderr and stdin")
 	}
 	if len(files) != len(streams) {
-		return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: %d streams named but %d descriptors passed with the request "+
+		return mirror.Spec{}, wire.InvalidParams(fmt.Sprintf("mirror: %d streams named but %d descriptors passed with the request "+
 			"(they travel as SCM_RIGHTS over a Unix socket)", len(streams), len(files)))
 	}
 	for i, name := range streams {
@@ -212,22 +203,22 @@ func mirrorOf(files []*os.File, streams []string, direct bool, kinds mirrorKinds
 			if kinds.stdin {
 				want = "stdout, stderr or stdin"
 			}
-			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: unknown stream %q (want %s)", name, want))
+			return mirror.Spec{}, wire.InvalidParams(fmt.Sprintf("mirror: unknown stream %q (want %s)", name, want))
 		}
 		if *slot != nil {
-			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: %s named twice", name))
+			return mirror.Spec{}, wire.InvalidParams(fmt.Sprintf("mirror: %s named twice", name))
 		}
 		switch {
 		case name == "stdin":
 			if !passableFile(files[i], unix.O_WRONLY) {
-				return proc.Mirror{}, wire.InvalidParams("mirror: the descriptor for stdin is not a pipe or regular file open for reading")
+				return mirror.Spec{}, wire.InvalidParams("mirror: the descriptor for stdin is not a pipe or regular file open for reading")
 			}
 		case m.Direct:
 			if !passableFile(files[i], unix.O_RDONLY) {
-				return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe or regular file open for writing", name))
+				return mirror.Spec{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe or regular file open for writing", name))
 			}
-		case !proc.IsPipe(files[i]):
-			return proc.Mirror{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe", name))
+		case !mirror.IsPipe(files[i]):
+			return mirror.Spec{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe", name))
 		}
 		*slot = files[i]
 	}
@@ -239,7 +230,7 @@ func mirrorOf(files []*os.File, streams []string, direct bool, kinds mirrorKinds
 // pipe's reader must see its end when the spawner's own copy closes, not
 // when the child exits. A tee into a closed mirror fails, and the rest of
 // the output is read unmirrored.
-func closeMirrorWhenDone(se *Session, p *proc.Process, m proc.Mirror) {
+func closeMirrorWhenDone(se *Session, p *proc.Process, m mirror.Spec) {
 	select {
 	case <-p.Done():
 	case <-se.ctx.Done():
@@ -253,15 +244,15 @@ func closeFiles(files []*os.File) {
 	}
 }
 
-func closeMirror(m proc.Mirror) {
+func closeMirror(m mirror.Spec) {
 	closeFiles([]*os.File{m.Stdout, m.Stderr, m.Stdin}) // Close on a nil *os.File is a no-op error
 }
 
 // passableFile reports whether f can be one of a child's stdio descriptors
-// as it is (proc.IsPipeOrRegular), not open with the access mode wrongMode
+// as it is (mirror.IsPipeOrRegular), not open with the access mode wrongMode
 // (O_WRONLY for a stdin, O_RDONLY for an output).
 func passableFile(f *os.File, wrongMode int) bool {
-	if !proc.IsPipeOrRegular(f) {
+	if !mirror.IsPipeOrRegular(f) {
 		return false
 	}
 	rc, err := f.SyscallConn()

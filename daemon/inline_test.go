@@ -53,7 +53,7 @@ func TestInlineFollowReplacingASubscription(t *testing.T) {
 	}
 	defer srv.Close()
 	sink := &inlineSink{}
-	se := srv.Local(sink) // not closed on failure: a deadlocked follow holds its lock
+	se := newSession(srv, sink) // not closed on failure: a deadlocked follow holds its lock
 	p, cur, err := srv.reg.SpawnFollowed(proc.Spec{ID: "twice", Command: "sh", Args: []string{"-c", "echo hi; sleep 10"}})
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +95,8 @@ func TestInlineFollowReplacingASubscription(t *testing.T) {
 	se.Close()
 }
 
-// An in-process caller passes a spawn's pipes in the call's context
-// (WithFiles), with the meaning they have over a socket: the spawn claims
+// An in-process caller passes a spawn's pipes with the call (Session.Call's
+// files), with the meaning they have over a socket: the spawn claims
 // them and the daemon closes them once the output is read; a request that
 // takes none (a ping) closes what came with it.
 func TestCallWithFiles(t *testing.T) {
@@ -111,7 +111,7 @@ func TestCallWithFiles(t *testing.T) {
 	ctx := context.Background()
 
 	_, w := testutil.Pipe(t)
-	if _, err := se.Call(WithFiles(ctx, w), "server.ping", nil); err != nil {
+	if _, err := se.Call(ctx, "server.ping", nil, []*os.File{w}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); !errors.Is(err, os.ErrClosed) {
@@ -119,7 +119,7 @@ func TestCallWithFiles(t *testing.T) {
 	}
 
 	r, w := testutil.Pipe(t)
-	if _, err := se.Call(WithFiles(ctx, w), "process.spawn", json.RawMessage(`{"id":"m","command":"echo","args":["hi"],"mirror":["stdout"]}`)); err != nil {
+	if _, err := se.Call(ctx, "process.spawn", json.RawMessage(`{"id":"m","command":"echo","args":["hi"],"mirror":["stdout"]}`), []*os.File{w}); err != nil {
 		t.Fatal(err)
 	}
 	// The daemon's is the only copy, and it closes it after the output.
@@ -158,7 +158,7 @@ func TestInlineReattachAnswersWhileTheChildWrites(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // some output to replay
 	answered := make(chan error, 1)
 	go func() {
-		_, err := se.Call(context.Background(), "process.reattach", []byte(`{"id":"fast","fromSeq":0}`))
+		_, err := se.Call(context.Background(), "process.reattach", []byte(`{"id":"fast","fromSeq":0}`), nil)
 		answered <- err
 	}()
 	select {
@@ -218,7 +218,7 @@ func TestSpawnerFramesPaced(t *testing.T) {
 			go io.Copy(io.Discard, r)
 			spawn := `{"id":"` + tc.name + `","command":"head","args":["-c","` + tc.size + `","/dev/zero"],"mirror":["stdout"]}`
 			start := time.Now()
-			if _, err := se.Call(WithFiles(context.Background(), w), "process.spawn", json.RawMessage(spawn)); err != nil {
+			if _, err := se.Call(context.Background(), "process.spawn", json.RawMessage(spawn), []*os.File{w}); err != nil {
 				t.Fatal(err)
 			}
 			select {

@@ -493,7 +493,10 @@ func (s *Server) Close() error {
 
 // Local returns an in-process session for the embedded client. Frames for
 // the processes it follows are handed to sink as Go values.
-func (s *Server) Local(sink FrameSink) *Session {
+//
+// With Close, it is what the client takes of an in-process daemon
+// (client.LocalServer): the program that composes them hands it a *Server.
+func (s *Server) Local(sink FrameSink) LocalSession {
 	return newSession(s, sink)
 }
 

@@ -19,7 +19,7 @@ import (
 // connection to it, so a process spawned through one can be reattached
 // through the other.
 type hosts struct {
-	def client.Target // the default host; its Embedded configures the embedded daemon
+	def client.Target // the default host; its Embedded builds the embedded daemon
 
 	mu       sync.Mutex
 	defConn  Daemon           // the default host, once connected

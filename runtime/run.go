@@ -21,7 +21,8 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	JSON           bool // stdout carries JSON events only
 	// Host is the default host: URL "embedded" (or "") for the daemon
-	// inside sous, configured by Host.Embedded, else a socket daemon.
+	// inside sous, which Host.Embedded.New builds (the program composes
+	// it: the runtime never builds a daemon), else a socket daemon.
 	// host("embedded") in a recipe reaches the same embedded daemon.
 	Host client.Target
 	// Env is the runner's environment (default os.Environ()): what getenv

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -241,7 +241,7 @@ func (o *ExecOptions) spawnSpec(id string) client.SpawnSpec {
 		// a shell would give them (Mirror.Direct). A socket daemon keeps
 		// the frames for attach and replay, and tees into pipes.
 		direct := o.url == "embedded"
-		spec.Mirror = proc.Mirror{Stdout: outputFile(streams.Out, direct), Stderr: outputFile(streams.ErrOut, direct),
+		spec.Mirror = mirror.Spec{Stdout: outputFile(streams.Out, direct), Stderr: outputFile(streams.ErrOut, direct),
 			Stdin: inputFile(streams.In), Direct: direct}
 	}
 	return spec

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -48,11 +48,11 @@ func newStreamWriter(streams *IO) (w *streamWriter, stop func()) {
 
 // outputFile returns w if a daemon can take it as a child's output: a pipe
 // to tee into, or with direct a pipe or regular file to be the child's own
-// (see proc.Mirror); else nil. A terminal is never passed: the command
+// (see mirror.Spec); else nil. A terminal is never passed: the command
 // would find a terminal where sous gives it a pipe (use --tty for that).
 func outputFile(w io.Writer, direct bool) *os.File {
 	f, ok := w.(*os.File)
-	if !ok || !proc.IsPipe(f) && !(direct && proc.IsPipeOrRegular(f)) {
+	if !ok || !mirror.IsPipe(f) && !(direct && mirror.IsPipeOrRegular(f)) {
 		return nil
 	}
 	return f
@@ -63,7 +63,7 @@ func outputFile(w io.Writer, direct bool) *os.File {
 // nil.
 func inputFile(r io.Reader) *os.File {
 	f, ok := r.(*os.File)
-	if !ok || !proc.IsPipeOrRegular(f) {
+	if !ok || !mirror.IsPipeOrRegular(f) {
 		return nil
 	}
 	return f

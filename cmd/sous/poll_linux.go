@@ -8,9 +8,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"golang.org/x/sys/unix"
-
-	"github.com/seed5ad92d46/sous/daemon/proc"
 )
 
 // outPipeSize is what sous exec grows its stdout to when that is a pipe: the
@@ -48,7 +47,7 @@ func (w *streamWriter) watchReaders(stdout, stderr *os.File) (stop func()) {
 		fds := []unix.PollFd{{Fd: int32(wake[0]), Events: unix.POLLIN}}
 		marks := []func(){nil}
 		for i, f := range w.watched {
-			if f == nil || !proc.IsPipe(f) {
+			if f == nil || !mirror.IsPipe(f) {
 				continue
 			}
 			// Events 0: a write end reports only POLLERR, once its
@@ -87,7 +86,7 @@ func (w *streamWriter) watchReaders(stdout, stderr *os.File) (stop func()) {
 // itself (watchReaders) is gone.
 func (w *streamWriter) readerGone() bool {
 	for _, f := range w.watched {
-		if f == nil || !proc.IsPipe(f) {
+		if f == nil || !mirror.IsPipe(f) {
 			continue
 		}
 		fds := []unix.PollFd{{Fd: rawFd(f), Events: 0}}

@@ -111,7 +111,7 @@ func (t *Target) Client() (client.Target, error) {
 	if t.Notices != nil {
 		opt.Logger = newNoticeLogger(t.Notices)
 	}
-	return client.Target{URL: url, Token: tok, Embedded: embeddedConfig(), SSH: t.sshOptions(), Options: opt}, nil
+	return client.Target{URL: url, Token: tok, Embedded: embeddedDaemon(), SSH: t.sshOptions(), Options: opt}, nil
 }
 
 // Open connects to the daemon the flags name.
@@ -141,3 +141,25 @@ func absPath(p string) string {
 func embeddedConfig() daemon.Config {
 	return daemon.Config{Version: currentBuild().Version, DieWithDaemon: true}
 }
+
+// embeddedDaemon composes the in-process daemon for an "embedded" target:
+// the client library takes it as a client.LocalServer and never builds
+// one. The run decides its directory and environment (runtime fills in
+// Target.Embedded's Dir and Env); the rest is embeddedConfig.
+func embeddedDaemon() client.EmbeddedDaemon {
+	return client.EmbeddedDaemon{New: func(dir string, env []string) (client.LocalServer, error) {
+		cfg := embeddedConfig()
+		cfg.Dir, cfg.Env = dir, env
+		srv, err := daemon.New(cfg)
+		if err != nil {
+			return nil, err // not a nil *daemon.Server in the interface
+		}
+		return srv, nil
+	}}
+}
+
+// *daemon.Server is what the client takes of an in-process daemon, though
+// neither package imports the other: the method signatures use only wire
+// and standard types (see client.LocalServer). Composed here, so checked
+// here.
+var _ client.LocalServer = (*daemon.Server)(nil)

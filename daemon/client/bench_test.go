@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
@@ -71,7 +71,7 @@ func BenchmarkStreamEmbedded(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	viaDaemon := func(c *client.Client, mirror bool) time.Duration {
+	viaDaemon := func(c *client.Client, teed bool) time.Duration {
 		r, w := outPipe(b)
 		done := drain(b, r)
 		spec := client.SpawnSpec{ID: "s", Command: "head", Args: []string{"-c", size, "/dev/zero"}}
@@ -87,8 +87,8 @@ func BenchmarkStreamEmbedded(b *testing.B) {
 				w.Write(f.Data)
 			}
 		}
-		if mirror {
-			spec.Mirror = proc.Mirror{Stdout: w}
+		if teed {
+			spec.Mirror = mirror.Spec{Stdout: w}
 		}
 		ctx := context.Background()
 		start := time.Now()
@@ -101,8 +101,8 @@ func BenchmarkStreamEmbedded(b *testing.B) {
 		}
 		// Time only a path that did its work: every byte framed, and all
 		// of it mirrored or none of it.
-		if want := map[bool]int64{true: n, false: 0}[mirror]; total != n || marked != want {
-			b.Fatalf("mirror %v: %d bytes in frames, %d marked mirrored; want %d and %d", mirror, total, marked, n, want)
+		if want := map[bool]int64{true: n, false: 0}[teed]; total != n || marked != want {
+			b.Fatalf("mirror %v: %d bytes in frames, %d marked mirrored; want %d and %d", teed, total, marked, n, want)
 		}
 		w.Close()
 		if err := <-done; err != nil {

@@ -17,9 +17,13 @@ func BreakLink(c *Client) {
 	}
 }
 
-// PipelineStdinAlways makes c's writes keep several process.stdin requests
-// in flight even to a daemon that does not apply them in order.
-func PipelineStdinAlways(c *Client) { c.alwaysPipelineStdin.Store(true) }
+// WithStdinPipelinedAlways is opt with writes keeping several
+// process.stdin requests in flight even to a daemon that does not apply
+// them in order.
+func WithStdinPipelinedAlways(opt Options) Options {
+	opt.pipelineStdinAlways = true
+	return opt
+}
 
 // PipelinesStdin reports whether c's large writes keep several
 // process.stdin requests in flight.

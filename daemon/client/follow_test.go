@@ -13,8 +13,9 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/daemon/proc"
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 )
 
 // follower records the frames one Proc was handed, checking as they come
@@ -245,13 +246,7 @@ func TestReattachFromPastTheEnd(t *testing.T) {
 // A replay the daemon kept only part of (no state dir, a small memory
 // window) says how many frames it lacks, from the start or from a seq.
 func TestReattachCountsTruncatedReplay(t *testing.T) {
-	srv, err := daemon.New(daemon.Config{ReplayMemLimit: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c := client.Embedded(srv)
-	t.Cleanup(func() { c.Close() })
+	_, c := daemontest.Embedded(t, daemon.Config{ReplayMemLimit: 64 << 10})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "big", Command: "seq", Args: []string{"1", "200000"}}, nil)
@@ -357,7 +352,7 @@ func TestReattachOfOwnMirroredProcessRefused(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "m", Command: "sh", Args: []string{"-c", "echo hello; read x"}, Mirror: proc.Mirror{Stdout: w}}, nil)
+	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "m", Command: "sh", Args: []string{"-c", "echo hello; read x"}, Mirror: mirror.Spec{Stdout: w}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
@@ -62,7 +63,7 @@ func mirrorRun(t *testing.T, c *client.Client, file string) (pipes [2][]byte, ma
 	}
 	p, err := c.Spawn(ctx, client.SpawnSpec{
 		ID: "m", Command: "sh", Args: []string{"-c", `cat "$0"; cat "$0" >&2`, file},
-		Mirror: proc.Mirror{Stdout: ws[0], Stderr: ws[1]},
+		Mirror: mirror.Spec{Stdout: ws[0], Stderr: ws[1]},
 	}, h)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func TestSpawnPassedStdin(t *testing.T) {
 			defer w.Close()
 			var mu sync.Mutex
 			var got []byte
-			p, err := tc.c.Spawn(ctx, client.SpawnSpec{ID: "in", Command: "cat", Mirror: proc.Mirror{Stdin: r}}, func(f *wire.Frame) {
+			p, err := tc.c.Spawn(ctx, client.SpawnSpec{ID: "in", Command: "cat", Mirror: mirror.Spec{Stdin: r}}, func(f *wire.Frame) {
 				mu.Lock()
 				defer mu.Unlock()
 				if f.Stream == wire.Stdout {
@@ -268,7 +269,7 @@ func TestSpawnDirectOutput(t *testing.T) {
 			go func() { b, _ := io.ReadAll(r); piped <- b }()
 			var mu sync.Mutex
 			var framed []byte
-			p, err := tc.c.Spawn(ctx, client.SpawnSpec{ID: "out", Command: "cat", Args: []string{file}, Mirror: proc.Mirror{Stdout: w, Direct: true}},
+			p, err := tc.c.Spawn(ctx, client.SpawnSpec{ID: "out", Command: "cat", Args: []string{file}, Mirror: mirror.Spec{Stdout: w, Direct: true}},
 				func(f *wire.Frame) {
 					mu.Lock()
 					defer mu.Unlock()
@@ -346,7 +347,7 @@ func TestSocketMirrorSurvivesABrokenConnection(t *testing.T) {
 			t.Errorf("write frame %d: %v", f.Seq, err)
 		}
 	}
-	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "teed", Command: "cat", Args: []string{file}, Mirror: proc.Mirror{Stdout: w}}, h)
+	p, err := c.Spawn(ctx, client.SpawnSpec{ID: "teed", Command: "cat", Args: []string{file}, Mirror: mirror.Spec{Stdout: w}}, h)
 	if err != nil {
 		t.Fatal(err)
 	}

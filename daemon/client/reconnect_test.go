@@ -40,21 +40,19 @@ func startDaemon(t *testing.T, cfg daemon.Config) string {
 // closed when the test ends.
 func embeddedDaemon(t testing.TB) (*daemon.Server, *client.Client) {
 	t.Helper()
-	srv, err := daemon.New(daemon.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c := client.Embedded(srv)
-	t.Cleanup(func() { c.Close() })
-	return srv, c
+	return daemontest.Embedded(t, daemon.Config{})
 }
 
 func dialProxy(t *testing.T, path string) *client.Client {
 	t.Helper()
+	return dialProxyWith(t, path, client.Options{ReconnectTimeout: 20 * time.Second})
+}
+
+func dialProxyWith(t *testing.T, path string, opt client.Options) *client.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.DialUnix(ctx, path, testToken, client.Options{ReconnectTimeout: 20 * time.Second})
+	c, err := client.DialUnix(ctx, path, testToken, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,8 +192,8 @@ func TestStdinPipelinedAcrossCuts(t *testing.T) {
 // each refused as a gap is sent again once the earlier ones are answered,
 // and the child reads every byte once, in order.
 func TestStdinPipelinedMendsGaps(t *testing.T) {
-	c := dialProxy(t, startDaemon(t, daemon.Config{DisableFeatures: []string{wire.FeatureStdinOrdered}}))
-	client.PipelineStdinAlways(c)
+	c := dialProxyWith(t, startDaemon(t, daemon.Config{DisableFeatures: []string{wire.FeatureStdinOrdered}}),
+		client.WithStdinPipelinedAlways(client.Options{ReconnectTimeout: 20 * time.Second}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p, out, err := catToFile(ctx, c, "gaps", t.TempDir())

@@ -2,14 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/seed5ad92d46/sous/daemon"
 )
 
 // Target names a daemon: "embedded" (or ""), "unix:///path/to.sock", a
@@ -18,12 +17,31 @@ import (
 type Target struct {
 	URL   string
 	Token string // for socket, ssh and ws targets; see TokenFromEnv
-	// Embedded configures the in-process daemon when URL is "embedded".
-	Embedded daemon.Config
+	// Embedded starts the in-process daemon when URL is "embedded".
+	Embedded EmbeddedDaemon
 	// SSH tunes ssh:// targets (ssh program, extra args, bridge command).
 	SSH     SSHOptions
 	Options Options
 }
+
+// EmbeddedDaemon is how an "embedded" target gets its in-process daemon.
+// The program composes it: this library never builds a daemon (see
+// LocalServer).
+type EmbeddedDaemon struct {
+	// New builds the daemon, its children's working directory and
+	// environment being Dir and Env. Nil: the program has no embedded
+	// daemon, and an "embedded" target fails.
+	New func(dir string, env []string) (LocalServer, error)
+	// Dir is the daemon's working directory: the default cwd of children
+	// and the default repo of git worktree ops ("": the process's).
+	Dir string
+	// Env is the environment its children inherit (nil: the process's).
+	Env []string
+}
+
+// ErrNoEmbeddedDaemon fails an "embedded" target whose Target.Embedded.New
+// is nil.
+var ErrNoEmbeddedDaemon = errors.New("target embedded: this program has no embedded daemon (Target.Embedded.New is nil)")
 
 // TokenFromEnv returns SOUS_TOKEN, else CLAUDE_RPC_TOKEN, else "".
 func TokenFromEnv(getenv func(string) string) string {
@@ -115,8 +133,9 @@ func Kind(target string) (kind, rest string, err error) {
 	return "", "", fmt.Errorf("target %q: want \"embedded\", unix:///path/to.sock, ssh://[user@]host[:port][/socket] or ws://host:port[/path]", target)
 }
 
-// Open connects to the target. For "embedded" it starts an in-process daemon
-// whose processes are stopped when the returned client's Shutdown runs.
+// Open connects to the target. For "embedded" it builds the in-process
+// daemon with t.Embedded.New; its processes are stopped when the returned
+// Conn's Shutdown runs.
 func Open(ctx context.Context, t Target) (*Conn, error) {
 	kind, rest, err := Kind(t.URL)
 	if err != nil {
@@ -124,7 +143,10 @@ func Open(ctx context.Context, t Target) (*Conn, error) {
 	}
 	switch kind {
 	case "embedded":
-		srv, err := daemon.New(t.Embedded)
+		if t.Embedded.New == nil {
+			return nil, ErrNoEmbeddedDaemon
+		}
+		srv, err := t.Embedded.New(t.Embedded.Dir, t.Embedded.Env)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +182,7 @@ func Open(ctx context.Context, t Target) (*Conn, error) {
 // daemon itself.
 type Conn struct {
 	*Client
-	server *daemon.Server
+	server LocalServer
 	target string
 }
 
@@ -168,7 +190,7 @@ type Conn struct {
 func (c *Conn) Target() string { return c.target }
 
 // Server is the in-process daemon of an embedded target, or nil.
-func (c *Conn) Server() *daemon.Server { return c.server }
+func (c *Conn) Server() LocalServer { return c.server }
 
 // Shutdown closes the connection; for an embedded target it also stops the
 // daemon and every process it started (SIGTERM, then SIGKILL after the

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -27,7 +26,7 @@ func DialWebSocket(ctx context.Context, url, token string, opt Options) (*Client
 		if err != nil {
 			return nil, err
 		}
-		return newWSLink(ws, token, recv, opt.answerLimit()), nil
+		return newWSLink(ws, token, recv, opt.answerLimit(), opt.heartbeat()), nil
 	}, opt)
 	var nc *notConnectedError
 	if errors.As(err, &nc) {
@@ -85,18 +84,17 @@ func dialWS(ctx context.Context, url, token string) (*websocket.Conn, error) {
 	return ws, nil
 }
 
-// Heartbeat of the client's WebSocket links: a daemon that stops answering
-// pings (a vanished host, a dead NAT entry) is dropped and redialed, as a
-// broken socket would be. Variables so tests can shorten them.
-var (
-	wsPingInterval atomic.Int64 // time.Duration
-	wsPingTimeout  atomic.Int64
-)
+// wsHeartbeat is the heartbeat of the client's WebSocket links: a daemon
+// that stops answering pings (a vanished host, a dead NAT entry) is
+// dropped and redialed, as a broken socket would be. It pings every
+// interval, and waits timeout for the pong.
+type wsHeartbeat struct{ interval, timeout time.Duration }
 
-func init() {
-	wsPingInterval.Store(int64(15 * time.Second))
-	wsPingTimeout.Store(int64(10 * time.Second))
-}
+// The heartbeat, unless the tests shorten it (Options.wsHeartbeat).
+const (
+	wsPingInterval = 15 * time.Second
+	wsPingTimeout  = 10 * time.Second
+)
 
 // wsLink speaks the protocol over a WebSocket: one JSON document per text
 // message, each way.
@@ -105,13 +103,14 @@ type wsLink struct {
 	recv      receiver
 	enc       requestEncoder
 	maxAnswer int // the longest message taken (maxResponseLine)
+	beat      wsHeartbeat
 
 	done      chan struct{}
 	closeOnce sync.Once
 }
 
-func newWSLink(ws *websocket.Conn, token string, recv receiver, maxAnswer int) *wsLink {
-	l := &wsLink{ws: ws, recv: recv, enc: newRequestEncoder(token), maxAnswer: maxAnswer, done: make(chan struct{})}
+func newWSLink(ws *websocket.Conn, token string, recv receiver, maxAnswer int, beat wsHeartbeat) *wsLink {
+	l := &wsLink{ws: ws, recv: recv, enc: newRequestEncoder(token), maxAnswer: maxAnswer, beat: beat, done: make(chan struct{})}
 	go l.read()
 	go l.heartbeat()
 	return l
@@ -210,7 +209,7 @@ func wsLinkErr(err error) error {
 }
 
 func (l *wsLink) heartbeat() {
-	tick := time.NewTicker(time.Duration(wsPingInterval.Load()))
+	tick := time.NewTicker(l.beat.interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -218,7 +217,7 @@ func (l *wsLink) heartbeat() {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(wsPingTimeout.Load()))
+		ctx, cancel := context.WithTimeout(context.Background(), l.beat.timeout)
 		err := l.ws.Ping(ctx)
 		cancel()
 		if err != nil {

@@ -16,10 +16,6 @@ import (
 // never reads again, so WebSocket pings go unanswered) is dropped by the
 // client's heartbeat and redialed, as a broken socket would be.
 func TestWebSocketClientHeartbeatRedials(t *testing.T) {
-	defer func(i, to int64) { wsPingInterval.Store(i); wsPingTimeout.Store(to) }(wsPingInterval.Load(), wsPingTimeout.Load())
-	wsPingInterval.Store(int64(50 * time.Millisecond))
-	wsPingTimeout.Store(int64(100 * time.Millisecond))
-
 	var dials atomic.Int64
 	stuck := make(chan struct{})
 	defer close(stuck)
@@ -43,7 +39,8 @@ func TestWebSocketClientHeartbeatRedials(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := DialWebSocket(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), "tok", Options{ReconnectTimeout: 5 * time.Second})
+	c, err := DialWebSocket(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), "tok", Options{ReconnectTimeout: 5 * time.Second,
+		wsHeartbeat: wsHeartbeat{interval: 50 * time.Millisecond, timeout: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"syscall"
 
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/sandbox"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -22,7 +23,7 @@ import (
 //
 // Every command is resolved before anything starts; if a stage cannot
 // start, the stages already running are killed and reaped.
-func (r *Registry) startPipeline(stages [][]string, m Mirror, env []string, dir string, sb *sandbox.Policy) (cmds []*exec.Cmd, outputs []output, stdinW *os.File, err error) {
+func (r *Registry) startPipeline(stages [][]string, m mirror.Spec, env []string, dir string, sb *sandbox.Policy) (cmds []*exec.Cmd, outputs []output, stdinW *os.File, err error) {
 	if len(stages) == 0 {
 		return nil, nil, nil, errors.New("spawn: empty pipeline")
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
@@ -449,7 +450,7 @@ func TestPipeReaderSharedMirror(t *testing.T) {
 func TestShutdownWithAFullMirror(t *testing.T) {
 	r := NewRegistry(Options{})
 	_, mw := testutil.Pipe(t) // nobody reads it, but it stays open
-	p, err := r.Spawn(Spec{ID: "full", Command: "head", Args: []string{"-c", "4000000", "/dev/zero"}, Mirror: Mirror{Stdout: mw}})
+	p, err := r.Spawn(Spec{ID: "full", Command: "head", Args: []string{"-c", "4000000", "/dev/zero"}, Mirror: mirror.Spec{Stdout: mw}})
 	if err != nil {
 		t.Fatal(err)
 	}

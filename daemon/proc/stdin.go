@@ -24,7 +24,7 @@ type stdinQueue struct {
 	applied int64 // high-water mark
 	closing bool  // close the pipe once chunks drain
 	dead    bool  // the writer has stopped (child gone or pipe closed)
-	foreign bool  // the child's stdin was passed by its spawner (Mirror.Stdin): nothing to write to
+	foreign bool  // the child's stdin was passed by its spawner (mirror.Spec.Stdin): nothing to write to
 	limit   int
 	w       io.WriteCloser // the pipe, once run has started
 
@@ -50,7 +50,7 @@ const defaultStdinQueueLimit = 8 << 20
 const MsgStdinClosed = "Process stdin closed"
 
 // MsgStdinPassed is the -32602 message for data sent to a process whose
-// stdin its spawner passed (Mirror.Stdin).
+// stdin its spawner passed (mirror.Spec.Stdin).
 const MsgStdinPassed = "Process stdin is a descriptor its spawner passed: it cannot be written to"
 
 func newStdinQueue(limit int) *stdinQueue {
@@ -115,7 +115,7 @@ func (q *stdinQueue) Offer(ctx context.Context, data []byte, offset *int64) (app
 	return q.applied, false, nil
 }
 
-// passed marks the child's stdin as its spawner's (Mirror.Stdin): there is
+// passed marks the child's stdin as its spawner's (mirror.Spec.Stdin): there is
 // no pipe to write, and data offered is refused. Closing it is a no-op.
 func (q *stdinQueue) passed() {
 	q.mu.Lock()

@@ -1,5 +1,7 @@
 // Package daemontest serves a real daemon for the tests of what talks to
-// one: the client, the recipe builtins, the agent runtime, the CLI.
+// one: the client, the recipe builtins, the agent runtime, the CLI. It
+// serves one on a Unix socket (ServeUnix), or composes an in-process one
+// (embedded.go) as cmd/sous does for its embedded target.
 package daemontest
 
 import (

@@ -15,6 +15,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/modelapi"
 )
 
@@ -29,15 +30,7 @@ func daemonEnv() []string {
 // embedded starts an in-process daemon and its client.
 func embedded(t *testing.T) *client.Client {
 	t.Helper()
-	srv, err := daemon.New(daemon.Config{Env: daemonEnv(), ShutdownGrace: time.Second, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.Embedded(srv)
-	t.Cleanup(func() {
-		c.Close()
-		srv.Close()
-	})
+	_, c := daemontest.Embedded(t, daemon.Config{Env: daemonEnv(), ShutdownGrace: time.Second, StateDir: t.TempDir()})
 	return c
 }
 

@@ -1,0 +1,72 @@
+package client
+
+import (
+	"encoding/json"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// response implements receiver.
+func (c *Client) response(l link, id uint64, result json.RawMessage, err error) {
+	c.mu.Lock()
+	cl := c.pending[id]
+	if cl == nil || cl.via != l {
+		c.mu.Unlock()
+		return // a response to a call already answered or abandoned
+	}
+	delete(c.pending, id)
+	if l == c.cur {
+		c.carried.Store(true) // not the answers of a resume: those come before it is current
+		c.connected = true
+	}
+	c.mu.Unlock()
+	cl.result, cl.err = result, err
+	close(cl.done)
+}
+
+// frames implements receiver.
+func (c *Client) frames(l link, procID string, frames []wire.Frame) {
+	if len(frames) == 0 {
+		return
+	}
+	if !c.carried.Load() {
+		c.mu.Lock()
+		if l == c.cur {
+			c.carried.Store(true)
+		}
+		c.mu.Unlock()
+	}
+	// Usually one follower (see following).
+	for _, p := range c.followers(procID, frames[len(frames)-1].Seq) {
+		for i := range frames {
+			p.deliver(&frames[i])
+		}
+	}
+}
+
+// gone implements receiver: the daemon discarded a process this client
+// follows (process.gone) before its exit frame.
+func (c *Client) gone(_ link, g wire.Gone) {
+	c.mu.Lock()
+	f := c.procs[g.ID]
+	c.mu.Unlock()
+	if f != nil {
+		for _, p := range f.procs {
+			p.gone(g)
+		}
+	}
+}
+
+// quiet implements readerHints.
+func (c *Client) quiet() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.procs) == 0
+}
+
+// idle implements readerHints.
+func (c *Client) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.procs) == 0 && len(c.pending) == 0 && !c.strayed
+}

@@ -1,0 +1,228 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/mirror"
+	"github.com/seed5ad92d46/sous/daemon/sandbox"
+	"github.com/seed5ad92d46/sous/daemon/streamlog"
+	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/envlist"
+)
+
+// Spec describes a process to spawn.
+type Spec struct {
+	ID      string
+	Command string
+	Args    []string
+	Cwd     string
+	Env     map[string]*string // merged over the inherited environment; nil unsets
+
+	// Extensions (see ext.go): at most one of Pipeline and TTY.
+	Pipeline [][]string     // stages [command, args...] joined by pipes in one group; Command and Args unused
+	TTY      *wire.TermSize // a pseudo-terminal of this size as the child's controlling terminal
+	Timeout  time.Duration  // kill the group (TERM, KILL after the grace) once this passes; 0: never
+	// ExitSignal puts the signal that ended the process (its last stage)
+	// on the exit frame (Frame.Signal).
+	ExitSignal bool
+
+	// Sandbox confines the child (every stage of a pipeline, a terminal's
+	// child too); nil: unsandboxed. See package sandbox.
+	Sandbox *sandbox.Policy
+
+	// Mirror is where the spawner wants the child's output written as it
+	// is read (see mirror.Spec): pipes it passed with process.spawn.
+	Mirror mirror.Spec
+}
+
+// Spawn starts a process. A live process with the same id is torn down first
+// (its subscribers dropped, its group killed) and replaced.
+func (r *Registry) Spawn(spec Spec) (*Process, error) {
+	p, _, err := r.spawn(spec, false)
+	return p, err
+}
+
+// SpawnFollowed is Spawn that also returns a cursor from seq 1, taken before
+// any output is read: however fast the child writes, and however long the
+// caller takes to start reading, nothing is dropped before the caller's
+// subscription (the log holds the child back instead). The caller must
+// close the cursor.
+func (r *Registry) SpawnFollowed(spec Spec) (*Process, *streamlog.Cursor, error) {
+	return r.spawn(spec, true)
+}
+
+func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, error) {
+	r.mu.Lock()
+	if r.shutting {
+		r.mu.Unlock()
+		return nil, nil, fmt.Errorf("spawn %s: the daemon is shutting down", spec.Command)
+	}
+	r.spawning.Add(1)
+	r.mu.Unlock()
+	defer r.spawning.Done() // launch has put the process in procs by then, or it never started
+	env := envlist.Merge(r.opt.Env, spec.Env)
+	dir := spec.Cwd
+	if dir == "" {
+		dir = r.opt.Dir
+	}
+	own := spec.Mirror.ChildOwn()
+	if spec.TTY != nil && len(own) > 0 {
+		return nil, nil, errors.New("spawn: " + MsgStdioToTerminal)
+	}
+	for _, f := range own {
+		// Programs expect blocking stdio (cat fails on EAGAIN), and a Go
+		// spawner's pipes are non-blocking. The spawner has given the
+		// descriptor up, so the change to the shared description is the
+		// child's to have.
+		if err := setBlocking(f); err != nil {
+			return nil, nil, fmt.Errorf("spawn %s: passed descriptor: %w", spec.Command, err)
+		}
+	}
+	if spec.Pipeline != nil || spec.TTY != nil {
+		return r.spawnExt(spec, env, dir, follow) // ext.go
+	}
+	path, err := lookPath(spec.Command, env, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// A passed stdin (mirror.Spec.Stdin) is the child's own; the daemon's copy
+	// is closed with the child's ends below, and nothing writes to it.
+	stdinR, stdinW := spec.Mirror.Stdin, (*os.File)(nil)
+	if stdinR == nil {
+		if stdinR, stdinW, err = childPipe(daemonWrites); err != nil {
+			return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+		}
+	}
+	outR, outW, err := outputPipe(spec.Mirror, spec.Mirror.Stdout)
+	if err != nil {
+		closeAll(stdinR, stdinW)
+		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+	}
+	errR, errW, err := outputPipe(spec.Mirror, spec.Mirror.Stderr)
+	if err != nil {
+		closeAll(stdinR, stdinW, outR, outW)
+		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+	}
+
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        append([]string{spec.Command}, spec.Args...),
+		Env:         env,
+		Dir:         dir,
+		Stdin:       stdinR,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := r.start(cmd, spec.Sandbox); err != nil {
+		closeAll(stdinR, stdinW, outR, outW, errR, errW)
+		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
+	}
+	closeAll(stdinR, outW, errW) // the child's ends
+	outputs := readOutputs(output{f: outR, stream: wire.Stdout}, output{f: errR, stream: wire.Stderr})
+	return r.launch(spec, []*exec.Cmd{cmd}, outputs, writeEnd(stdinW), follow)
+}
+
+// writeEnd is the daemon's end of a child's stdin pipe for launch: nil,
+// not a nil *os.File in an interface, when the stdin was passed.
+func writeEnd(f *os.File) io.WriteCloser {
+	if f == nil {
+		return nil
+	}
+	return f
+}
+
+// start starts cmd, confined by sb when that is set, and with
+// Options.DieWithDaemon tied to the daemon's life.
+func (r *Registry) start(cmd *exec.Cmd, sb *sandbox.Policy) error {
+	if r.opt.DieWithDaemon {
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		// The kernel sends it when the thread that forked the child ends,
+		// not only the process. Go's threads live as long as the process
+		// unless a goroutine ends while locked to one (LockOSThread), which
+		// nothing in sous does.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	err := sandbox.Start(cmd, sb) // cmd.Start() when sb is nil
+	if err != nil && cmd.Dir != "" {
+		if _, serr := os.Stat(cmd.Dir); serr != nil {
+			// The child's chdir failed, which exec reports as the
+			// program's "fork/exec PATH: no such file or directory".
+			err = fmt.Errorf("cwd: %w", serr)
+		}
+	}
+	return err
+}
+
+// launch registers a started process and starts its goroutines: stdin,
+// output, reaping (and its timeout).
+func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW io.WriteCloser, follow bool) (*Process, *streamlog.Cursor, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Process{
+		ID:        spec.ID,
+		Command:   spec.Command,
+		Args:      append([]string(nil), spec.Args...),
+		Pid:       cmds[0].Process.Pid,
+		StartTime: float64(time.Now().UnixNano()) / 1e9,
+		Log:       streamlog.New(r.opt.Log),
+		cmds:      cmds,
+		outputs:   outputs,
+		stdin:     newStdinQueue(r.opt.StdinMax),
+		ctx:       ctx,
+		cancel:    cancel,
+		reapedCh:  make(chan struct{}),
+		doneCh:    make(chan struct{}),
+	}
+	p.ext.init(spec, outputs)
+	for i := range p.outputs {
+		p.outputs[i].mirror = spec.Mirror.TeeOf(p.outputs[i].stream)
+	}
+
+	r.mu.Lock()
+	old := r.procs[spec.ID]
+	r.procs[spec.ID] = p
+	if old != nil {
+		r.dequeue(old)
+	}
+	r.mu.Unlock()
+	if old != nil {
+		old.discard()
+	}
+
+	var cur *streamlog.Cursor
+	if follow {
+		cur = p.Log.NewCursor(0) // before the readers start
+	}
+	r.opt.Logger.Info("spawn", append([]any{"id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid}, p.ext.logAttrs(spec)...)...)
+	if stdinW != nil {
+		p.stdin.recycle = r.putStdinBuf
+		if f, ok := stdinW.(*os.File); ok && mirror.IsPipe(f) {
+			if rc, err := f.SyscallConn(); err == nil {
+				p.stdin.grow = func() bool { return r.growPipe(rc) }
+				p.stdin.shrink = r.releasePipe
+			}
+		}
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
+	} else {
+		p.stdin.passed()
+	}
+	r.wg.Add(2)
+	go func() { defer r.wg.Done(); r.supervise(p) }()
+	go func() { defer r.wg.Done(); p.reap(r.addStrays) }()
+	if spec.Timeout > 0 {
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); r.enforceTimeout(p, spec.Timeout) }() // ext.go
+	}
+	return p, cur, nil
+}

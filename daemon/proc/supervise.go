@@ -1,0 +1,89 @@
+package proc
+
+import (
+	"sync"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// supervise reads the output pipes until they end, then appends the exit frame.
+//
+// After the child exits, descendants may still hold its pipes open (a shell
+// that started something in the background). Output keeps flowing while they
+// write; once they stay quiet for DrainAfterExit the pipes are abandoned, so
+// the exit frame is not held hostage by a daemonized grandchild.
+func (r *Registry) supervise(p *Process) {
+	var wg sync.WaitGroup
+	for _, o := range p.outputs {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.readPipe(p, o) }()
+	}
+	<-p.reapedCh
+	for _, o := range p.outputs {
+		o.f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))
+	}
+	wg.Wait()
+	p.stdin.stop()
+	code, _ := p.ExitCode()
+	p.Log.Append(p.ctx, p.exitFrame()) // fails only when discarded
+	now := time.Now()
+	p.markExited(now)
+	r.queueExited(p, now)
+	close(p.doneCh)
+	r.opt.Logger.Info("exit", "id", p.ID, "pid", p.Pid, "exitCode", code)
+	if r.opt.OnExit != nil {
+		r.opt.OnExit(p)
+	}
+	r.prune(time.Now())
+}
+
+// readPipe turns one pipe into frames of at most 32 KiB each, until EOF,
+// the drain deadline, or the process being discarded. Buffers go to the log
+// without a copy and come back once nobody reads them (see pipeReader).
+func (r *Registry) readPipe(p *Process, o output) {
+	f := o.f
+	defer f.Close()
+	pr, err := newPipeReader(r, f, o.mirror, p.ctx.Done())
+	if err != nil {
+		r.opt.Logger.Error("read output", "id", p.ID, "err", err)
+		return
+	}
+	defer pr.close()
+	var (
+		chunks [][]byte
+		frames []wire.Frame
+	)
+	for {
+		var (
+			n        int
+			mirrored bool
+		)
+		chunks, n, mirrored, err = pr.read(chunks[:0])
+		if n > 0 && r.opt.OnOutput != nil {
+			r.opt.OnOutput(n)
+		}
+		frames = frames[:0]
+		for _, data := range chunks {
+			frames = append(frames, wire.Frame{Stream: o.stream, Stage: o.stage, Data: data, Mirrored: mirrored})
+		}
+		if k, aerr := p.Log.AppendAll(p.ctx, frames); aerr != nil {
+			for _, rest := range chunks[k:] {
+				r.putBuf(rest)
+			}
+			return // discarded
+		}
+		clear(chunks)
+		clear(frames)
+		if n > 0 {
+			select {
+			case <-p.reapedCh: // draining: stay while the descendants still talk
+				f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))
+			default:
+			}
+		}
+		if err != nil {
+			return // EOF, the drain deadline, or released by discard
+		}
+	}
+}
