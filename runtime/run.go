@@ -36,7 +36,7 @@ type Options struct {
 	// relative paths of files.* and extract_tar on a local host are taken
 	// from it, and it is the embedded daemon's directory unless
 	// Host.Embedded.Dir says otherwise.
-	Dir   string
+	Dir string
 	// Table is the builtins the recipe runs with: the plugins' entries
 	// (cmd/sous gives builtins.DefaultTable()).
 	Table *Table
