@@ -54,6 +54,14 @@ const MaxToolResult = 1 << 20
 // accepts in a tool name, minus nothing the CLI adds.
 var validToolName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// CheckToolName says why name cannot be a Tool's name, or nil.
+func CheckToolName(name string) error {
+	if !validToolName.MatchString(name) {
+		return fmt.Errorf("want letters, digits, _ and - only, got %q", name)
+	}
+	return nil
+}
+
 // checkTools validates the session's tools and fills in their defaults.
 func checkTools(tools []Tool, call bool) ([]Tool, error) {
 	if len(tools) == 0 {
@@ -65,8 +73,8 @@ func checkTools(tools []Tool, call bool) ([]Tool, error) {
 	out := make([]Tool, len(tools))
 	seen := make(map[string]bool, len(tools))
 	for i, t := range tools {
-		if !validToolName.MatchString(t.Name) {
-			return nil, fmt.Errorf("agent: tools: name %q: want letters, digits, _ and - only", t.Name)
+		if err := CheckToolName(t.Name); err != nil {
+			return nil, fmt.Errorf("agent: tools: name: %w", err)
 		}
 		if seen[t.Name] {
 			return nil, fmt.Errorf("agent: tools: two tools named %q", t.Name)

@@ -438,8 +438,8 @@ func TestCheckTools(t *testing.T) {
 		err   string
 	}{
 		{[]Tool{{Name: "ok_name-2"}}, true, ""},
-		{[]Tool{{Name: "bad name"}}, true, `agent: tools: name "bad name": want letters, digits, _ and - only`},
-		{[]Tool{{Name: ""}}, true, `agent: tools: name "": want letters, digits, _ and - only`},
+		{[]Tool{{Name: "bad name"}}, true, `agent: tools: name: want letters, digits, _ and - only, got "bad name"`},
+		{[]Tool{{Name: ""}}, true, `agent: tools: name: want letters, digits, _ and - only, got ""`},
 		{[]Tool{{Name: "a"}, {Name: "a"}}, true, `agent: tools: two tools named "a"`},
 		{[]Tool{{Name: "a", InputSchema: json.RawMessage(`[1]`)}}, true, "agent: tools: a: the input schema is not a JSON object"},
 		{[]Tool{{Name: "a"}}, false, "agent: tools: 1 tools but no CallTool to run them"},
