@@ -497,9 +497,10 @@ func agentDecision(a runtime.Answer) (agent.Decision, error) {
 }
 
 // observe is the session's agent.Options.Observer: protocol messages become
-// agent events. Decisions are logged by the approver chain instead.
+// agent events. Decisions are logged by the approver chain instead, tool
+// calls by callTool.
 func (s *Session) observe(e agent.Event) {
-	if e.Type == "permission" || e.Type == "keep_alive" {
+	if e.Type == "permission" || e.Type == "tool" || e.Type == "keep_alive" {
 		return
 	}
 	sid, _ := s.sid.Load().(string)
