@@ -16,6 +16,10 @@
 //	s.Interrupt(ctx); s.SetModel(ctx, m); s.SetPermissionMode(ctx, m)
 //	s.ID()                                   // the CLI's session id
 //
+//	// Tools of its own, served to the CLI (the model calls mcp__sous__add):
+//	opt.Tools = []agent.Tool{{Name: "add", Description: d, InputSchema: schema}}
+//	opt.CallTool = func(ctx context.Context, c agent.ToolCall) (string, error) { ... }
+//
 // Start returns once the CLI answered the initialize control request, so a
 // CLI that cannot start fails Start with its exit code and stderr.
 //
