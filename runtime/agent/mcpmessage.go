@@ -36,15 +36,13 @@ func (s *Session) mcpMessage(r *incomingRequest) {
 		r.respond(map[string]any{"mcp_response": reply}, "")
 		return
 	}
-	var msg rpcMessage
-	json.Unmarshal(req.Message, &msg)
 	args := call.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
 	s.toolSeq++
 	tc := ToolCall{Tool: call.Name, Arguments: args, ToolUseID: call.Meta.ToolUseID, SessionID: s.ID(), Seq: s.toolSeq}
-	go s.runTool(r, msg.ID, tc)
+	go s.runTool(r, call.id, tc)
 }
 
 // runTool runs one tool call and answers it, unless the CLI withdrew the

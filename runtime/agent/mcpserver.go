@@ -40,8 +40,9 @@ type rpcMessage struct {
 // isRequest says whether the message wants a response: it has an id.
 func (m rpcMessage) isRequest() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
 
-// callParams are the params of tools/call.
+// callParams are the params of tools/call, and its JSON-RPC id.
 type callParams struct {
+	id        json.RawMessage
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 	Meta      struct {
@@ -96,6 +97,7 @@ func (m *mcpServer) handle(raw json.RawMessage) (reply any, call *callParams) {
 		if !slices.ContainsFunc(m.tools, func(t Tool) bool { return t.Name == p.Name }) {
 			return rpcError(msg.ID, rpcInvalidParams, fmt.Sprintf("sous: unknown tool %q", p.Name)), nil
 		}
+		p.id = msg.ID
 		return nil, &p
 	}
 	return rpcError(msg.ID, rpcMethodNotFound, fmt.Sprintf("sous: method %q not found", msg.Method)), nil

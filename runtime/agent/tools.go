@@ -50,8 +50,8 @@ type ToolCall struct {
 // so.
 const MaxToolResult = 1 << 20
 
-// validToolName is what a Tool's Name may be: what the Messages API
-// accepts in a tool name, minus nothing the CLI adds.
+// validToolName is what a Tool's Name may be: the characters the Messages
+// API accepts in a tool name.
 var validToolName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // CheckToolName says why name cannot be a Tool's name, or nil.
