@@ -33,7 +33,7 @@ const controlTimeout = 30 * time.Second
 
 const sessionSig = `sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, ` +
 	`allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, ` +
-	`resume=None, fork=False, timeout=None) -> Session`
+	`resume=None, fork=False, timeout=None, tools=[]) -> Session`
 
 func sdkEntries() []runtime.Entry {
 	return []runtime.Entry{
@@ -51,7 +51,10 @@ func sdkEntries() []runtime.Entry {
 				"disallowed_tools and max_turns map to the CLI's flags, system_prompt and append_system_prompt to " +
 				"initialize. resume continues a session by id; fork=True forks it. timeout (seconds) bounds every " +
 				"turn: the turn is interrupted and send fails saying so. policy(req) answers the session's permission " +
-				"requests first (see approvals). The CLI's process tree is ended by close(), when the recipe ends, " +
+				"requests first (see approvals). tools (a list of tool(...)) are served to the CLI by sous (an " +
+				"in-process MCP server named sous, announced in initialize) and allowed without asking unless " +
+				"disallowed_tools names them (mcp__sous__NAME, or mcp__sous for all); their functions run on the " +
+				"recipe thread, like policies. The CLI's process tree is ended by close(), when the recipe ends, " +
 				"fails or is interrupted.",
 			Fn: sdkSession},
 		{Name: "sdk.send", Sig: "sdk.send(prompt, **session_kwargs) -> Turn",
@@ -120,6 +123,7 @@ type sessionOptions struct {
 	policy   starlark.Callable
 	timeout  *time.Duration
 	maxTurns *int64
+	tools    []*Tool
 }
 
 func newSessionOptions() *sessionOptions {
@@ -143,6 +147,7 @@ func (o *sessionOptions) bindings() []binding {
 		opt("resume", optStr(&o.opt.Resume)),
 		opt("fork", boolean(&o.opt.Fork)),
 		opt("timeout", optSeconds(&o.timeout)),
+		opt("tools", toolList(&o.tools)),
 	}
 }
 
@@ -164,6 +169,7 @@ func (o *sessionOptions) check(c *runtime.Call) error {
 	if o.timeout != nil {
 		o.opt.TurnTimeout = *o.timeout
 	}
+	o.opt.Tools = agentTools(o.tools)
 	return nil
 }
 
@@ -219,8 +225,11 @@ type Session struct {
 	sid atomic.Value // string
 	// asked queues the session's permission requests for the recipe
 	// thread in the order the CLI sent them: their callbacks start at once,
-	// each on a goroutine of its own.
-	asked postOrder
+	// each on a goroutine of its own. called does the same for tool calls.
+	asked  postOrder
+	called postOrder
+	// tools are the session's own tools by name (tools.go).
+	tools map[string]*Tool
 }
 
 // postOrder posts callbacks to the loop in the order of their sequence
@@ -290,6 +299,13 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, limit: o.opt.TurnTimeout}
+	if len(o.tools) > 0 {
+		s.tools = make(map[string]*Tool, len(o.tools))
+		for _, t := range o.tools {
+			s.tools[t.name] = t
+		}
+		o.opt.CallTool = s.callTool
+	}
 	s.cwd.Store(o.opt.Cwd)
 	id := o.opt.Resume
 	if o.opt.Fork {
@@ -340,10 +356,11 @@ func agentMessage(err error) string {
 type agents struct {
 	policy starlark.Callable // set by approvals(); nil: none
 	// inPolicy counts the policies running on the recipe thread (they can
-	// nest through a builtin that waits). Waiting for a turn then would
-	// never end: the loop runs no other callback while one runs, so the
-	// turn's own permission requests could not be answered.
-	inPolicy int
+	// nest through a builtin that waits), inTool the tool functions.
+	// Waiting for a turn then would never end: the loop runs no other
+	// callback while one runs, so the turn's own permission requests and
+	// tool calls could not be answered.
+	inPolicy, inTool int
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
@@ -480,9 +497,10 @@ func agentDecision(a runtime.Answer) (agent.Decision, error) {
 }
 
 // observe is the session's agent.Options.Observer: protocol messages become
-// agent events. Decisions are logged by the approver chain instead.
+// agent events. Decisions are logged by the approver chain instead, tool
+// calls by callTool.
 func (s *Session) observe(e agent.Event) {
-	if e.Type == "permission" || e.Type == "keep_alive" {
+	if e.Type == "permission" || e.Type == "tool" || e.Type == "keep_alive" {
 		return
 	}
 	sid, _ := s.sid.Load().(string)
@@ -546,16 +564,31 @@ func sessionSend(c *runtime.Call, s *Session) (starlark.Value, error) {
 	return t, nil
 }
 
-// errInPolicy is why a policy cannot wait for a turn.
-var errInPolicy = errors.New("a policy cannot wait for an agent's turn: no permission request could be answered meanwhile")
+// Why a callback cannot wait for an agent's turn.
+var (
+	errInPolicy = errors.New("a policy cannot wait for an agent's turn: no permission request could be answered meanwhile")
+	errInTool   = errors.New("a tool's function cannot wait for an agent's turn: no tool call or permission request could be answered meanwhile")
+)
+
+// turnWaitRefused says why the recipe thread cannot wait for a turn now
+// (it runs a callback), or nil.
+func (a *agents) turnWaitRefused() error {
+	switch {
+	case a.inPolicy > 0:
+		return errInPolicy
+	case a.inTool > 0:
+		return errInTool
+	}
+	return nil
+}
 
 // send runs one turn; limit 0 means the session's timeout.
 func (s *Session) send(c *runtime.Call, prompt string, limit time.Duration) (*Turn, error) {
 	if err := s.s.Err(); err != nil {
 		return nil, c.Errorf("%s", agentMessage(err))
 	}
-	if agentsOf(c.Env).inPolicy > 0 {
-		return nil, c.Errorf("%v", errInPolicy)
+	if err := agentsOf(c.Env).turnWaitRefused(); err != nil {
+		return nil, c.Errorf("%v", err)
 	}
 	p := s.s.StartWith(prompt, agent.TurnOptions{Timeout: limit})
 	if limit == 0 {
@@ -697,8 +730,8 @@ func pendingWait(c *runtime.Call, p *Pending) (starlark.Value, error) {
 	if err := bind(c, 1, opt("timeout", optSeconds(&timeout))); err != nil {
 		return nil, err
 	}
-	if agentsOf(c.Env).inPolicy > 0 {
-		return nil, c.Errorf("%v", errInPolicy)
+	if err := agentsOf(c.Env).turnWaitRefused(); err != nil {
+		return nil, c.Errorf("%v", err)
 	}
 	if err := wait(c.Env, p.p.Done(), timeout); err != nil {
 		if errors.Is(err, errTimeout) {

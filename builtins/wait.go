@@ -85,8 +85,10 @@ func waitAll(c *runtime.Call) (starlark.Value, error) {
 		return nil, err
 	}
 	for _, it := range items {
-		if _, turn := it.(*Pending); turn && agentsOf(c.Env).inPolicy > 0 {
-			return nil, c.Errorf("%v", errInPolicy)
+		if _, turn := it.(*Pending); turn {
+			if err := agentsOf(c.Env).turnWaitRefused(); err != nil {
+				return nil, c.Errorf("%v", err)
+			}
 		}
 	}
 	ctx := c.Env.Ctx

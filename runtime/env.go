@@ -94,6 +94,10 @@ type Output interface {
 	Agent(session, dir string, message json.RawMessage)
 	// Approval is one decision on a permission request.
 	Approval(ApprovalInfo)
+	// Tool is one call of a session's own tool answered (tool is the name
+	// the model used, mcp__sous__NAME); ok is false when its function
+	// failed.
+	Tool(session, tool string, ok bool)
 }
 
 // SpawnInfo describes a process the run started or reattached to.

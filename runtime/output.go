@@ -266,15 +266,42 @@ func (o *output) Approval(a ApprovalInfo) {
 	}
 	line += ")"
 	if a.Session != "" {
-		short := a.Session
-		if len(short) > 8 {
-			short = short[:8]
-		}
-		line += " [session " + short + "]"
+		line += " [session " + shortSession(a.Session) + "]"
 	}
 	// The summary and the message come from the request: escaped, they
 	// cannot redraw the terminal's lines.
 	o.Error(visible(line))
+}
+
+// Tool implements Output: a tool event, or one line on stderr such as
+//
+//	tool: mcp__sous__add ok [session 1a2b3c4d]
+func (o *output) Tool(session, tool string, ok bool) {
+	if o.json {
+		var sid any
+		if session != "" {
+			sid = session
+		}
+		o.event("tool", field{"session", sid}, field{"tool", tool}, field{"ok", ok})
+		return
+	}
+	line := "tool: " + tool + " ok"
+	if !ok {
+		line = "tool: " + tool + " error"
+	}
+	if session != "" {
+		line += " [session " + shortSession(session) + "]"
+	}
+	o.Error(visible(line))
+}
+
+// shortSession is the start of a session id, enough to tell the run's
+// sessions apart on a line.
+func shortSession(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }
 
 // Prompt writes text to stderr as it is (no newline added): a question

@@ -140,3 +140,29 @@ func TestApprovalLineEscapesControlCharacters(t *testing.T) {
 		t.Errorf("stderr = %q, want %q", stderr.String(), want)
 	}
 }
+
+// TestToolEventAndLine: a session tool's call is a tool event in --json
+// mode (session null when unknown) and one line on stderr otherwise, in
+// the approval line's style.
+func TestToolEventAndLine(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	o := newOutput(&stdout, &stderr, true)
+	o.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC) }
+	o.Tool("1a2b3c4d-5e6f", "mcp__sous__add", true)
+	o.Tool("", "mcp__sous__fail", false)
+	want := `{"event":"tool","time":"2026-01-02T03:04:05.006Z","session":"1a2b3c4d-5e6f","tool":"mcp__sous__add","ok":true}` + "\n" +
+		`{"event":"tool","time":"2026-01-02T03:04:05.006Z","session":null,"tool":"mcp__sous__fail","ok":false}` + "\n"
+	if stdout.String() != want || stderr.Len() != 0 {
+		t.Errorf("--json: stdout %q stderr %q, want stdout %q", stdout.String(), stderr.String(), want)
+	}
+
+	stdout.Reset()
+	o = newOutput(&stdout, &stderr, false)
+	o.Tool("1a2b3c4d-5e6f", "mcp__sous__add", true)
+	o.Tool("1a2b3c4d-5e6f", "mcp__sous__fail", false)
+	want = "tool: mcp__sous__add ok [session 1a2b3c4d]\ntool: mcp__sous__fail error [session 1a2b3c4d]\n"
+	if stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("human: stderr %q stdout %q, want stderr %q", stderr.String(), stdout.String(), want)
+	}
+}

@@ -12,6 +12,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if sc := os.Getenv(fakeCLIEnv); sc != "" {
+		os.Exit(fakeCLI(sc)) // this binary runs as a fake Claude Code CLI (fakecli_test.go)
+	}
 	// This test binary runs the embedded daemon, so it is the helper of its
 	// sandboxed children, as the sous binary is (see main).
 	sandbox.MaybeRunHelper()

@@ -20,10 +20,11 @@ func buildArgs(opt Options) []string {
 	}
 	// One argument per rule: the flags are variadic and each value is split
 	// on commas and spaces outside parentheses, so "Bash(go test:*)" stays
-	// whole.
-	if len(opt.AllowedTools) > 0 {
+	// whole. The session's own tools are allowed unless disallowed.
+	allowed := append(append([]string(nil), opt.AllowedTools...), toolsAllowed(opt.Tools, opt.DisallowedTools)...)
+	if len(allowed) > 0 {
 		args = append(args, "--allowedTools")
-		args = append(args, opt.AllowedTools...)
+		args = append(args, allowed...)
 	}
 	if len(opt.DisallowedTools) > 0 {
 		args = append(args, "--disallowedTools")
@@ -56,6 +57,13 @@ func initializeRequest(opt Options) map[string]any {
 	}
 	if opt.AppendSystemPrompt != "" {
 		init["appendSystemPrompt"] = opt.AppendSystemPrompt
+	}
+	// The session's tools: naming the server here is all both 2.1.81 and
+	// 2.1.332 need to connect to it (over stdio and WebSocket). The Agent
+	// SDKs' --mcp-config {"type": "sdk"} entry is not needed, and with it
+	// 2.1.81 connects to the server twice.
+	if len(opt.Tools) > 0 {
+		init["sdkMcpServers"] = []string{ServerName}
 	}
 	return init
 }

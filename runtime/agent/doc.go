@@ -16,6 +16,10 @@
 //	s.Interrupt(ctx); s.SetModel(ctx, m); s.SetPermissionMode(ctx, m)
 //	s.ID()                                   // the CLI's session id
 //
+//	// Tools of its own, served to the CLI (the model calls mcp__sous__add):
+//	opt.Tools = []agent.Tool{{Name: "add", Description: d, InputSchema: schema}}
+//	opt.CallTool = func(ctx context.Context, c agent.ToolCall) (string, error) { ... }
+//
 // Start returns once the CLI answered the initialize control request, so a
 // CLI that cannot start fails Start with its exit code and stderr.
 //
@@ -38,7 +42,20 @@
 // CLI waiting: the tool is denied with a message naming the error, the turn
 // is interrupted once the denial is in the transcript, and Send returns the
 // Turn together with the error. The CLI's other control requests
-// (hook_callback, mcp_message, ...) are answered with an error response.
+// (hook_callback, ...) are answered with an error response.
+//
+// Options.Tools are served by an in-process MCP server named "sous"
+// (ServerName), announced in initialize as sdkMcpServers: ["sous"]. The CLI
+// speaks JSON-RPC to it through mcp_message control requests, answered with
+// {"mcp_response": <JSON-RPC response>}: initialize, ping and tools/list at
+// once, tools/call by running Options.CallTool on a goroutine of its own
+// (several can run at once; a withdrawn call's ctx is cancelled and it gets
+// no answer). A CallTool error or panic is an isError result carrying its
+// message: the model reads it and the turn goes on. A result text over
+// MaxToolResult is cut with a note. The model calls the tools as
+// mcp__sous__NAME (ToolName); they are added to --allowedTools unless
+// DisallowedTools names them, and a can_use_tool for one is allowed without
+// calling Permission.
 //
 // The Observer sees every message in and out (Dir In/Out, the raw message)
 // and every permission decision, serialized, in order. It must return
@@ -89,6 +106,11 @@
 //	               (handlerFor), cancellation, answering
 //	permission.go  can_use_tool: Request, Decision, the Permission callback,
 //	               interrupting after a failed callback
+//	tools.go       Tool, ToolCall, ToolName: the session's own tools, their
+//	               checks and which of them the CLI may use without asking
+//	mcpserver.go   the in-process MCP server's JSON-RPC: handshake, ping,
+//	               tools/list, tools/call
+//	mcpmessage.go  mcp_message: running a tool call, cutting long results
 //	rules.go       PermissionUpdate, PermissionRule, ParseRule, SessionRule
 //	observe.go     Event and the Observer call
 //	outbox.go      the writer goroutine: queueing, encoding, write errors
@@ -103,7 +125,7 @@
 //	queue.go       the unbounded FIFO between goroutines
 //
 // Answering a new subtype of the CLI's control requests (hook_callback,
-// mcp_message, ...) is a handler in a file of its own and a case in
+// ...) is a handler in a file of its own and a case in
 // handlerFor; incoming.go gives it a ctx the CLI can cancel, records its
 // error on the turn, and sends its answer.
 //
@@ -162,6 +184,20 @@
 //     lost. sous notes such a gap in the error tail when X-Last-Request-Id
 //     names a message it never received; a lost can_use_tool leaves the
 //     turn waiting until TurnTimeout.
+//   - sdkMcpServers: ["sous"] in initialize is all both 2.1.81 and 2.1.332
+//     need to connect to an SDK MCP server, over stdio and WebSocket; the
+//     --mcp-config '{"mcpServers":{"sous":{"type":"sdk","name":"sous"}}}'
+//     the Agent SDKs also pass is not needed (with both, 2.1.81 sends the
+//     MCP initialize twice). 2.1.332 runs the MCP handshake (initialize,
+//     notifications/initialized, tools/list) right after initialize, 2.1.81
+//     after the first user message; both then list the server in
+//     system/init's mcp_servers as {"name":"sous","status":"connected"} and
+//     the tools as mcp__sous__NAME, and mcp_status reports its tools. A
+//     tools/call carries the tool use's id in
+//     params._meta["claudecode/toolUseId"]. The result's text content
+//     becomes the tool_result's content; isError: true makes it an error
+//     result. 2.1.332 sends MCP tools to the model as deferred (ToolSearch),
+//     yet a call by name works.
 //   - 2.1.330's npm package is a native binary; its bin/claude.exe is a stub
 //     until the postinstall script copies the platform package's binary
 //     over it (npm may skip install scripts). It needs no node.

@@ -122,6 +122,8 @@ func fakeCLI(scenario string) int {
 				}
 			}
 			result("answered " + strings.Join(got, ","))
+		case "mcp":
+			result(fakeMCP(emit, next)) // tools_test.go
 		case "concurrent":
 			emit(map[string]any{"type": "control_request", "request_id": "p1", "request": map[string]any{"subtype": "can_use_tool", "tool_name": "Write", "input": map[string]any{"file_path": "/a"}, "tool_use_id": "t1"}})
 			emit(map[string]any{"type": "control_request", "request_id": "p2", "request": map[string]any{"subtype": "can_use_tool", "tool_name": "Bash", "input": map[string]any{"command": "rm x"}, "tool_use_id": "t2"}})

@@ -20,6 +20,8 @@ func handlerFor(subtype string) incomingHandler {
 	switch subtype {
 	case "can_use_tool":
 		return (*Session).canUseTool // permission.go
+	case "mcp_message":
+		return (*Session).mcpMessage // mcpmessage.go
 	}
 	return nil
 }

@@ -8,8 +8,10 @@ const (
 	Out = "out" // to the CLI
 )
 
-// Event is what an Observer sees: a message (Dir, Type, Message) or a
-// permission decision (Dir Out, Type "permission", Request, Decision, Err).
+// Event is what an Observer sees: a message (Dir, Type, Message), a
+// permission decision (Dir Out, Type "permission", Request, Decision, Err)
+// or a tool call answered (Dir Out, Type "tool", Call, Err: the tool's
+// error, if it failed).
 // A line from the CLI that is not a JSON message comes as a JSON string with
 // an empty Type.
 type Event struct {
@@ -19,7 +21,8 @@ type Event struct {
 
 	Request  *Request
 	Decision *Decision
-	Err      error // the permission callback's error, if it failed
+	Call     *ToolCall
+	Err      error // the permission callback's or the tool's error, if it failed
 }
 
 // observe passes e to the Observer, one call at a time.

@@ -62,6 +62,18 @@ type Options struct {
 	// the request, interrupts the turn, and makes the turn's Send fail with
 	// that error. Nil denies every request.
 	Permission func(ctx context.Context, req Request) (Decision, error)
+	// Tools are served to the CLI by an in-process MCP server named
+	// ServerName; the model calls them as ToolName(name). They are allowed
+	// without asking unless DisallowedTools names them (mcp__sous__NAME,
+	// or the server: mcp__sous).
+	Tools []Tool
+	// CallTool runs a call of one of Tools, each on a goroutine of its own
+	// (several may run at once). Its ctx is cancelled when the CLI
+	// withdraws the request or the session ends. The text is the result
+	// the model sees (cut to MaxToolResult); an error becomes an isError
+	// result carrying its message. Either way the turn goes on. Required
+	// with Tools.
+	CallTool func(ctx context.Context, call ToolCall) (string, error)
 	// Observer sees every message in and out and every permission decision,
 	// one call at a time, in order. It must return quickly.
 	Observer func(Event)
@@ -111,6 +123,11 @@ func (opt Options) prepare(local bool) (Options, error) {
 	if opt.MaxTurns < 0 {
 		return opt, fmt.Errorf("agent: max turns %d: want a positive number", opt.MaxTurns)
 	}
+	tools, err := checkTools(opt.Tools, opt.CallTool != nil)
+	if err != nil {
+		return opt, err
+	}
+	opt.Tools = tools
 	if opt.Resume == "" && opt.SessionID == "" {
 		opt.SessionID = uuid.NewString()
 	}

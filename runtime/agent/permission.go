@@ -68,6 +68,18 @@ func (s *Session) canUseTool(r *incomingRequest) {
 	if req.Input == nil {
 		req.Input = map[string]any{}
 	}
+	if s.opt.servedTool(req.ToolName) != "" {
+		// The session's own tools are allowed without asking: they are in
+		// --allowedTools, and a CLI that asks anyway (a permission mode
+		// that asks for everything) gets the same answer, from here.
+		pr := Request{Kind: "tool", Tool: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID,
+			SessionID: s.ID(), RequestID: r.id, Raw: r.payload}
+		d := Allow(nil)
+		r.done(nil)
+		s.observe(Event{Dir: Out, Type: "permission", Request: &pr, Decision: &d})
+		r.respond(permissionResponse(pr, d), pr.ToolUseID)
+		return
+	}
 	s.permSeq++
 	pr := Request{
 		Kind: "tool", Tool: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID,

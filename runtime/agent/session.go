@@ -36,6 +36,11 @@ type Session struct {
 	// permSeq numbers permission requests as they arrive (Request.Seq);
 	// only the reader goroutine takes numbers.
 	permSeq uint64
+	// toolSeq numbers tool calls as they arrive (ToolCall.Seq), on the
+	// reader goroutine too.
+	toolSeq uint64
+	// mcp serves Options.Tools (nil: the session has none).
+	mcp *mcpServer
 
 	mu       sync.Mutex
 	id       string
@@ -77,6 +82,9 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 		incoming:   make(map[string]*incomingRequest),
 		loopDone:   make(chan struct{}),
 		writerDone: make(chan struct{}),
+	}
+	if len(opt.Tools) > 0 {
+		s.mcp = &mcpServer{tools: opt.Tools}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
