@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 
 	"github.com/seed5ad92d46/sous/runtime"
 )

@@ -25,12 +25,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/envlist"
 	"github.com/seed5ad92d46/sous/daemon/fileops"
 	"github.com/seed5ad92d46/sous/daemon/gitops"
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
 	"github.com/seed5ad92d46/sous/daemon/wire"
-	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // Config configures a Server.

@@ -10,7 +10,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/internal/envlist"
+	"github.com/seed5ad92d46/sous/daemon/envlist"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 

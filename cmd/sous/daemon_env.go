@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seed5ad92d46/sous/internal/envlist"
+	"github.com/seed5ad92d46/sous/daemon/envlist"
 )
 
 // loginPathTimeout bounds how long the login shell may take to report its

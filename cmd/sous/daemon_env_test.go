@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed5ad92d46/sous/internal/envlist"
+	"github.com/seed5ad92d46/sous/daemon/envlist"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"github.com/seed5ad92d46/sous/internal/envlist"
+	"github.com/seed5ad92d46/sous/daemon/envlist"
 )
 
 // newTestFactory is a factory with the given streams and environment:

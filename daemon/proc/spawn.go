@@ -10,11 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seed5ad92d46/sous/daemon/envlist"
 	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/sandbox"
 	"github.com/seed5ad92d46/sous/daemon/streamlog"
 	"github.com/seed5ad92d46/sous/daemon/wire"
-	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // Spec describes a process to spawn.

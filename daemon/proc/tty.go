@@ -16,8 +16,8 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/envlist"
 	"github.com/seed5ad92d46/sous/daemon/wire"
-	"github.com/seed5ad92d46/sous/internal/envlist"
 )
 
 // defaultTerm is TERM for a child with a terminal whose environment names
