@@ -38,6 +38,12 @@ func buildArgs(opt Options) []string {
 			args = append(args, "--fork-session")
 		}
 	}
+	if opt.schemaJSON != "" {
+		args = append(args, "--json-schema", opt.schemaJSON)
+	}
+	if opt.MaxBudgetUSD > 0 {
+		args = append(args, "--max-budget-usd", strconv.FormatFloat(opt.MaxBudgetUSD, 'f', -1, 64))
+	}
 	// A fresh session is started under the id sous chose (prepare); a
 	// resumed one keeps its own and a fork gets a new one from the CLI.
 	if opt.Resume == "" {
@@ -48,14 +54,17 @@ func buildArgs(opt Options) []string {
 
 // initializeRequest is the payload of the initialize control request, the
 // first thing sent to the CLI: what is too big or too structured for the
-// command line.
-func initializeRequest(opt Options) map[string]any {
+// command line. hooks is the hooks field (registerHooks; nil: none).
+func initializeRequest(opt Options, hooks map[string]any) map[string]any {
 	init := map[string]any{}
 	if opt.SystemPrompt != "" {
 		init["systemPrompt"] = opt.SystemPrompt
 	}
 	if opt.AppendSystemPrompt != "" {
 		init["appendSystemPrompt"] = opt.AppendSystemPrompt
+	}
+	if hooks != nil {
+		init["hooks"] = hooks
 	}
 	return init
 }

@@ -20,6 +20,8 @@ func handlerFor(subtype string) incomingHandler {
 	switch subtype {
 	case "can_use_tool":
 		return (*Session).canUseTool // permission.go
+	case "hook_callback":
+		return (*Session).hookCallback // hooks.go
 	}
 	return nil
 }

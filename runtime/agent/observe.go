@@ -8,8 +8,9 @@ const (
 	Out = "out" // to the CLI
 )
 
-// Event is what an Observer sees: a message (Dir, Type, Message) or a
-// permission decision (Dir Out, Type "permission", Request, Decision, Err).
+// Event is what an Observer sees: a message (Dir, Type, Message), a
+// permission decision (Dir Out, Type "permission", Request, Decision, Err)
+// or a hook's answer (Dir Out, Type "hook", Hook, HookOutput, Err).
 // A line from the CLI that is not a JSON message comes as a JSON string with
 // an empty Type.
 type Event struct {
@@ -19,7 +20,10 @@ type Event struct {
 
 	Request  *Request
 	Decision *Decision
-	Err      error // the permission callback's error, if it failed
+	Err      error // the permission or hook callback's error, if it failed
+
+	Hook       *HookCall
+	HookOutput map[string]any // nil: no opinion (or the hook failed)
 }
 
 // observe passes e to the Observer, one call at a time.

@@ -36,6 +36,10 @@ type Session struct {
 	// permSeq numbers permission requests as they arrive (Request.Seq);
 	// only the reader goroutine takes numbers.
 	permSeq uint64
+	// hooks are the registered hook callbacks (hooks.go); hookSeq numbers
+	// hook calls as permSeq numbers permission requests.
+	hooks   hookRegistry
+	hookSeq uint64
 
 	mu       sync.Mutex
 	id       string
@@ -71,6 +75,7 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 	s := &Session{
 		opt:        opt,
 		id:         opt.knownID(),
+		hooks:      registerHooks(opt.Hooks),
 		inbox:      newQueue[inbound](),
 		out:        newQueue[outbound](),
 		controls:   make(map[string]chan controlResult),
@@ -93,7 +98,7 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 	go s.loop()
 	go s.writer()
 
-	if _, err := s.control(sctx, "initialize", initializeRequest(opt)); err != nil {
+	if _, err := s.control(sctx, "initialize", initializeRequest(opt, s.hooks.config)); err != nil {
 		return nil, s.startFailed(err)
 	}
 	return s, nil
