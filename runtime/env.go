@@ -94,6 +94,12 @@ type Output interface {
 	Agent(session, dir string, message json.RawMessage)
 	// Approval is one decision on a permission request.
 	Approval(ApprovalInfo)
+	// Hook is one answer of a recipe's agent hook (hookline.go).
+	Hook(HookInfo)
+	// Tool is one call of a recipe's tool by an agent: ok is false when
+	// its function failed. It shows only in --json mode; whoever calls it
+	// reports a failure's message on stderr itself.
+	Tool(session, tool string, ok bool)
 }
 
 // SpawnInfo describes a process the run started or reattached to.
