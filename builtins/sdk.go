@@ -33,7 +33,7 @@ const controlTimeout = 30 * time.Second
 
 const sessionSig = `sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, ` +
 	`allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, ` +
-	`resume=None, fork=False, timeout=None) -> Session`
+	`resume=None, fork=False, timeout=None, output_schema=None, hooks=None, max_budget_usd=None) -> Session`
 
 func sdkEntries() []runtime.Entry {
 	return []runtime.Entry{
@@ -51,8 +51,13 @@ func sdkEntries() []runtime.Entry {
 				"disallowed_tools and max_turns map to the CLI's flags, system_prompt and append_system_prompt to " +
 				"initialize. resume continues a session by id; fork=True forks it. timeout (seconds) bounds every " +
 				"turn: the turn is interrupted and send fails saying so. policy(req) answers the session's permission " +
-				"requests first (see approvals). The CLI's process tree is ended by close(), when the recipe ends, " +
-				"fails or is interrupted.",
+				"requests first (see approvals). output_schema (a dict, a JSON Schema) maps to --json-schema: every turn " +
+				"ends with a value the CLI validated against it, Turn.structured_output (the model gets a StructuredOutput " +
+				"tool; an invalid payload goes back to it as an error to retry). hooks is a dict from event name " +
+				"(PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, PreCompact, Notification) to a list of " +
+				"hook(...) values, registered with the CLI and called on the recipe thread (see hook). max_budget_usd " +
+				"maps to --max-budget-usd: a turn that spends past it ends with subtype \"error_max_budget_usd\" (not ok). " +
+				"The CLI's process tree is ended by close(), when the recipe ends, fails or is interrupted.",
 			Fn: sdkSession},
 		{Name: "sdk.send", Sig: "sdk.send(prompt, **session_kwargs) -> Turn",
 			Doc: "Starts a session with the keywords of sdk.session, sends one prompt, closes the session and " +
@@ -91,8 +96,11 @@ func sdkEntries() []runtime.Entry {
 		{Name: "Turn", Sig: "Turn", Doc: "The outcome of one prompt."},
 		{Name: "Turn.text", Sig: "Turn.text -> string", Doc: `The result text ("" when the CLI gives none).`,
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Text) })},
-		{Name: "Turn.ok", Sig: "Turn.ok -> bool", Doc: "Whether the result is not an error (not is_error).",
-			Attr: attr(func(t *Turn) starlark.Value { return starlark.Bool(!t.t.IsError) })},
+		{Name: "Turn.ok", Sig: "Turn.ok -> bool",
+			Doc: "Whether the turn succeeded: False when the result is an error (is_error) or has an error_* subtype " +
+				"(error_during_execution, error_max_turns, error_max_budget_usd, ...; some CLI versions send " +
+				"is_error false with those).",
+			Attr: attr(func(t *Turn) starlark.Value { return starlark.Bool(t.t.OK()) })},
 		{Name: "Turn.subtype", Sig: "Turn.subtype -> string",
 			Doc:  `The result's subtype: "success", "error_during_execution" (interrupted), "error_max_turns", ...`,
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Subtype) })},
@@ -120,6 +128,7 @@ type sessionOptions struct {
 	policy   starlark.Callable
 	timeout  *time.Duration
 	maxTurns *int64
+	steps    stepOptions // output_schema, hooks, max_budget_usd (sdk_steps.go)
 }
 
 func newSessionOptions() *sessionOptions {
@@ -127,7 +136,7 @@ func newSessionOptions() *sessionOptions {
 }
 
 func (o *sessionOptions) bindings() []binding {
-	return []binding{
+	return append([]binding{
 		opt("cwd", optStr(&o.opt.Cwd)),
 		opt("model", optStr(&o.opt.Model)),
 		opt("permission_mode", optStr(&o.opt.PermissionMode)),
@@ -143,7 +152,7 @@ func (o *sessionOptions) bindings() []binding {
 		opt("resume", optStr(&o.opt.Resume)),
 		opt("fork", boolean(&o.opt.Fork)),
 		opt("timeout", optSeconds(&o.timeout)),
-	}
+	}, o.steps.bindings()...)
 }
 
 // check validates what binding could not.
@@ -164,6 +173,7 @@ func (o *sessionOptions) check(c *runtime.Call) error {
 	if o.timeout != nil {
 		o.opt.TurnTimeout = *o.timeout
 	}
+	o.steps.apply(&o.opt)
 	return nil
 }
 
@@ -221,6 +231,8 @@ type Session struct {
 	// thread in the order the CLI sent them: their callbacks start at once,
 	// each on a goroutine of its own.
 	asked postOrder
+	// hooked does the same for the session's hook calls (sdk_steps.go).
+	hooked postOrder
 }
 
 // postOrder posts callbacks to the loop in the order of their sequence
@@ -301,6 +313,7 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	}
 	s.sid.Store(id)
 	o.opt.Permission = s.permission
+	o.opt.Hooks = s.hookOptions(o.steps.hooks)
 	o.opt.Observer = s.observe
 	err = block(c.Env, c.Env.Ctx, func(ctx context.Context) error {
 		as, err := agent.Start(ctx, cl, o.opt)
@@ -339,10 +352,11 @@ func agentMessage(err error) string {
 // the lock.
 type agents struct {
 	policy starlark.Callable // set by approvals(); nil: none
-	// inPolicy counts the policies running on the recipe thread (they can
-	// nest through a builtin that waits). Waiting for a turn then would
-	// never end: the loop runs no other callback while one runs, so the
-	// turn's own permission requests could not be answered.
+	// inPolicy counts the policies and hooks running on the recipe thread
+	// (they can nest through a builtin that waits). Waiting for a turn
+	// then would never end: the loop runs no other callback while one
+	// runs, so the turn's own permission requests and hooks could not be
+	// answered.
 	inPolicy int
 
 	mu       sync.Mutex
@@ -546,8 +560,8 @@ func sessionSend(c *runtime.Call, s *Session) (starlark.Value, error) {
 	return t, nil
 }
 
-// errInPolicy is why a policy cannot wait for a turn.
-var errInPolicy = errors.New("a policy cannot wait for an agent's turn: no permission request could be answered meanwhile")
+// errInPolicy is why a policy or a hook cannot wait for a turn.
+var errInPolicy = errors.New("a policy or hook cannot wait for an agent's turn: no permission request or hook could be answered meanwhile")
 
 // send runs one turn; limit 0 means the session's timeout.
 func (s *Session) send(c *runtime.Call, prompt string, limit time.Duration) (*Turn, error) {
@@ -719,7 +733,7 @@ type Turn struct {
 	t   *agent.Turn
 	env *runtime.Env
 
-	usageV, denialsV, messagesV starlark.Value
+	usageV, denialsV, messagesV, structuredV starlark.Value
 }
 
 var _ starlark.HasAttrs = (*Turn)(nil)
