@@ -51,6 +51,7 @@ def pre(input):
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": inp}}
 
 def post(input):
+    sleep(0.05)  # a hook may wait too: the turn waits for it
     seen.append("%s %s" % (input["hook_event_name"], input["tool_name"]))
     return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "sous test: the hook was here"}}
 
