@@ -295,7 +295,7 @@ func hookOutput(thread *starlark.Thread, def *HookDef, v starlark.Value) (map[st
 	case *starlark.Dict:
 		g, err := fromStarlark(x)
 		if err != nil {
-			return nil, fail("a dict that is not JSON: %s", strings.TrimPrefix(err.Error(), ": "))
+			return nil, fail("a dict that is not JSON: %s", strings.TrimLeft(err.Error(), ": "))
 		}
 		return g.(map[string]any), nil
 	}
