@@ -59,6 +59,7 @@ func (o *recordingOutput) Exited(string, int)                    {}
 func (o *recordingOutput) Echo(string) runtime.Echo              { return nil }
 func (o *recordingOutput) Agent(string, string, json.RawMessage) {}
 func (o *recordingOutput) Approval(a runtime.ApprovalInfo)       { o.approvals = append(o.approvals, a) }
+func (o *recordingOutput) Hook(runtime.HookInfo)                 {}
 func (o *recordingOutput) Tool(string, string, bool)             {}
 
 type noHosts struct{}

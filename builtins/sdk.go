@@ -33,7 +33,7 @@ const controlTimeout = 30 * time.Second
 
 const sessionSig = `sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, ` +
 	`allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, ` +
-	`resume=None, fork=False, timeout=None, tools=[]) -> Session`
+	`resume=None, fork=False, timeout=None, tools=[], output_schema=None, hooks=None, max_budget_usd=None) -> Session`
 
 func sdkEntries() []runtime.Entry {
 	return []runtime.Entry{
@@ -54,8 +54,14 @@ func sdkEntries() []runtime.Entry {
 				"requests first (see approvals). tools (a list of tool(...)) are served to the CLI by sous (an " +
 				"in-process MCP server named sous, announced in initialize) and allowed without asking unless " +
 				"disallowed_tools names them (mcp__sous__NAME, or mcp__sous for all); their functions run on the " +
-				"recipe thread, like policies. The CLI's process tree is ended by close(), when the recipe ends, " +
-				"fails or is interrupted.",
+				"recipe thread, like policies. " +
+				"output_schema (a dict, a JSON Schema) maps to --json-schema: every turn " +
+				"ends with a value the CLI validated against it, Turn.structured_output (the model gets a StructuredOutput " +
+				"tool; an invalid payload goes back to it as an error to retry). hooks is a dict from event name " +
+				"(PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, PreCompact, Notification) to a list of " +
+				"hook(...) values, registered with the CLI and called on the recipe thread (see hook). max_budget_usd " +
+				"maps to --max-budget-usd: a turn that spends past it ends with subtype \"error_max_budget_usd\" (not ok). " +
+				"The CLI's process tree is ended by close(), when the recipe ends, fails or is interrupted.",
 			Fn: sdkSession},
 		{Name: "sdk.send", Sig: "sdk.send(prompt, **session_kwargs) -> Turn",
 			Doc: "Starts a session with the keywords of sdk.session, sends one prompt, closes the session and " +
@@ -94,8 +100,11 @@ func sdkEntries() []runtime.Entry {
 		{Name: "Turn", Sig: "Turn", Doc: "The outcome of one prompt."},
 		{Name: "Turn.text", Sig: "Turn.text -> string", Doc: `The result text ("" when the CLI gives none).`,
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Text) })},
-		{Name: "Turn.ok", Sig: "Turn.ok -> bool", Doc: "Whether the result is not an error (not is_error).",
-			Attr: attr(func(t *Turn) starlark.Value { return starlark.Bool(!t.t.IsError) })},
+		{Name: "Turn.ok", Sig: "Turn.ok -> bool",
+			Doc: "Whether the turn succeeded: False when the result is an error (is_error) or has an error_* subtype " +
+				"(error_during_execution, error_max_turns, error_max_budget_usd, ...; some CLI versions send " +
+				"is_error false with those).",
+			Attr: attr(func(t *Turn) starlark.Value { return starlark.Bool(t.t.OK()) })},
 		{Name: "Turn.subtype", Sig: "Turn.subtype -> string",
 			Doc:  `The result's subtype: "success", "error_during_execution" (interrupted), "error_max_turns", ...`,
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Subtype) })},
@@ -124,6 +133,7 @@ type sessionOptions struct {
 	timeout  *time.Duration
 	maxTurns *int64
 	tools    []*Tool
+	steps    stepOptions // output_schema, hooks, max_budget_usd (sdk_steps.go)
 }
 
 func newSessionOptions() *sessionOptions {
@@ -131,7 +141,7 @@ func newSessionOptions() *sessionOptions {
 }
 
 func (o *sessionOptions) bindings() []binding {
-	return []binding{
+	return append([]binding{
 		opt("cwd", optStr(&o.opt.Cwd)),
 		opt("model", optStr(&o.opt.Model)),
 		opt("permission_mode", optStr(&o.opt.PermissionMode)),
@@ -148,7 +158,7 @@ func (o *sessionOptions) bindings() []binding {
 		opt("fork", boolean(&o.opt.Fork)),
 		opt("timeout", optSeconds(&o.timeout)),
 		opt("tools", toolList(&o.tools)),
-	}
+	}, o.steps.bindings()...)
 }
 
 // check validates what binding could not.
@@ -170,6 +180,7 @@ func (o *sessionOptions) check(c *runtime.Call) error {
 		o.opt.TurnTimeout = *o.timeout
 	}
 	o.opt.Tools = agentTools(o.tools)
+	o.steps.apply(&o.opt)
 	return nil
 }
 
@@ -225,9 +236,11 @@ type Session struct {
 	sid atomic.Value // string
 	// asked queues the session's permission requests for the recipe
 	// thread in the order the CLI sent them: their callbacks start at once,
-	// each on a goroutine of its own. called does the same for tool calls.
+	// each on a goroutine of its own. called does the same for tool calls,
+	// hooked for hook calls (sdk_steps.go).
 	asked  postOrder
 	called postOrder
+	hooked postOrder
 	// tools are the session's own tools by name (tools.go).
 	tools map[string]*Tool
 }
@@ -317,6 +330,7 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	}
 	s.sid.Store(id)
 	o.opt.Permission = s.permission
+	o.opt.Hooks = s.hookOptions(o.steps.hooks)
 	o.opt.Observer = s.observe
 	err = block(c.Env, c.Env.Ctx, func(ctx context.Context) error {
 		as, err := agent.Start(ctx, cl, o.opt)
@@ -355,11 +369,11 @@ func agentMessage(err error) string {
 // the lock.
 type agents struct {
 	policy starlark.Callable // set by approvals(); nil: none
-	// inPolicy counts the policies running on the recipe thread (they can
-	// nest through a builtin that waits), inTool the tool functions.
-	// Waiting for a turn then would never end: the loop runs no other
-	// callback while one runs, so the turn's own permission requests and
-	// tool calls could not be answered.
+	// inPolicy counts the policies and hooks running on the recipe thread
+	// (they can nest through a builtin that waits), inTool the tool
+	// functions. Waiting for a turn then would never end: the loop runs no
+	// other callback while one runs, so the turn's own permission requests,
+	// hooks and tool calls could not be answered.
 	inPolicy, inTool int
 
 	mu       sync.Mutex
@@ -566,7 +580,7 @@ func sessionSend(c *runtime.Call, s *Session) (starlark.Value, error) {
 
 // Why a callback cannot wait for an agent's turn.
 var (
-	errInPolicy = errors.New("a policy cannot wait for an agent's turn: no permission request could be answered meanwhile")
+	errInPolicy = errors.New("a policy or hook cannot wait for an agent's turn: no permission request or hook could be answered meanwhile")
 	errInTool   = errors.New("a tool's function cannot wait for an agent's turn: no tool call or permission request could be answered meanwhile")
 )
 
@@ -752,7 +766,7 @@ type Turn struct {
 	t   *agent.Turn
 	env *runtime.Env
 
-	usageV, denialsV, messagesV starlark.Value
+	usageV, denialsV, messagesV, structuredV starlark.Value
 }
 
 var _ starlark.HasAttrs = (*Turn)(nil)

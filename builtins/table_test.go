@@ -48,6 +48,7 @@ func TestContractNames(t *testing.T) {
 	for _, name := range []string{
 		"args", "getenv", "sleep", "json", "time", "struct", "spawn", "reattach", "run", "sh", "pipeline",
 		"wait_all", "host", "files", "git", "extract_tar", "sdk", "approve", "deny", "permissions", "approvals",
+		"hook",
 	} {
 		if !tab.IsPredeclared(name) {
 			t.Errorf("%s is not predeclared", name)
@@ -65,7 +66,7 @@ func TestContractNames(t *testing.T) {
 		"Session.id", "Session.send", "Session.start", "Session.interrupt", "Session.set_model",
 		"Session.set_permission_mode", "Session.close", "Pending.wait",
 		"Turn.text", "Turn.ok", "Turn.subtype", "Turn.cost_usd", "Turn.num_turns", "Turn.duration_ms", "Turn.session_id",
-		"Turn.usage", "Turn.denials", "Turn.messages",
+		"Turn.usage", "Turn.denials", "Turn.messages", "Turn.structured_output",
 		"Request.kind", "Request.tool", "Request.input", "Request.tool_use_id", "Request.description", "Request.session_id",
 	} {
 		if _, ok := tab.Lookup(name); !ok {

@@ -94,6 +94,8 @@ type Output interface {
 	Agent(session, dir string, message json.RawMessage)
 	// Approval is one decision on a permission request.
 	Approval(ApprovalInfo)
+	// Hook is one answer of a recipe's agent hook (hookline.go).
+	Hook(HookInfo)
 	// Tool is one call of a session's own tool answered (tool is the name
 	// the model used, mcp__sous__NAME); ok is false when its function
 	// failed.

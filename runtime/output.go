@@ -244,11 +244,7 @@ func (o *output) Approval(a ApprovalInfo) {
 		decision = "allow"
 	}
 	if o.json {
-		var session any
-		if a.Session != "" {
-			session = a.Session
-		}
-		fields := []field{{"session", session}, {"tool", a.Tool}, {"decision", decision}, {"by", a.By},
+		fields := []field{{"session", nullable(a.Session)}, {"tool", a.Tool}, {"decision", decision}, {"by", a.By},
 			{"kind", a.Kind}, {"tool_use_id", a.ToolUseID}, {"summary", a.Summary}}
 		if !a.Allow {
 			fields = append(fields, field{"message", a.Message})
@@ -264,13 +260,47 @@ func (o *output) Approval(a ApprovalInfo) {
 	if !a.Allow && a.Message != "" {
 		line += ": " + a.Message
 	}
-	line += ")"
-	if a.Session != "" {
-		line += " [session " + shortSession(a.Session) + "]"
-	}
+	line += ")" + sessionTag(a.Session)
 	// The summary and the message come from the request: escaped, they
 	// cannot redraw the terminal's lines.
 	o.Error(visible(line))
+}
+
+// Hook implements Output: a hook event, or, when the hook gave an
+// answer, one line on stderr in the approval line's style, such as
+//
+//	hook: PreToolUse deny Bash rm -rf /tmp/x (no deleting here) [session 1a2b3c4d]
+//
+// A hook without an opinion shows only as an event. The event's
+// "hook_event" names the hook event ("event" is the line's own kind).
+func (o *output) Hook(h HookInfo) {
+	if o.json {
+		var output any // null: no opinion
+		if len(h.Output) > 0 && json.Valid(h.Output) {
+			output = h.Output
+		}
+		fields := []field{{"session", nullable(h.Session)}, {"hook_event", h.Event}}
+		if h.Tool != "" {
+			fields = append(fields, field{"tool", h.Tool}, field{"tool_use_id", h.ToolUseID}, field{"summary", h.Summary})
+		}
+		o.event("hook", append(fields, field{"output", output})...)
+		return
+	}
+	if len(h.Output) == 0 {
+		return
+	}
+	verdict, why := hookVerdict(h.Output)
+	line := "hook: " + h.Event + " " + verdict
+	if h.Tool != "" {
+		line += " " + h.Tool
+		if h.Summary != "" {
+			line += " " + h.Summary
+		}
+	}
+	if why != "" {
+		line += " (" + why + ")"
+	}
+	o.Error(visible(line + sessionTag(h.Session)))
 }
 
 // Tool implements Output: a tool event, or one line on stderr such as
@@ -278,30 +308,34 @@ func (o *output) Approval(a ApprovalInfo) {
 //	tool: mcp__sous__add ok [session 1a2b3c4d]
 func (o *output) Tool(session, tool string, ok bool) {
 	if o.json {
-		var sid any
-		if session != "" {
-			sid = session
-		}
-		o.event("tool", field{"session", sid}, field{"tool", tool}, field{"ok", ok})
+		o.event("tool", field{"session", nullable(session)}, field{"tool", tool}, field{"ok", ok})
 		return
 	}
-	line := "tool: " + tool + " ok"
+	verdict := " ok"
 	if !ok {
-		line = "tool: " + tool + " error"
+		verdict = " error"
 	}
-	if session != "" {
-		line += " [session " + shortSession(session) + "]"
-	}
-	o.Error(visible(line))
+	o.Error(visible("tool: " + tool + verdict + sessionTag(session)))
 }
 
-// shortSession is the start of a session id, enough to tell the run's
-// sessions apart on a line.
-func shortSession(id string) string {
-	if len(id) > 8 {
-		return id[:8]
+// nullable is s, or JSON null for "".
+func nullable(s string) any {
+	if s == "" {
+		return nil
 	}
-	return id
+	return s
+}
+
+// sessionTag is " [session 1a2b3c4d]" (the id's first 8 characters), or ""
+// without a session.
+func sessionTag(session string) string {
+	if session == "" {
+		return ""
+	}
+	if len(session) > 8 {
+		session = session[:8]
+	}
+	return " [session " + session + "]"
 }
 
 // Prompt writes text to stderr as it is (no newline added): a question

@@ -166,3 +166,68 @@ func TestToolEventAndLine(t *testing.T) {
 		t.Errorf("human: stderr %q stdout %q, want stderr %q", stderr.String(), stdout.String(), want)
 	}
 }
+
+// TestHookAndToolEvents: in --json mode every hook answer is a hook event,
+// null output for no opinion, with the tool for tool events; every tool
+// call is a tool event. Nothing reaches stderr.
+func TestHookAndToolEvents(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	o := newOutput(&stdout, &stderr, true)
+	o.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC) }
+	o.Hook(HookInfo{Session: "s1", Event: "PreToolUse", Tool: "Bash", ToolUseID: "toolu_1", Summary: "rm -rf /x",
+		Output: json.RawMessage(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"}}`)})
+	o.Hook(HookInfo{Session: "s1", Event: "Stop"})
+	o.Tool("s1", "mcp__sous__lookup", true)
+	o.Tool("", "mcp__sous__broken", false)
+	want := []string{
+		`{"event":"hook","time":"2026-01-02T03:04:05.006Z","session":"s1","hook_event":"PreToolUse","tool":"Bash","tool_use_id":"toolu_1",` +
+			`"summary":"rm -rf /x","output":{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"}}}`,
+		`{"event":"hook","time":"2026-01-02T03:04:05.006Z","session":"s1","hook_event":"Stop","output":null}`,
+		`{"event":"tool","time":"2026-01-02T03:04:05.006Z","session":"s1","tool":"mcp__sous__lookup","ok":true}`,
+		`{"event":"tool","time":"2026-01-02T03:04:05.006Z","session":null,"tool":"mcp__sous__broken","ok":false}`,
+	}
+	if got := strings.TrimSuffix(stdout.String(), "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr = %q, want nothing", stderr.String())
+	}
+}
+
+// TestHookLines: in human mode a hook that answered is one line in the
+// approval line's style, saying what it decided and why; one without an
+// opinion says nothing.
+func TestHookLines(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	o := newOutput(&stdout, &stderr, false)
+	for _, h := range []HookInfo{
+		{Session: "1a2b3c4d5e6f", Event: "PreToolUse", Tool: "Bash", Summary: "rm -rf /tmp/x",
+			Output: json.RawMessage(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no deleting\r here"}}`)},
+		{Session: "1a2b3c4d5e6f", Event: "PreToolUse", Tool: "Write", Summary: "/w/out.txt",
+			Output: json.RawMessage(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"content":"x"}}}`)},
+		{Session: "1a2b3c4d5e6f", Event: "PostToolUse", Tool: "Write", Summary: "/w/out.txt",
+			Output: json.RawMessage(`{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"run the tests"}}`)},
+		{Session: "1a2b3c4d5e6f", Event: "Stop", Output: json.RawMessage(`{"decision":"block","reason":"tests fail"}`)},
+		{Session: "1a2b3c4d5e6f", Event: "UserPromptSubmit", Output: json.RawMessage(`{"continue":false,"stopReason":"enough"}`)},
+		{Session: "1a2b3c4d5e6f", Event: "Notification", Output: json.RawMessage(`{"systemMessage":"seen"}`)},
+		{Session: "1a2b3c4d5e6f", Event: "Stop"},
+	} {
+		o.Hook(h)
+	}
+	want := []string{
+		`hook: PreToolUse deny Bash rm -rf /tmp/x (no deleting\r here) [session 1a2b3c4d]`,
+		`hook: PreToolUse allow Write /w/out.txt (input replaced) [session 1a2b3c4d]`,
+		`hook: PostToolUse context Write /w/out.txt (context: run the tests) [session 1a2b3c4d]`,
+		`hook: Stop block (tests fail) [session 1a2b3c4d]`,
+		`hook: UserPromptSubmit stop (enough) [session 1a2b3c4d]`,
+		`hook: Notification output (seen) [session 1a2b3c4d]`,
+	}
+	if got := strings.TrimSuffix(stderr.String(), "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("stderr:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout = %q, want nothing", stdout.String())
+	}
+}

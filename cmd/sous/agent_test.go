@@ -503,7 +503,7 @@ func TestAgentPolicyErrors(t *testing.T) {
 			[]string{"main.star:9:7: in <toplevel>", "Error in Session.send: policy policy (", "main.star:1:1) returned int: want approve(...), deny(...) or None"}},
 		{"waits for a turn", "def policy(req):\n    return s.send(\"nested\")\n\n\n\n",
 			[]string{"main.star:9:7: in <toplevel>", "main.star:2:18: in policy",
-				"Error in Session.send: Session.send: a policy cannot wait for an agent's turn: no permission request could be answered meanwhile"}},
+				"Error in Session.send: Session.send: a policy or hook cannot wait for an agent's turn: no permission request or hook could be answered meanwhile"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,6 +39,12 @@ func buildArgs(opt Options) []string {
 			args = append(args, "--fork-session")
 		}
 	}
+	if opt.schemaJSON != "" {
+		args = append(args, "--json-schema", opt.schemaJSON)
+	}
+	if opt.MaxBudgetUSD > 0 {
+		args = append(args, "--max-budget-usd", strconv.FormatFloat(opt.MaxBudgetUSD, 'f', -1, 64))
+	}
 	// A fresh session is started under the id sous chose (prepare); a
 	// resumed one keeps its own and a fork gets a new one from the CLI.
 	if opt.Resume == "" {
@@ -49,8 +55,8 @@ func buildArgs(opt Options) []string {
 
 // initializeRequest is the payload of the initialize control request, the
 // first thing sent to the CLI: what is too big or too structured for the
-// command line.
-func initializeRequest(opt Options) map[string]any {
+// command line. hooks is the hooks field (registerHooks; nil: none).
+func initializeRequest(opt Options, hooks map[string]any) map[string]any {
 	init := map[string]any{}
 	if opt.SystemPrompt != "" {
 		init["systemPrompt"] = opt.SystemPrompt
@@ -64,6 +70,9 @@ func initializeRequest(opt Options) map[string]any {
 	// 2.1.81 connects to the server twice.
 	if len(opt.Tools) > 0 {
 		init["sdkMcpServers"] = []string{ServerName}
+	}
+	if hooks != nil {
+		init["hooks"] = hooks
 	}
 	return init
 }

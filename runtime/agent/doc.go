@@ -15,6 +15,7 @@
 //	turn, err = p.Wait(ctx)                  // or select on p.Done()
 //	s.Interrupt(ctx); s.SetModel(ctx, m); s.SetPermissionMode(ctx, m)
 //	s.ID()                                   // the CLI's session id
+//	turn.OK(); turn.StructuredOutput         // not an error_* result; the --json-schema value
 //
 //	// Tools of its own, served to the CLI (the model calls mcp__sous__add):
 //	opt.Tools = []agent.Tool{{Name: "add", Description: d, InputSchema: schema}}
@@ -41,8 +42,28 @@
 // answer is sent. A callback that fails (error or panic) never leaves the
 // CLI waiting: the tool is denied with a message naming the error, the turn
 // is interrupted once the denial is in the transcript, and Send returns the
-// Turn together with the error. The CLI's other control requests
-// (hook_callback, ...) are answered with an error response.
+// Turn together with the error.
+//
+// Hooks (Options.Hooks, by event name: PreToolUse, PostToolUse,
+// UserPromptSubmit, Stop, SubagentStop, PreCompact, Notification) are
+// registered in initialize, one matcher entry and one callback id each, as
+// the Agent SDKs do: {"hooks": {"PreToolUse": [{"matcher": "Bash",
+// "hookCallbackIds": ["hook_0"], "timeout": 5}]}}. The CLI calls them with
+// hook_callback control requests; each runs its Func on a goroutine of its
+// own, like a permission callback, and the answer is the Func's output as
+// it is ({} for nil). A Func that fails is answered {"continue": false}
+// with a PreToolUse deny, its tool use's turn is interrupted once the tool
+// has a result, and Send returns the error with the Turn. The CLI's stdin
+// stays open for the whole session, so hooks and permission requests are
+// answered in every turn (closing it early is what gives the SDKs' "Stream
+// closed" errors).
+// The CLI's other control requests are answered with an error response.
+//
+// OutputSchema maps to --json-schema: the CLI offers the model a
+// StructuredOutput tool with that input schema, validates what the model
+// sends, and puts the value in the result's structured_output
+// (Turn.StructuredOutput). MaxBudgetUSD maps to --max-budget-usd. Turn.OK
+// is false for is_error and for every error_* subtype.
 //
 // Options.Tools are served by an in-process MCP server named "sous"
 // (ServerName), announced in initialize as sdkMcpServers: ["sous"]. The CLI
@@ -111,6 +132,8 @@
 //	mcpserver.go   the in-process MCP server's JSON-RPC: handshake, ping,
 //	               tools/list, tools/call
 //	mcpmessage.go  mcp_message: running a tool call, cutting long results
+//	hooks.go       hook_callback: Hook, HookCall, the events, registering
+//	               them in initialize, answering with a hook's output
 //	rules.go       PermissionUpdate, PermissionRule, ParseRule, SessionRule
 //	observe.go     Event and the Observer call
 //	outbox.go      the writer goroutine: queueing, encoding, write errors
@@ -198,6 +221,35 @@
 //     becomes the tool_result's content; isError: true makes it an error
 //     result. 2.1.332 sends MCP tools to the model as deferred (ToolSearch),
 //     yet a call by name works.
+//   - Hooks (2.1.81 and 2.1.332): hook_callback carries callback_id,
+//     input (session_id, transcript_path, cwd, permission_mode,
+//     hook_event_name and the event's fields: tool_name, tool_input,
+//     tool_use_id, tool_response, prompt, stop_hook_active,
+//     last_assistant_message, agent_id, ...) and tool_use_id (the tool
+//     use's for tool events, a fresh uuid for the others). A PreToolUse
+//     allow decides without can_use_tool; its updatedInput is what runs. A
+//     deny's reason is the tool_result's content (2.1.332 prefixes
+//     "PreToolUse:Bash hook error: "). PostToolUse's additionalContext
+//     reaches the next model request. Order in a turn: UserPromptSubmit
+//     (before system/init), PreToolUse, PostToolUse, Stop (before the
+//     result). With two PreToolUse hooks on one tool use, 2.1.81 drops a
+//     deny's reason and an allow's updatedInput when the other answers {}.
+//     A hook past its timeout gets control_cancel_request: 2.1.81 goes on,
+//     2.1.332 blocks a UserPromptSubmit that timed out. {"continue":
+//     false} with a PreToolUse deny stops 2.1.332's turn; 2.1.81 denies
+//     the tool and goes on. SubagentStop fires before Stop on 2.1.81;
+//     2.1.332 runs Task subagents in the background and ends them after
+//     the turn (with a turn of its own).
+//   - --json-schema: the model gets a StructuredOutput tool; an invalid
+//     payload comes back as an error tool_result ("Output does not match
+//     required schema: /name: must be string") and the model tries again;
+//     the result carries structured_output. 2.1.332 ends the turn right
+//     after a valid payload (its result text is the JSON); 2.1.81 asks the
+//     model once more.
+//   - --max-budget-usd: the CLI prices usage itself (claude-sonnet-4-6:
+//     $3 per million input tokens, $15 per million output tokens) and
+//     checks after each model reply: the turn ends with
+//     error_max_budget_usd, is_error false on 2.1.81 and true on 2.1.332.
 //   - 2.1.330's npm package is a native binary; its bin/claude.exe is a stub
 //     until the postinstall script copies the platform package's binary
 //     over it (npm may skip install scripts). It needs no node.

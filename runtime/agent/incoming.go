@@ -22,6 +22,8 @@ func handlerFor(subtype string) incomingHandler {
 		return (*Session).canUseTool // permission.go
 	case "mcp_message":
 		return (*Session).mcpMessage // mcpmessage.go
+	case "hook_callback":
+		return (*Session).hookCallback // hooks.go
 	}
 	return nil
 }

@@ -11,7 +11,8 @@ const (
 // Event is what an Observer sees: a message (Dir, Type, Message), a
 // permission decision (Dir Out, Type "permission", Request, Decision, Err)
 // or a tool call answered (Dir Out, Type "tool", Call, Err: the tool's
-// error, if it failed).
+// error, if it failed), or a hook's answer (Dir Out, Type "hook", Hook,
+// HookOutput, Err).
 // A line from the CLI that is not a JSON message comes as a JSON string with
 // an empty Type.
 type Event struct {
@@ -22,7 +23,10 @@ type Event struct {
 	Request  *Request
 	Decision *Decision
 	Call     *ToolCall
-	Err      error // the permission callback's or the tool's error, if it failed
+	Err      error // the permission, tool or hook callback's error, if it failed
+
+	Hook       *HookCall
+	HookOutput map[string]any // nil: no opinion (or the hook failed)
 }
 
 // observe passes e to the Observer, one call at a time.

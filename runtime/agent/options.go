@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,6 +87,20 @@ type Options struct {
 	StartTimeout time.Duration
 	// ExtraArgs are appended to the CLI's command line as they are.
 	ExtraArgs []string
+	// OutputSchema is a JSON Schema (--json-schema): every turn must end
+	// with a value valid against it, which the CLI checks and reports as
+	// Turn.StructuredOutput. Nil: free text.
+	OutputSchema map[string]any
+	// MaxBudgetUSD stops a turn once the session has spent that many
+	// dollars (--max-budget-usd; the CLI prices the model's usage). The
+	// turn then ends with subtype error_max_budget_usd. 0: no limit.
+	MaxBudgetUSD float64
+	// Hooks are callbacks for the CLI's hook events, by event name (see
+	// HookEvents), registered in initialize (hooks.go).
+	Hooks map[string][]Hook
+
+	// schemaJSON is OutputSchema encoded by prepare.
+	schemaJSON string
 }
 
 // defaultStartTimeout is StartTimeout's default.
@@ -128,6 +144,19 @@ func (opt Options) prepare(local bool) (Options, error) {
 		return opt, err
 	}
 	opt.Tools = tools
+	if opt.MaxBudgetUSD < 0 || math.IsNaN(opt.MaxBudgetUSD) || math.IsInf(opt.MaxBudgetUSD, 0) {
+		return opt, fmt.Errorf("agent: max budget %v: want a positive number of dollars", opt.MaxBudgetUSD)
+	}
+	if opt.OutputSchema != nil {
+		b, err := json.Marshal(opt.OutputSchema)
+		if err != nil {
+			return opt, fmt.Errorf("agent: output schema: %w", err)
+		}
+		opt.schemaJSON = string(b)
+	}
+	if err := checkHooks(opt.Hooks); err != nil {
+		return opt, err
+	}
 	if opt.Resume == "" && opt.SessionID == "" {
 		opt.SessionID = uuid.NewString()
 	}

@@ -106,13 +106,19 @@ func (s *Session) answerPermission(r *incomingRequest, pr Request) {
 		// interrupt:true makes the CLI replace the message with its
 		// stock "user doesn't want to proceed" text. maybeInterrupt sends
 		// it.
-		s.mu.Lock()
-		if s.interruptAfter == nil {
-			s.interruptAfter = make(map[string]bool)
-		}
-		s.interruptAfter[pr.ToolUseID] = true
-		s.mu.Unlock()
+		s.interruptAfterResult(pr.ToolUseID)
 	}
+}
+
+// interruptAfterResult makes maybeInterrupt interrupt the turn once the
+// tool use has a result.
+func (s *Session) interruptAfterResult(toolUseID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interruptAfter == nil {
+		s.interruptAfter = make(map[string]bool)
+	}
+	s.interruptAfter[toolUseID] = true
 }
 
 // permissionResponse is the can_use_tool answer the CLI expects for d.

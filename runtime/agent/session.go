@@ -41,6 +41,10 @@ type Session struct {
 	toolSeq uint64
 	// mcp serves Options.Tools (nil: the session has none).
 	mcp *mcpServer
+	// hooks are the registered hook callbacks (hooks.go); hookSeq numbers
+	// hook calls as permSeq numbers permission requests.
+	hooks   hookRegistry
+	hookSeq uint64
 
 	mu       sync.Mutex
 	id       string
@@ -76,6 +80,7 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 	s := &Session{
 		opt:        opt,
 		id:         opt.knownID(),
+		hooks:      registerHooks(opt.Hooks),
 		inbox:      newQueue[inbound](),
 		out:        newQueue[outbound](),
 		controls:   make(map[string]chan controlResult),
@@ -101,7 +106,7 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 	go s.loop()
 	go s.writer()
 
-	if _, err := s.control(sctx, "initialize", initializeRequest(opt)); err != nil {
+	if _, err := s.control(sctx, "initialize", initializeRequest(opt, s.hooks.config)); err != nil {
 		return nil, s.startFailed(err)
 	}
 	return s, nil

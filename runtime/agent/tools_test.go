@@ -466,7 +466,7 @@ func TestToolArgs(t *testing.T) {
 	if !strings.Contains(args, "--allowedTools Read mcp__sous__a --disallowedTools mcp__sous__b") {
 		t.Errorf("args %s", args)
 	}
-	if init := initializeRequest(opt); !slices.Equal(init["sdkMcpServers"].([]string), []string{"sous"}) {
+	if init := initializeRequest(opt, nil); !slices.Equal(init["sdkMcpServers"].([]string), []string{"sous"}) {
 		t.Errorf("initialize %v", init)
 	}
 	if opt.servedTool("mcp__sous__a") != "a" || opt.servedTool("mcp__sous__b") != "" || opt.servedTool("Read") != "" {
@@ -477,7 +477,7 @@ func TestToolArgs(t *testing.T) {
 		t.Errorf("a server-wide disallow still allows a tool: %s", args)
 	}
 	opt = Options{}
-	if _, ok := initializeRequest(opt)["sdkMcpServers"]; ok {
+	if _, ok := initializeRequest(opt, nil)["sdkMcpServers"]; ok {
 		t.Error("a session without tools announces a server")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,9 +27,20 @@ type Turn struct {
 	SessionID  string
 	Usage      map[string]any
 	Denials    []Denial
+	// StructuredOutput is the value the CLI validated against
+	// Options.OutputSchema (the result's structured_output), as sent; nil
+	// when the turn produced none.
+	StructuredOutput json.RawMessage
 	// Messages are every protocol message the CLI sent during the turn, in
 	// order, the result last. keep_alive messages are left out.
 	Messages []json.RawMessage
+}
+
+// OK says whether the turn succeeded: not is_error and not an error_*
+// subtype (CLIs differ: some send is_error false with
+// error_max_budget_usd or error_max_turns).
+func (t *Turn) OK() bool {
+	return !t.IsError && !strings.HasPrefix(t.Subtype, "error")
 }
 
 // Denial is a tool use the CLI reported as denied in the turn's result.
@@ -213,6 +225,7 @@ func (s *Session) result(line []byte) {
 		SessionID    string          `json:"session_id"`
 		Usage        map[string]any  `json:"usage"`
 		Errors       json.RawMessage `json:"errors"`
+		Structured   json.RawMessage `json:"structured_output"`
 		Denials      []struct {
 			ToolName  string         `json:"tool_name"`
 			ToolUseID string         `json:"tool_use_id"`
@@ -252,6 +265,9 @@ func (s *Session) result(line []byte) {
 	}
 	if r.Result != nil {
 		t.Text = *r.Result
+	}
+	if len(r.Structured) > 0 && string(r.Structured) != "null" {
+		t.StructuredOutput = r.Structured
 	}
 	if t.Usage == nil {
 		t.Usage = map[string]any{}
