@@ -56,10 +56,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		if n := l.pending.Add(1); l.max > 0 && n > l.max {
 			l.pending.Add(-1)
-			c.Close()
+			// Counted before the close: a peer that sees its connection
+			// closed finds the shed already in the metrics.
 			if l.counters.Shed != nil {
 				l.counters.Shed.Add(1)
 			}
+			c.Close()
 			continue
 		}
 		if l.counters.Pending != nil {
