@@ -260,6 +260,12 @@ func decodeStdinParams(raw json.RawMessage, alloc func(n int) []byte) (stdinPara
 	if dataErr {
 		return p, wire.InvalidParams("Invalid base64 data")
 	}
+	// A negative offset names no place in the stream: the offset rules
+	// would take it for an overlap and write the data's tail as if it
+	// followed the applied mark.
+	if p.Offset != nil && *p.Offset < 0 {
+		return p, wire.InvalidParams(wire.MsgInvalidParams + ": offset must not be negative")
+	}
 	return p, nil
 }
 
