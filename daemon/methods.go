@@ -21,14 +21,15 @@ import (
 type handler func(ctx context.Context, se *Session, params json.RawMessage) (result any, after func(), err error)
 
 // extensionMethods follow the 19 of the contract in server.capabilities.
-var extensionMethods = []string{"process.list", "process.resize"}
+var extensionMethods = append([]string{"process.list", "process.resize"}, wire.GitMethods...)
 
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnExitSignal, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror,
 	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect,
 	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
-	wire.FeatureExtractOptions}
+	wire.FeatureExtractOptions,
+	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush}
 
 // namespaces maps each namespace to its methods. server.* takes no params;
 // the others require a params object.
@@ -66,6 +67,19 @@ var namespaces = map[string]map[string]handler{
 		"worktree_remove": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
 			p.Strict = p.Strict && se.s.enabled(wire.FeatureWorktreeRemoveStrict)
 			return se.s.git.WorktreeRemove(ctx, p)
+		}),
+		// Extension methods (gitfinish.go).
+		"diff": gitMethod(wire.FeatureGitDiff, func(ctx context.Context, se *Session, p wire.GitDiffParams) (any, error) {
+			return se.s.git.Diff(ctx, p)
+		}),
+		"commit": gitMethod(wire.FeatureGitCommit, func(ctx context.Context, se *Session, p wire.GitCommitParams) (any, error) {
+			return se.s.git.Commit(ctx, p)
+		}),
+		"merge": gitMethod(wire.FeatureGitMerge, func(ctx context.Context, se *Session, p wire.GitMergeParams) (any, error) {
+			return se.s.git.Merge(ctx, p)
+		}),
+		"push": gitMethod(wire.FeatureGitPush, func(ctx context.Context, se *Session, p wire.GitPushParams) (any, error) {
+			return se.s.git.Push(ctx, p)
 		}),
 	},
 	"process": {
