@@ -88,7 +88,6 @@ func (g *Git) guardArgs(ctx context.Context, dir string) ([]string, error) {
 	return gitcmd.ParseGuard(out)
 }
 
-
 // runGuarded runs git in dir with guardArgs for dir: for the commands that
 // run filter drivers.
 func (g *Git) runGuarded(ctx context.Context, dir string, args ...string) (string, error) {
