@@ -29,7 +29,8 @@ var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.Fe
 	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect,
 	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
 	wire.FeatureExtractOptions,
-	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush}
+	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush,
+	wire.FeatureWorktreeCreateInclude}
 
 // namespaces maps each namespace to its methods. server.* takes no params;
 // the others require a params object.
@@ -62,6 +63,9 @@ var namespaces = map[string]map[string]handler{
 		}),
 		"worktree_create": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
 			p.ReportNewBranch = p.ReportNewBranch && se.s.enabled(wire.FeatureWorktreeCreateNewBranch)
+			if !se.s.enabled(wire.FeatureWorktreeCreateInclude) {
+				p.Include = nil // ignored, as a daemon from before it would
+			}
 			return se.s.git.WorktreeCreate(ctx, p)
 		}),
 		"worktree_remove": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {

@@ -36,7 +36,7 @@ func TestServerMethods(t *testing.T) {
 		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.stdin.ordered","process.list","process.gone",`+
 			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.exitsignal","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct",`+
 			`"git.worktree_remove.strict","git.worktree_create.newbranch","files.extract_tar.options",`+
-			`"git.diff","git.commit","git.merge","git.push"`+sandboxFeature+`]}`)
+			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).
 	for _, m := range strings.Split(strings.ReplaceAll(methods, `"`, ""), ",") {
 		switch m {

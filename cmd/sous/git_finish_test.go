@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -102,5 +104,45 @@ func TestGitFinishFailures(t *testing.T) {
 				t.Errorf("the repository changed: %q", st)
 			}
 		})
+	}
+}
+
+// include copies untracked files into the new worktree; a daemon without
+// the extension fails the call, naming it, before any worktree is made.
+func TestGitWorktreeCreateInclude(t *testing.T) {
+	t.Parallel()
+	for name, flags := range gitHosts(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			repo, _ := finishRepo(t)
+			writeTreeAt(t, repo, map[string]string{".env": "TOKEN=x\n", "config/a.local": "a\n", "config/b.txt": "b\n"})
+			wt := t.TempDir() + "/wt"
+			o, _ := runStar(t, `
+wt = git.worktree_create("inc", args["wt"], repo=args["repo"], include=[".env", "config/*.local"]).path
+print(files.read(wt + "/.env").strip(), files.read(wt + "/config/a.local").strip(), files.stat(wt + "/config/b.txt").exists)
+`, append([]string{"-a", "repo=" + repo, "-a", "wt=" + wt}, flags...)...)
+			if name == "old socket" {
+				o.expect(t, 1, `git.worktree_create: include needs the daemon extension "git.worktree_create.include", which host unix://`)
+				return
+			}
+			o.expect(t, 0, "TOKEN=x a False")
+			o, _ = runStar(t, `git.worktree_create("esc", args["wt"] + "2", repo=args["repo"], include=["../x"])`,
+				append([]string{"-a", "repo=" + repo, "-a", "wt=" + wt}, flags...)...)
+			o.expect(t, 1, `git.worktree_create: `+wt+`2: include: "../x" leaves the repository`)
+		})
+	}
+}
+
+// writeTreeAt writes files (relative names) under dir.
+func writeTreeAt(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
