@@ -54,18 +54,31 @@ func failed(command string, out Output) error {
 }
 
 // oneLine keeps git's fatal: and error: lines when there are any (the
-// reason, without the advice around it), else its last non-empty line.
+// reason, without the advice around it), else its last non-empty line. An
+// error line that ends in ':' keeps the indented lines after it, the list
+// it introduces ("would be overwritten by merge: a.txt, b.txt").
 func oneLine(text string) string {
 	var keep []string
 	last := ""
-	for _, l := range strings.Split(text, "\n") {
-		l = strings.TrimSpace(l)
+	listing := false
+	for _, raw := range strings.Split(text, "\n") {
+		l := strings.TrimSpace(raw)
 		if l == "" {
 			continue
 		}
 		last = l
-		if strings.HasPrefix(l, "fatal: ") || strings.HasPrefix(l, "error: ") {
+		switch {
+		case strings.HasPrefix(l, "fatal: ") || strings.HasPrefix(l, "error: "):
 			keep = append(keep, l)
+			listing = strings.HasSuffix(l, ":")
+		case listing && (raw[0] == '\t' || raw[0] == ' '):
+			if item := keep[len(keep)-1]; strings.HasSuffix(item, ":") {
+				keep[len(keep)-1] = item + " " + l
+			} else {
+				keep[len(keep)-1] = item + ", " + l
+			}
+		default:
+			listing = false
 		}
 	}
 	if len(keep) > 0 {
