@@ -146,3 +146,34 @@ func writeTreeAt(t *testing.T, dir string, files map[string]string) {
 		}
 	}
 }
+
+// A relative path is the recipe's (the directory sous runs in), as for the
+// other git builtins, on every local host.
+func TestGitFinishRelativePaths(t *testing.T) {
+	t.Parallel()
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, flags := range gitHosts(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			repo, _ := finishRepo(t)
+			rel, err := filepath.Rel(cwd, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeTreeAt(t, repo, map[string]string{"README": "changed\n"})
+			o, _ := runStar(t, `
+rel = args["rel"]
+print("diff:", "+changed" in git.diff(rel))
+print("commit:", len(git.commit(rel, "relative")))
+print("merge:", git.merge("feature", repo=rel).ok)
+`, append([]string{"-a", "rel=" + rel}, flags...)...)
+			o.expect(t, 0, "diff: True", "commit: 40", "merge: True")
+			if got := gitIn(t, repo, "log", "-1", "--format=%s"); got != "relative" {
+				t.Errorf("last commit %q", got)
+			}
+		})
+	}
+}
