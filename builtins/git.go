@@ -29,13 +29,16 @@ func gitEntries() []runtime.Entry {
 			Doc: "The local branches, sorted; empty outside a repository.",
 			Fn:  gitBranches},
 		{Name: "git.worktree_create", Host: true,
-			Sig: `git.worktree_create(branch, path, *, repo=".", source=None) -> struct(path, branch, source_branch, new_branch)`,
+			Sig: `git.worktree_create(branch, path, *, repo=".", source=None, include=[]) -> struct(path, branch, source_branch, new_branch)`,
 			Doc: "Adds a worktree of repo at path on branch. When branch does not exist it is created from source " +
 				"(default: repo's current branch): new_branch is True and source_branch says what it started from " +
 				"(None for an unborn branch of a repository without commits). When branch exists it is checked out " +
 				"and source is not used: new_branch is False and source_branch None. path is the worktree's path as " +
-				"sent to the daemon (absolute on this machine). Fails with the daemon's error and errorCode " +
-				"(not_a_repo, worktree_add_failed).",
+				"sent to the daemon (absolute on this machine). include lists globs of untracked files to copy from " +
+				"repo into the worktree (\".env\", \"config/*.local\", relative to repo's top level; modes kept, " +
+				"tracked files and .git left alone, a glob that leaves the repository refused, a symlink leading out " +
+				"of it not followed); it needs the daemon extension git.worktree_create.include. Fails with the " +
+				"daemon's error and errorCode (not_a_repo, worktree_add_failed, worktree_include_failed).",
 			Fn: gitWorktreeCreate},
 		{Name: "git.worktree_remove", Host: true, Sig: `git.worktree_remove(path, *, repo=".", force=False)`,
 			Doc: "Removes the worktree at path from repo. It refuses, deleting nothing, a worktree with uncommitted " +
@@ -106,16 +109,24 @@ func gitBranches(c *runtime.Call) (starlark.Value, error) {
 
 func gitWorktreeCreate(c *runtime.Call) (starlark.Value, error) {
 	var branch, path, source string
+	var include []string
 	repo := "."
 	if err := bind(c, 2, req("branch", str(&branch)), req("path", str(&path)),
-		opt("repo", str(&repo)), opt("source", optStr(&source))); err != nil {
+		opt("repo", str(&repo)), opt("source", optStr(&source)), opt("include", strList(&include))); err != nil {
 		return nil, err
 	}
 	params, err := worktreeParams(c, repo, path)
 	if err != nil {
 		return nil, err
 	}
-	params.BranchName, params.SourceBranch = branch, source
+	if len(include) > 0 {
+		// A daemon without the extension would ignore include and make
+		// the worktree without the files.
+		if err := requireFeature(c, wire.FeatureWorktreeCreateInclude, "include"); err != nil {
+			return nil, err
+		}
+	}
+	params.BranchName, params.SourceBranch, params.Include = branch, source, include
 	var res wire.WorktreeResult
 	err = hostDo(c, path, "git.worktree_create", func(ctx context.Context, d runtime.Daemon) (err error) {
 		res, err = d.CreateWorktree(ctx, params)

@@ -21,14 +21,16 @@ import (
 type handler func(ctx context.Context, se *Session, params json.RawMessage) (result any, after func(), err error)
 
 // extensionMethods follow the 19 of the contract in server.capabilities.
-var extensionMethods = []string{"process.list", "process.resize"}
+var extensionMethods = append([]string{"process.list", "process.resize"}, wire.GitMethods...)
 
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnExitSignal, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror,
 	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect,
 	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
-	wire.FeatureExtractOptions}
+	wire.FeatureExtractOptions,
+	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush,
+	wire.FeatureWorktreeCreateInclude}
 
 // namespaces maps each namespace to its methods. server.* takes no params;
 // the others require a params object.
@@ -61,11 +63,27 @@ var namespaces = map[string]map[string]handler{
 		}),
 		"worktree_create": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
 			p.ReportNewBranch = p.ReportNewBranch && se.s.enabled(wire.FeatureWorktreeCreateNewBranch)
+			if !se.s.enabled(wire.FeatureWorktreeCreateInclude) {
+				p.Include = nil // ignored, as a daemon from before it would
+			}
 			return se.s.git.WorktreeCreate(ctx, p)
 		}),
 		"worktree_remove": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
 			p.Strict = p.Strict && se.s.enabled(wire.FeatureWorktreeRemoveStrict)
 			return se.s.git.WorktreeRemove(ctx, p)
+		}),
+		// Extension methods (gitfinish.go).
+		"diff": gitMethod(wire.FeatureGitDiff, func(ctx context.Context, se *Session, p wire.GitDiffParams) (any, error) {
+			return se.s.git.Diff(ctx, p)
+		}),
+		"commit": gitMethod(wire.FeatureGitCommit, func(ctx context.Context, se *Session, p wire.GitCommitParams) (any, error) {
+			return se.s.git.Commit(ctx, p)
+		}),
+		"merge": gitMethod(wire.FeatureGitMerge, func(ctx context.Context, se *Session, p wire.GitMergeParams) (any, error) {
+			return se.s.git.Merge(ctx, p)
+		}),
+		"push": gitMethod(wire.FeatureGitPush, func(ctx context.Context, se *Session, p wire.GitPushParams) (any, error) {
+			return se.s.git.Push(ctx, p)
 		}),
 	},
 	"process": {
@@ -259,6 +277,12 @@ func decodeStdinParams(raw json.RawMessage, alloc func(n int) []byte) (stdinPara
 	}
 	if dataErr {
 		return p, wire.InvalidParams("Invalid base64 data")
+	}
+	// A negative offset names no place in the stream: the offset rules
+	// would take it for an overlap and write the data's tail as if it
+	// followed the applied mark.
+	if p.Offset != nil && *p.Offset < 0 {
+		return p, wire.InvalidParams(wire.MsgInvalidParams + ": offset must not be negative")
 	}
 	return p, nil
 }

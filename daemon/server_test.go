@@ -26,7 +26,8 @@ func TestServerMethods(t *testing.T) {
 		`"files.list","files.validate","files.stat","files.read","files.extract_tar",` +
 		`"git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove",` +
 		`"process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach",` +
-		`"process.list","process.resize"`
+		`"process.list","process.resize",` +
+		`"git.diff","git.commit","git.merge","git.push"`
 	sandboxFeature := `,"process.spawn.sandbox"` // only where the kernel can enforce it
 	if sandbox.Supported() != nil {
 		sandboxFeature = ""
@@ -34,9 +35,14 @@ func TestServerMethods(t *testing.T) {
 	c.wantResult("server.capabilities", `{"x":1}`,
 		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.stdin.ordered","process.list","process.gone",`+
 			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.exitsignal","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct",`+
-			`"git.worktree_remove.strict","git.worktree_create.newbranch","files.extract_tar.options"`+sandboxFeature+`]}`)
+			`"git.worktree_remove.strict","git.worktree_create.newbranch","files.extract_tar.options",`+
+			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).
 	for _, m := range strings.Split(strings.ReplaceAll(methods, `"`, ""), ",") {
+		switch m {
+		case "git.diff", "git.commit", "git.merge", "git.push":
+			continue // on the checkout the test runs in; covered in gitfinish_test.go
+		}
 		if m == "server.shutdown" || m == "files.extract_tar" || strings.HasPrefix(m, "git.worktree") {
 			continue // side effects; covered elsewhere
 		}

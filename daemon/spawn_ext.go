@@ -60,9 +60,10 @@ func (s *Server) withoutDisabled(methods, feats []string) ([]string, []string) {
 		return methods, feats
 	}
 	feats = slices.DeleteFunc(slices.Clone(feats), func(f string) bool { return !s.enabled(f) })
-	if !s.enabled(wire.FeatureSpawnTTY) {
-		methods = slices.DeleteFunc(methods, func(m string) bool { return m == "process.resize" })
-	}
+	methods = slices.DeleteFunc(methods, func(m string) bool {
+		return m == "process.resize" && !s.enabled(wire.FeatureSpawnTTY) ||
+			slices.Contains(wire.GitMethods, m) && !s.enabled(m) // the method is its feature
+	})
 	return methods, feats
 }
 

@@ -404,7 +404,7 @@ func TestDisableFeatures(t *testing.T) {
 	caps := c.result("server.capabilities", "")
 	if strings.Contains(caps, "process.spawn.pipeline") || strings.Contains(caps, "process.spawn.timeout") ||
 		strings.Contains(caps, "process.spawn.env.unset") || strings.Contains(caps, "process.spawn.tty") ||
-		strings.Contains(caps, "process.resize") || !strings.Contains(caps, `"process.list"]`) {
+		strings.Contains(caps, "process.resize") || !strings.Contains(caps, `"process.list","git.diff"`) {
 		t.Errorf("capabilities %s", caps)
 	}
 	c.wantError("process.spawn", `{"id":"x","pipeline":[["true"]]}`, -32602, "Command is required")

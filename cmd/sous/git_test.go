@@ -19,7 +19,8 @@ func gitHosts(t *testing.T) map[string][]string {
 	t.Helper()
 	sock, _ := daemontest.ServeUnix(t, daemon.Config{Token: "tok"})
 	old, _ := daemontest.ServeUnix(t, daemon.Config{Token: "tok",
-		DisableFeatures: []string{wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch}})
+		DisableFeatures: append([]string{wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
+			wire.FeatureWorktreeCreateInclude}, wire.GitMethods...)})
 	tok := tokenFile(t, "tok")
 	return map[string][]string{
 		"embedded":   nil,

@@ -152,8 +152,7 @@ func (g *Git) exec(ctx context.Context, inv invocation, args ...string) (string,
 	// and GIT_PAGER=cat are belt and braces (they also beat a pager.<cmd>
 	// setting in the user's config). hardening (harden.go) keeps the
 	// repository's config from naming programs for git to run.
-	argv := make([]string, 0, 1+len(hardening)+len(inv.config)+len(args))
-	argv = append(argv, "--no-pager")
+	argv := make([]string, 0, len(hardening)+len(inv.config)+len(args))
 	argv = append(argv, hardening...)
 	argv = append(argv, inv.config...)
 	argv = append(argv, args...)

@@ -3,7 +3,8 @@ package gitops
 import (
 	"context"
 	"fmt"
-	"strings"
+
+	"github.com/seed5ad92d46/sous/daemon/gitcmd"
 )
 
 // A repository's own config and files are not trusted. An agent allowed to
@@ -58,28 +59,10 @@ import (
 // user installed globally (git-lfs) keeps working. Hooks are off whatever
 // defines them: the daemon's worktree operations are not the user's own
 // checkouts, and hooks are side effects no method needs.
-var hardening = []string{
-	"-c", "core.fsmonitor=",
-	"-c", "core.hooksPath=/dev/null",
-	"-c", "protocol.allow=never",
-	"-c", "core.sshCommand=",
-	"-c", "core.askPass=",
-	"-c", "credential.helper=", // "" empties the list of helpers
-	"-c", "submodule.recurse=false",
-	"-c", "status.submoduleSummary=false",
-	"-c", "core.pager=cat",
-	"-c", "core.editor=true",
-	"-c", "sequence.editor=true",
-	"-c", "diff.external=",
-	"-c", "gpg.program=",
-	"-c", "gpg.openpgp.program=",
-	"-c", "gpg.x509.program=",
-	"-c", "gpg.ssh.program=",
-	"-c", "gpg.ssh.defaultKeyCommand=",
-	"-c", "core.alternateRefsCommand=",
-	"-c", "gc.auto=0",
-	"-c", "maintenance.auto=false",
-}
+//
+// The list itself is gitcmd.Hardening (with --no-pager), shared with the
+// builtins' fallback that runs git through process.spawn.
+var hardening = gitcmd.Hardening
 
 // hardenedEnv is added to every git's environment for the same reason as
 // hardening: GIT_NO_LAZY_FETCH keeps a partial clone from fetching.
@@ -95,59 +78,14 @@ var hardenedEnv = []string{"GIT_NO_LAZY_FETCH=1"}
 // driver added in between is not covered; the checks of checkLink keep
 // planted git dirs out of worktrees in the first place.
 func (g *Git) guardArgs(ctx context.Context, dir string) ([]string, error) {
-	out, err := g.run(ctx, dir, "config", "--show-scope", "--name-only", "-z", "--get-regexp", `^(filter|hook)\.`)
+	out, err := g.run(ctx, dir, gitcmd.GuardQuery...)
 	if exitCode(err) == 1 { // nothing set
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the repository's filter and hook settings: %w", err)
 	}
-	var args []string
-	seen := map[string]bool{}
-	fields := strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
-	for i := 0; i+1 < len(fields); i += 2 {
-		scope, key := fields[i], fields[i+1]
-		section, rest, _ := strings.Cut(key, ".")
-		dot := strings.LastIndexByte(rest, '.')
-		if dot < 0 {
-			continue // "filter.x" names no driver setting
-		}
-		name := rest[:dot]
-		var set []string
-		switch {
-		case section == "filter" && !trustedScope(scope):
-			set = []string{"clean=", "smudge=", "process=", "required=false"}
-		case section == "hook":
-			set = []string{"command=true", "enabled=false"}
-		default:
-			continue
-		}
-		if seen[section+"."+name] {
-			continue
-		}
-		seen[section+"."+name] = true
-		// -c splits at the first '=': a name holding one cannot be
-		// given, and a driver left running is not an option.
-		if strings.ContainsAny(name, "=\n") {
-			return nil, fmt.Errorf("the repository's config names a %s %q that cannot be switched off", section, name)
-		}
-		for _, kv := range set {
-			args = append(args, "-c", section+"."+name+"."+kv)
-		}
-	}
-	return args, nil
-}
-
-// trustedScope reports whether config from scope is the machine owner's
-// rather than the repository's: system and global files, and the command
-// line (the operator's GIT_CONFIG_PARAMETERS). Anything else (local,
-// worktree, and scopes git may add) is the repository's.
-func trustedScope(scope string) bool {
-	switch scope {
-	case "system", "global", "command":
-		return true
-	}
-	return false
+	return gitcmd.ParseGuard(out)
 }
 
 // runGuarded runs git in dir with guardArgs for dir: for the commands that

@@ -72,6 +72,11 @@ func isCtxErr(err error) bool {
 //     (orphan) branch and sourceBranch is omitted from the result.
 //   - A branchName or sourceBranch starting with '-' is worktree_add_failed
 //     before git runs: git would take it for an option.
+//   - With include (the git.worktree_create.include extension, include.go)
+//     the globs are checked first (-32602 for one that leaves the
+//     repository), and what they match is copied after the add; a copy
+//     that fails removes the worktree (and the branch it created) and is
+//     {success:false,errorCode:"worktree_include_failed"}.
 //   - Any other failure, including one from git before the add, is
 //     {success:false,error:"git worktree add failed: <git's stderr>",
 //     errorCode:"worktree_add_failed"}. path in a success is worktreePath as
@@ -82,6 +87,9 @@ func (g *Git) WorktreeCreate(ctx context.Context, p wire.GitParams) (wire.Worktr
 	}
 	if p.WorktreePath == "" {
 		return wire.WorktreeResult{}, wire.InvalidParams("worktreePath is required")
+	}
+	if err := checkIncludes(p.Include); err != nil {
+		return wire.WorktreeResult{}, wire.InvalidParams(err.Error())
 	}
 	repoDir, err := g.resolve(p.BaseRepo)
 	if err != nil {
@@ -118,6 +126,15 @@ func (g *Git) WorktreeCreate(ctx context.Context, p wire.GitParams) (wire.Worktr
 			return wire.WorktreeResult{}, fmt.Errorf("worktree create in %s: %w", repoDir, err)
 		}
 		return addFailed(gitMessage(err)), nil
+	}
+	if len(p.Include) > 0 {
+		if err := g.includeInto(ctx, repoDir, wt, p.Include); err != nil {
+			g.undoCreate(ctx, repoDir, wt, p.BranchName, *result.NewBranch)
+			if isCtxErr(err) {
+				return wire.WorktreeResult{}, fmt.Errorf("worktree create in %s: %w", repoDir, err)
+			}
+			return includeFailed(err), nil
+		}
 	}
 	result.Path = p.WorktreePath
 	if !p.ReportNewBranch {
@@ -159,6 +176,17 @@ func (g *Git) addWorktree(ctx context.Context, repoDir, wt, branch, source strin
 	}
 	created := !existed
 	return wire.WorktreeResult{Success: true, SourceBranch: source, NewBranch: &created}, nil
+}
+
+// undoCreate removes a worktree just added, and the branch when the add
+// created it: a create that fails leaves nothing behind.
+func (g *Git) undoCreate(ctx context.Context, repoDir, wt, branch string, created bool) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	_, _ = g.run(cctx, repoDir, "worktree", "remove", "--force", "--", wt) // best effort, as below
+	if created {
+		_, _ = g.run(cctx, repoDir, "branch", "-D", "--", branch)
+	}
 }
 
 // dropFailedBranch deletes the branch a failed `worktree add -b` created.

@@ -290,6 +290,9 @@ type GitParams struct {
 	// Extensions: git.worktree_remove.strict, git.worktree_create.newbranch.
 	Strict          bool `json:"strict,omitempty"`
 	ReportNewBranch bool `json:"reportNewBranch,omitempty"`
+	// Extension git.worktree_create.include: globs of untracked paths to
+	// copy from the repository into the new worktree.
+	Include []string `json:"include,omitempty"`
 }
 
 // GitInfoResult is git.info's result for a repository. For a path outside any
