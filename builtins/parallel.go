@@ -44,7 +44,6 @@ func shardValue(env *runtime.Env) starlark.Value {
 // task is one item's run in a parallel call.
 type task struct {
 	index int
-	item  starlark.Value
 	wait  Awaitable // its process or turn while it runs
 }
 
@@ -67,6 +66,8 @@ type fanout struct {
 	// ended receives one signal per task that ends.
 	ended chan struct{}
 	stop  chan struct{}
+	// reported is the last progress the output was told.
+	reported runtime.ProgressInfo
 }
 
 func parallel(c *runtime.Call) (starlark.Value, error) {
@@ -122,6 +123,7 @@ func (f *fanout) run(limit int) error {
 			return nil
 		}
 		if err := f.c.Env.Loop.Wait(f.c.Env.Ctx, f.ended); err != nil {
+			f.stopRunning()
 			return f.c.Errorf("%v", errInterrupted)
 		}
 		f.collect()
@@ -153,7 +155,7 @@ func (f *fanout) start(i int) error {
 			return f.c.Errorf("%v", err)
 		}
 	}
-	f.running = append(f.running, &task{index: i, item: f.items[i], wait: a})
+	f.running = append(f.running, &task{index: i, wait: a})
 	go func() {
 		select {
 		case <-a.Ready():
@@ -224,10 +226,16 @@ func (f *fanout) describe(i int) string {
 	return fmt.Sprintf("item %d (%s)", i, truncated(f.items[i].String(), 60))
 }
 
-// report tells the output where the fan-out stands when that changed.
+// report tells the output where the fan-out stands when that changed
+// (a wake-up can find nothing new: two tasks that end together signal
+// twice and are collected at the first).
 func (f *fanout) report() {
-	f.c.Env.Output.Progress(runtime.ProgressInfo{Done: f.done, Running: len(f.running), Failed: f.failed,
-		Remaining: len(f.todo), Total: f.total})
+	p := runtime.ProgressInfo{Done: f.done, Running: len(f.running), Failed: f.failed, Remaining: len(f.todo), Total: f.total}
+	if p == f.reported && p.Done > 0 {
+		return
+	}
+	f.reported = p
+	f.c.Env.Output.Progress(p)
 }
 
 // stopGrace is how long a stopped task's process group has after TERM
@@ -236,7 +244,9 @@ const stopGrace = 2 * time.Second
 
 // stopRunning stops every running task (its process group is killed, its
 // turn interrupted) and waits, through the loop, until they ended or
-// stopSettle passed, so that nothing of the fan-out is left running.
+// stopSettle passed, so that nothing of the fan-out is left running, on
+// a daemon that outlives the run too. It runs after an interrupt as well:
+// its context is not the run's.
 func (f *fanout) stopRunning() {
 	if len(f.running) == 0 {
 		return

@@ -1,13 +1,21 @@
 package builtins
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/daemon"
+	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
+	"github.com/seed5ad92d46/sous/runtime"
 )
 
 // TestParallelLimitBoundsRunningTasks: 40 tasks of 0.1 s with limit 4.
@@ -52,7 +60,7 @@ print("all in order")
 		t.Errorf("at most %d task ran at once: nothing ran in parallel", most)
 	}
 	var last map[string]any
-	events := 0
+	events, prev := 0, ""
 	for line := range strings.Lines(r.stdout) {
 		var ev map[string]any
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
@@ -62,6 +70,11 @@ print("all in order")
 			continue
 		}
 		events++
+		counts := strings.SplitN(line, `"done"`, 2)[1]
+		if counts == prev {
+			t.Errorf("the same progress twice in a row: %s", line)
+		}
+		prev = counts
 		if ev["running"].(float64) > 4 {
 			t.Errorf("event says %v running", ev["running"])
 		}
@@ -153,4 +166,46 @@ func TestParallelChecksItsArguments(t *testing.T) {
 	f.run(`parallel([1], 3)`).expect(t, 1, "parallel: fn: want function, got int")
 	f.run(`parallel([1], print, limit=0)`).expect(t, 1, "parallel: limit: want at least 1, got 0")
 	f.run(`print(parallel([], print), shard.index, shard.count)`).expect(t, 0, "[] 0 1")
+}
+
+// TestParallelInterruptStopsItsTasks: an interrupt while parallel waits
+// stops its running tasks even on a daemon whose processes outlive their
+// clients: when Run returns, none of them runs.
+func TestParallelInterruptStopsItsTasks(t *testing.T) {
+	t.Parallel()
+	sock, srv := daemontest.ServeUnix(t, daemon.Config{Token: "tok", ShutdownGrace: time.Second, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	dir := writeFiles(t, map[string]string{"main.star": `
+parallel(list(range(6)), lambda i: spawn(["sleep", "60"], echo=False), limit=3)
+`})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runtime.Run(ctx, runtime.Options{
+			Recipe: filepath.Join(dir, "main.star"), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{},
+			Table: DefaultTable(), Host: client.Target{URL: "unix://" + sock, Token: "tok"},
+		})
+	}()
+	for deadline := time.Now().Add(10 * time.Second); len(srv.Registry().List()) < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the recipe never started its tasks")
+		}
+	}
+	cancel(&runtime.Interrupt{Signal: syscall.SIGINT, Code: 130})
+	select {
+	case err := <-done:
+		if exitCode(err) != 130 {
+			t.Fatalf("Run = %v, want exit code 130", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run did not end after the interrupt")
+	}
+	procs := srv.Registry().List()
+	if len(procs) != 3 {
+		t.Errorf("%d processes started, want 3 (limit 3)", len(procs))
+	}
+	for _, p := range procs {
+		if p.Running() {
+			t.Errorf("%s still runs after the interrupted run returned", p.ID)
+		}
+	}
 }
