@@ -22,7 +22,8 @@ func fanoutEntries() []runtime.Entry {
 				"Result for a process, a Turn for a turn, the value itself otherwise. With fail_fast=True the first " +
 				"failure (a Result or Turn that is not ok, or an error in fn) stops launching, stops the running " +
 				"tasks (their process groups are killed, their turns interrupted) and fails naming the item; without " +
-				"it every item runs, and errors in fn fail the call once all ran, naming the items. Under " +
+				"it every item runs, and errors in fn fail the call once all ran, naming the items. An interrupt " +
+				"stops the running tasks too. Under " +
 				"`sous run --shard I/N` only the items whose index % N == I run; the others' places hold None. " +
 				"Permission requests, tools and hooks are answered meanwhile; a parallel event in --json reports " +
 				"done, running, failed, remaining and total as tasks start and end.",
