@@ -61,6 +61,7 @@ func (o *recordingOutput) Agent(string, string, json.RawMessage) {}
 func (o *recordingOutput) Approval(a runtime.ApprovalInfo)       { o.approvals = append(o.approvals, a) }
 func (o *recordingOutput) Hook(runtime.HookInfo)                 {}
 func (o *recordingOutput) Tool(string, string, bool)             {}
+func (o *recordingOutput) Progress(runtime.ProgressInfo)         {}
 
 type noHosts struct{}
 

@@ -28,7 +28,7 @@ func Plugins() []runtime.Plugin { return Config{}.Plugins() }
 // what a plugin keeps for a run is made by its OnStart for that run.
 func (cfg Config) Plugins() []runtime.Plugin {
 	return []runtime.Plugin{
-		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries())},
+		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries(), fanoutEntries(), retryEntries())},
 		{Name: procPlugin, Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries()),
 			OnStart: func(*runtime.Env) any { return &procState{lines: cfg.Lines} }},
 		{Name: "files", Entries: filesEntries()},

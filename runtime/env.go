@@ -25,6 +25,9 @@ type Env struct {
 	Hosts  Connector
 	Args   map[string]string
 	Getenv func(name string) (string, bool)
+	// Shard is this run's part of a CI matrix (sous run --shard I/N):
+	// parallel() starts only the items whose index % Count == Index.
+	Shard Shard
 	// Dir is the recipe's working directory: relative paths a recipe gives
 	// a local host are taken from it (builtins' hostpath.go). Empty: the
 	// process's working directory.
@@ -100,6 +103,8 @@ type Output interface {
 	// the model used, mcp__sous__NAME); ok is false when its function
 	// failed.
 	Tool(session, tool string, ok bool)
+	// Progress is where a parallel() fan-out stands (progress.go).
+	Progress(ProgressInfo)
 }
 
 // SpawnInfo describes a process the run started or reattached to.

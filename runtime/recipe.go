@@ -76,6 +76,7 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 		Dir:      opt.Dir,
 		Approver: r.appr,
 		Abort:    r.abort,
+		Shard:    opt.Shard.orWhole(),
 	}
 	r.predeclared = opt.Table.Start(r.env)
 	r.load = (&loader{b: b, predeclared: r.predeclared, done: make(map[*unit]starlark.StringDict)}).load

@@ -55,6 +55,9 @@ type Options struct {
 	// the recipe ended: it ends when they are to be abandoned (a second
 	// Ctrl-C). Nil: they run to the end.
 	Cleanup context.Context
+	// Shard is the run's part of a CI matrix (sous run --shard I/N); the
+	// zero value is the whole run (index 0 of 1).
+	Shard Shard
 }
 
 // ExitError says how a run that did not finish ended. What went wrong has

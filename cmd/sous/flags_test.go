@@ -108,9 +108,10 @@ func TestRunFlags(t *testing.T) {
 		JSON              bool
 		URL               string
 		Environ           []string
+		Shard             string
 	}
 	project := func(o *RunOptions) parsed {
-		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ}
+		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard}
 	}
 	env := []string{"SOUS_SOCKET=/run/sous.sock", "HOME=/home/u"}
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
@@ -122,6 +123,7 @@ func TestRunFlags(t *testing.T) {
 		// factory's.
 		{args: args("run r.star"), env: env, want: parsed{Recipe: "r.star", URL: "unix:///run/sous.sock", Environ: env}},
 		{args: args("run --remote ws://127.0.0.1:8003 r.star"), env: env, want: parsed{Recipe: "r.star", URL: "ws://127.0.0.1:8003", Environ: env}},
+		{args: args("run --shard 1/4 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Shard: "1/4"}},
 		{args: args("run r.star --socket rel.sock"), want: parsed{Recipe: "r.star", URL: "unix://" + abs(t, "rel.sock")}},
 		{args: args("run r.star"), env: []string{"SOUS_REMOTE=ssh://build"}, want: parsed{Recipe: "r.star", URL: "ssh://build", Environ: []string{"SOUS_REMOTE=ssh://build"}}},
 		{args: args("run"), code: 2, err: "sous: run: want 1 argument(s), got 0 (usage: sous run RECIPE.star [-a key=value]... [flags])\n"},

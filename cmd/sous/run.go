@@ -29,6 +29,8 @@ type RunOptions struct {
 	// Allow and Deny are approval rules for agents' permission requests and
 	// privileged commands, asked after the recipe's own policies.
 	Allow, Deny []string
+	// Shard is --shard I/N: the run's part of a CI matrix ("" for all).
+	Shard string
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
@@ -55,7 +57,11 @@ Permission requests of agent sessions (and privileged commands) go to the
 session's policy, then the recipe's approvals(policy), then the --allow and
 --deny rules (Claude Code syntax, e.g. "Bash(go test:*)", "Write(/src/**)";
 deny wins), then a prompt when stdin is a terminal; otherwise they are denied.
-Every decision is logged on stderr (an approval event with --json).`,
+Every decision is logged on stderr (an approval event with --json).
+
+--shard I/N runs one part of a CI matrix of N jobs: parallel() starts only
+the items whose index % N == I, and the recipe's shard global is
+struct(index=I, count=N).`,
 		Example: `  sous run recipes/hello.star
   sous run recipes/build-and-test.star -a module=./mymod
   sous run deploy.star --json -a env=staging --socket /run/sous.sock
@@ -74,6 +80,7 @@ Every decision is logged on stderr (an approval event with --json).`,
 	fl.BoolVar(&opts.JSON, "json", false, "write JSON events to stdout, one per line, instead of human output")
 	fl.StringArrayVar(&opts.Allow, "allow", nil, "an approval `RULE` to allow, e.g. \"Bash(go test:*)\" (repeatable)")
 	fl.StringArrayVar(&opts.Deny, "deny", nil, "an approval `RULE` to deny (repeatable)")
+	fl.StringVar(&opts.Shard, "shard", "", "run only `I/N` of parallel()'s items, those whose index % N == I (0 <= I < N), for a CI matrix of N jobs")
 	opts.Target.register(cmd)
 	return cmd
 }
@@ -93,6 +100,9 @@ func runRecipe(opts *RunOptions) error {
 		return refuse(err)
 	}
 	ropt.Args = args
+	if ropt.Shard, err = parseShard(opts.Shard); err != nil {
+		return refuse(err)
+	}
 	opts.Target.Notices = streams.ErrOut
 	target, err := opts.Target.Client()
 	if err != nil {

@@ -1,0 +1,316 @@
+package builtins
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+
+	"github.com/seed5ad92d46/sous/runtime"
+)
+
+func fanoutEntries() []runtime.Entry {
+	return []runtime.Entry{
+		{Name: "parallel", Sig: "parallel(items, fn, *, limit=None, fail_fast=False) -> list",
+			Doc: "Calls fn(item) to start a task for each item of items (a list or tuple); fn returns a Process, a " +
+				"Pending turn or a finished value. At most limit tasks run at once (None: all), a task running from " +
+				"fn's call until its process exits or its turn ends. Returns, in item order, each task's outcome: a " +
+				"Result for a process, a Turn for a turn, the value itself otherwise. With fail_fast=True the first " +
+				"failure (a Result or Turn that is not ok, or an error in fn) stops launching, stops the running " +
+				"tasks (their process groups are killed, their turns interrupted) and fails naming the item; without " +
+				"it every item runs, and errors in fn fail the call once all ran, naming the items. An interrupt " +
+				"stops the running tasks too. Under " +
+				"`sous run --shard I/N` only the items whose index % N == I run; the others' places hold None. " +
+				"Permission requests, tools and hooks are answered meanwhile; a parallel event in --json reports " +
+				"done, running, failed, remaining and total as tasks start and end.",
+			Fn: parallel},
+		{Name: "shard", Sig: "shard -> struct(index, count)",
+			Doc: "This run's part of a CI matrix, from `sous run --shard I/N`: struct(index=I, count=N); " +
+				"struct(index=0, count=1) without the flag. parallel() runs only its shard's items.",
+			Value: shardValue},
+	}
+}
+
+func shardValue(env *runtime.Env) starlark.Value {
+	return starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
+		"index": starlark.MakeInt(env.Shard.Index),
+		"count": starlark.MakeInt(env.Shard.Count),
+	})
+}
+
+// task is one item's run in a parallel call.
+type task struct {
+	index int
+	wait  Awaitable // its process or turn while it runs
+}
+
+// fanout is the state of one parallel call.
+type fanout struct {
+	c        *runtime.Call
+	fn       starlark.Callable
+	items    []starlark.Value
+	results  []starlark.Value
+	failFast bool
+
+	todo    []int   // this shard's item indexes not started yet
+	running []*task // started, not ended
+	total   int
+	done    int
+	failed  int
+	// errs are the failures that fail the call: errors of fn, lost
+	// processes and, with fail_fast, the first task that was not ok.
+	errs []string
+	// ended receives one signal per task that ends.
+	ended chan struct{}
+	stop  chan struct{}
+	// reported is the last progress the output was told.
+	reported runtime.ProgressInfo
+}
+
+func parallel(c *runtime.Call) (starlark.Value, error) {
+	var items []starlark.Value
+	var fn starlark.Callable
+	var limit *int64
+	failFast := false
+	if err := bind(c, 2, req("items", valueList(&items)), req("fn", callable(&fn)),
+		opt("limit", optInteger(&limit, 1)), opt("fail_fast", boolean(&failFast))); err != nil {
+		return nil, err
+	}
+	f := &fanout{c: c, fn: fn, items: items, results: make([]starlark.Value, len(items)), failFast: failFast,
+		stop: make(chan struct{})}
+	defer close(f.stop)
+	for i := range items {
+		f.results[i] = starlark.None
+		if c.Env.Shard.Mine(i) {
+			f.todo = append(f.todo, i)
+		}
+	}
+	f.total = len(f.todo)
+	f.ended = make(chan struct{}, f.total)
+	running := f.total
+	if limit != nil && int(*limit) < running {
+		running = int(*limit)
+	}
+	if err := f.run(running); err != nil {
+		return nil, err
+	}
+	if len(f.errs) > 0 {
+		return nil, c.Errorf("%d of %d items failed: %s", len(f.errs), f.total, strings.Join(f.errs, "; "))
+	}
+	return starlark.NewList(f.results), nil
+}
+
+// run starts tasks while fewer than limit run, and collects the ends,
+// until every task ended or, with fail_fast, one failed.
+func (f *fanout) run(limit int) error {
+	for {
+		for len(f.todo) > 0 && len(f.running) < limit && !f.stopping() {
+			i := f.todo[0]
+			f.todo = f.todo[1:]
+			if err := f.start(i); err != nil {
+				return err
+			}
+		}
+		f.report()
+		if f.stopping() {
+			f.stopRunning()
+			return f.c.Errorf("%s", f.errs[0])
+		}
+		if len(f.running) == 0 {
+			return nil
+		}
+		if err := f.c.Env.Loop.Wait(f.c.Env.Ctx, f.ended); err != nil {
+			f.stopRunning()
+			return f.c.Errorf("%v", errInterrupted)
+		}
+		f.collect()
+	}
+}
+
+// stopping reports whether fail_fast saw a failure.
+func (f *fanout) stopping() bool { return f.failFast && len(f.errs) > 0 }
+
+// start calls fn for item i and follows what it returned.
+func (f *fanout) start(i int) error {
+	v, err := starlark.Call(f.c.Thread, f.fn, starlark.Tuple{f.items[i]}, nil)
+	if err != nil {
+		if f.c.Env.Ctx.Err() != nil {
+			f.stopRunning()
+			return f.c.Errorf("%v", errInterrupted)
+		}
+		f.fail(i, err.Error())
+		return nil
+	}
+	a, ok := v.(Awaitable)
+	if !ok {
+		f.done++
+		f.finished(i, v)
+		return nil
+	}
+	if _, turn := a.(*Pending); turn {
+		if err := agentsOf(f.c.Env).turnWaitRefused(); err != nil {
+			return f.c.Errorf("%v", err)
+		}
+	}
+	f.running = append(f.running, &task{index: i, wait: a})
+	go func() {
+		select {
+		case <-a.Ready():
+			f.ended <- struct{}{}
+		case <-f.stop:
+		}
+	}()
+	return nil
+}
+
+// collect records the outcome of every running task that ended.
+func (f *fanout) collect() {
+	still := f.running[:0]
+	for _, t := range f.running {
+		select {
+		case <-t.wait.Ready():
+		default:
+			still = append(still, t)
+			continue
+		}
+		f.done++
+		v, err := t.wait.Outcome()
+		if err != nil {
+			f.fail(t.index, err.Error())
+			continue
+		}
+		f.finished(t.index, v)
+	}
+	clear(f.running[len(still):])
+	f.running = still
+}
+
+// fail records a failure that fails the call: an error of fn or a lost
+// task.
+func (f *fanout) fail(i int, msg string) {
+	f.failed++
+	f.errs = append(f.errs, f.describe(i)+": "+msg)
+}
+
+// finished records item i's outcome. A Result or Turn that is not ok
+// counts as failed; it fails the call only with fail_fast, otherwise it is
+// in the list for the recipe to look at.
+func (f *fanout) finished(i int, v starlark.Value) {
+	f.results[i] = v
+	var why string
+	switch o := v.(type) {
+	case *Result:
+		if o.status == StatusOK {
+			return
+		}
+		why = fmt.Sprintf("status %q, exit code %d", o.status, o.exitCode)
+	case *Turn:
+		if o.t.OK() {
+			return
+		}
+		why = "turn failed (subtype " + o.t.Subtype + ")"
+	default:
+		return
+	}
+	f.failed++
+	if f.failFast {
+		f.errs = append(f.errs, f.describe(i)+": "+why)
+	}
+}
+
+// describe names item i for an error: its index and value.
+func (f *fanout) describe(i int) string {
+	return fmt.Sprintf("item %d (%s)", i, truncated(f.items[i].String(), 60))
+}
+
+// report tells the output where the fan-out stands when that changed
+// (a wake-up can find nothing new: two tasks that end together signal
+// twice and are collected at the first).
+func (f *fanout) report() {
+	p := runtime.ProgressInfo{Done: f.done, Running: len(f.running), Failed: f.failed, Remaining: len(f.todo), Total: f.total}
+	if p == f.reported && p.Done > 0 {
+		return
+	}
+	f.reported = p
+	f.c.Env.Output.Progress(p)
+}
+
+// stopGrace is how long a stopped task's process group has after TERM
+// before KILL.
+const stopGrace = 2 * time.Second
+
+// stopRunning stops every running task (its process group is killed, its
+// turn interrupted) and waits, through the loop, until they ended or
+// stopSettle passed, so that nothing of the fan-out is left running, on
+// a daemon that outlives the run too. It runs after an interrupt as well:
+// its context is not the run's.
+func (f *fanout) stopRunning() {
+	if len(f.running) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(f.c.Env.Ctx), stopSettle)
+	defer cancel()
+	tasks := f.running
+	_ = block(f.c.Env, ctx, func(ctx context.Context) error {
+		var wg sync.WaitGroup
+		for _, t := range tasks {
+			wg.Go(func() {
+				switch w := t.wait.(type) {
+				case *Process:
+					w.proc.KillAndWait(ctx, "TERM", stopGrace, true)
+				case *Pending:
+					w.session.s.Interrupt(ctx)
+				}
+				select {
+				case <-t.wait.Ready():
+				case <-ctx.Done():
+				}
+			})
+		}
+		wg.Wait()
+		return nil
+	})
+	f.running = nil
+}
+
+// truncated is s cut to n runes, with an ellipsis when cut.
+func truncated(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// valueList binds a list or tuple.
+func valueList(dst *[]starlark.Value) param {
+	return paramFunc(func(v starlark.Value) error {
+		seq, ok := v.(starlark.Indexable)
+		if _, isStr := v.(starlark.String); !ok || isStr {
+			return want("list or tuple", v)
+		}
+		// Grow while reading (see strList): never allocate a range's Len().
+		n := seq.Len()
+		out := make([]starlark.Value, 0, min(n, 64))
+		for i := range n {
+			out = append(out, seq.Index(i))
+		}
+		*dst = out
+		return nil
+	})
+}
+
+// callable binds a function.
+func callable(dst *starlark.Callable) param {
+	return paramFunc(func(v starlark.Value) error {
+		fn, ok := v.(starlark.Callable)
+		if !ok {
+			return want("function", v)
+		}
+		*dst = fn
+		return nil
+	})
+}

@@ -1,0 +1,37 @@
+package runtime
+
+// Shard is one part of a run split across a CI matrix: the run does the
+// items of a fan-out whose index % Count == Index.
+type Shard struct {
+	Index, Count int
+}
+
+// orWhole is s, or the whole run (index 0 of 1) for the zero value.
+func (s Shard) orWhole() Shard {
+	if s.Count <= 0 {
+		return Shard{Index: 0, Count: 1}
+	}
+	return s
+}
+
+// Mine reports whether the item at index i belongs to this shard.
+func (s Shard) Mine(i int) bool {
+	s = s.orWhole()
+	return i%s.Count == s.Index
+}
+
+// ProgressInfo is where one parallel() call stands. Done counts the tasks
+// that ended (Failed of them failed), Running those started and not ended,
+// Remaining those not started yet; Total is what this shard runs.
+type ProgressInfo struct {
+	Done, Running, Failed, Remaining, Total int
+}
+
+// Progress implements Output: a parallel event in --json mode. Human
+// output shows nothing: a line per task ending would drown the tasks' own
+// output.
+func (o *output) Progress(p ProgressInfo) {
+	o.event("parallel",
+		field{"done", p.Done}, field{"running", p.Running}, field{"failed", p.Failed},
+		field{"remaining", p.Remaining}, field{"total", p.Total})
+}
