@@ -1,4 +1,4 @@
-// Package modelapi is a scripted stand-in for Anthropic's Messages API, for
+// Package fakemodel is a scripted stand-in for Anthropic's Messages API, for
 // tests and for anyone who wants to run a recipe's agent steps without a
 // model, a network or a bill.
 //
@@ -10,10 +10,11 @@
 // script: a list of replies handed out in order, or a function of the request
 // for replies that depend on what the model was sent.
 //
-//	api := modelapi.Start(modelapi.Options{Script: []modelapi.Reply{
-//		modelapi.ToolUse("Write", map[string]any{"file_path": "/tmp/x/hello.txt", "content": "hi\n"}),
-//		modelapi.Text("done"),
+//	api, err := fakemodel.Start(fakemodel.Options{Script: []fakemodel.Reply{
+//		fakemodel.ToolUse("Write", map[string]any{"file_path": "/tmp/x/hello.txt", "content": "hi\n"}),
+//		fakemodel.Text("done"),
 //	}})
+//	if err != nil { ... }
 //	defer api.Close()
 //	// run the Claude Code CLI with ANTHROPIC_BASE_URL=api.URL() and ANTHROPIC_API_KEY=test
 //
@@ -37,7 +38,7 @@
 // nothing depends on the clock. When the script runs out the server answers
 // a text reply that says so and records the event in Exhausted, rather than
 // failing with a status the CLI would retry for minutes.
-package modelapi
+package fakemodel
 
 import (
 	"bytes"
@@ -271,7 +272,7 @@ type Server struct {
 func Start(opt Options) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("modelapi: listen: %w", err)
+		return nil, fmt.Errorf("fakemodel: listen: %w", err)
 	}
 	if opt.Model == "" {
 		opt.Model = "claude-scripted"
@@ -327,7 +328,7 @@ func (s *Server) Exhausted() []string {
 func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(hr.Body, 64<<20))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "modelapi: read body: "+err.Error())
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "fakemodel: read body: "+err.Error())
 		return
 	}
 	req := &Request{Method: hr.Method, Path: hr.URL.Path, Query: hr.URL.RawQuery, Header: hr.Header.Clone(), Body: body}
@@ -342,7 +343,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		writeJSON(w, map[string]any{"input_tokens": estimateTokens(body)})
 	default:
 		s.record(req)
-		writeError(w, http.StatusNotFound, "not_found_error", "modelapi: no such endpoint: "+hr.Method+" "+hr.URL.Path)
+		writeError(w, http.StatusNotFound, "not_found_error", "fakemodel: no such endpoint: "+hr.Method+" "+hr.URL.Path)
 	}
 }
 
@@ -384,7 +385,7 @@ func (s *Server) messages(w http.ResponseWriter, ctx context.Context, req *Reque
 			s.mu.Lock()
 			s.exhausted = append(s.exhausted, note)
 			s.mu.Unlock()
-			reply = Text("modelapi: " + note)
+			reply = Text("fakemodel: " + note)
 		}
 	}
 	if reply.Status != 0 {

@@ -1,4 +1,4 @@
-package modelapi
+package fakemodel
 
 import (
 	"bufio"
