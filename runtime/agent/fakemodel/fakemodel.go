@@ -22,6 +22,12 @@
 // answered by the CLI with a tool_result in the next request. So a script for
 // "write a file, then say done" is two replies: the ToolUse, then the Text.
 //
+// A script is one queue for every conversation that reaches the server.
+// When several sessions run at once, a reply's When (its prompt must
+// contain some text) keeps it for the session that was sent that prompt.
+// Scripts also have a JSON form (ParseScript), which `sous model serve`
+// and `sous run --fake-model` read.
+//
 // Every request is recorded (Requests) so a test can assert what the model
 // was sent, e.g. that a denied tool came back as a tool_result with is_error
 // and the deny message (Request.ToolResults).
@@ -53,7 +59,9 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	// Script is handed out in order, one reply per scripted request.
+	// Script is handed out in order, one reply per scripted request: each
+	// request gets the first reply not handed out yet whose When matches
+	// it (a reply without When matches every request).
 	Script []Reply
 	// Func, when set, is asked for every scripted request instead of
 	// Script. n counts scripted requests from 0. It runs on the HTTP
@@ -67,6 +75,13 @@ type Options struct {
 	SideReply *Reply
 	// Model is reported in replies when the request names none.
 	Model string
+	// Addr is the TCP address to listen on (default "127.0.0.1:0": a
+	// random loopback port).
+	Addr string
+	// OnRequest, when set, is called with every request once it is
+	// recorded and its reply chosen, before the reply is written. It may
+	// be called from several goroutines at once and must not modify req.
+	OnRequest func(req *Request)
 }
 
 // Server is a running scripted API.
@@ -78,22 +93,28 @@ type Server struct {
 
 	mu        sync.Mutex
 	requests  []*Request
-	scripted  int // scripted requests answered
+	scripted  int    // scripted requests answered
+	used      []bool // by Script index: handed out
 	nextMsg   int
 	nextTool  int
 	exhausted []string
 }
 
-// Start serves a scripted API on a random loopback port. Close it when done.
+// Start serves a scripted API on Options.Addr (default: a random loopback
+// port). Close it when done.
 func Start(opt Options) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := opt.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("fakemodel: listen: %w", err)
 	}
 	if opt.Model == "" {
 		opt.Model = "claude-scripted"
 	}
-	s := &Server{opt: opt, ln: ln, done: make(chan struct{})}
+	s := &Server{opt: opt, ln: ln, done: make(chan struct{}), used: make([]bool, len(opt.Script))}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.done)
@@ -132,12 +153,26 @@ func (s *Server) Scripted() []*Request {
 	return out
 }
 
-// Exhausted lists a note for every scripted request that arrived after the
-// script ran out (a test usually asserts it is empty).
+// Exhausted lists a note for every scripted request that found no reply
+// left in the script (a test usually asserts it is empty).
 func (s *Server) Exhausted() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.exhausted...)
+}
+
+// Unused returns the indexes in Options.Script of the replies not handed
+// out yet, in order.
+func (s *Server) Unused() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int
+	for i, u := range s.used {
+		if !u {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // ServeHTTP implements http.Handler.
@@ -147,7 +182,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "fakemodel: read body: "+err.Error())
 		return
 	}
-	req := &Request{Method: hr.Method, Path: hr.URL.Path, Query: hr.URL.RawQuery, Header: hr.Header.Clone(), Body: body}
+	req := &Request{Method: hr.Method, Path: hr.URL.Path, Query: hr.URL.RawQuery, Header: hr.Header.Clone(), Body: body, Reply: -1}
 	if len(body) > 0 {
 		json.Unmarshal(body, &req.Parsed)
 	}
@@ -167,6 +202,13 @@ func (s *Server) record(req *Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
+	s.observe(req)
+}
+
+func (s *Server) observe(req *Request) {
+	if s.opt.OnRequest != nil {
+		s.opt.OnRequest(req)
+	}
 }
 
 func (s *Server) isSide(req *Request) bool {
@@ -178,31 +220,25 @@ func (s *Server) isSide(req *Request) bool {
 
 func (s *Server) messages(w http.ResponseWriter, ctx context.Context, req *Request) {
 	var reply Reply
-	if s.isSide(req) {
+	switch {
+	case s.isSide(req):
 		req.Side = true
 		s.record(req)
 		reply = Text("ok")
 		if s.opt.SideReply != nil {
 			reply = *s.opt.SideReply
 		}
-	} else {
+	case s.opt.Func != nil:
 		s.mu.Lock()
 		s.requests = append(s.requests, req)
 		n := s.scripted
 		s.scripted++
 		s.mu.Unlock()
-		switch {
-		case s.opt.Func != nil:
-			reply = s.opt.Func(req, n)
-		case n < len(s.opt.Script):
-			reply = s.opt.Script[n]
-		default:
-			note := fmt.Sprintf("scripted request %d arrived after the script's %d replies ran out", n+1, len(s.opt.Script))
-			s.mu.Lock()
-			s.exhausted = append(s.exhausted, note)
-			s.mu.Unlock()
-			reply = Text("fakemodel: " + note)
-		}
+		s.observe(req)
+		reply = s.opt.Func(req, n)
+	default:
+		reply = s.fromScript(req)
+		s.observe(req)
 	}
 	if reply.Status != 0 {
 		typ := reply.ErrorType
@@ -222,4 +258,46 @@ func (s *Server) messages(w http.ResponseWriter, ctx context.Context, req *Reque
 		return
 	}
 	s.stream(w, ctx, reply, msg)
+}
+
+// fromScript records a scripted request and hands it the first reply of
+// the script not handed out yet that matches it; when none is left, a text
+// reply saying so (an error status would have the CLI retry for minutes).
+func (s *Server) fromScript(req *Request) Reply {
+	prompt := req.Prompt()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.scripted
+	s.scripted++
+	left := 0
+	for i, r := range s.opt.Script {
+		if s.used[i] {
+			continue
+		}
+		left++
+		if r.When.matches(prompt) {
+			s.used[i] = true
+			req.Reply = i
+			s.requests = append(s.requests, req)
+			return r
+		}
+	}
+	s.requests = append(s.requests, req)
+	note := fmt.Sprintf("scripted request %d arrived after the script's %d replies ran out", n+1, len(s.opt.Script))
+	if left > 0 {
+		note = fmt.Sprintf("scripted request %d (prompt %q) matches none of the %d replies left in the script", n+1, cut(prompt, 60), left)
+	}
+	s.exhausted = append(s.exhausted, note)
+	return Text("fakemodel: " + note)
+}
+
+// cut shortens s to at most n bytes of whole characters, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

@@ -1,5 +1,7 @@
 package fakemodel
 
+import "strings"
+
 // Block is one content block of a reply: text or tool_use.
 type Block struct {
 	// Type is "text" or "tool_use".
@@ -36,6 +38,24 @@ type Reply struct {
 	// ChunkText splits text deltas into pieces of this many bytes (0: one
 	// delta per block), to exercise the client's reassembly.
 	ChunkText int
+	// When, when set, keeps the reply for the requests it matches (a
+	// script's replies only: Options.Func decides for itself).
+	When *When
+}
+
+// When says which requests a reply of a script is for, so that sessions
+// running at once each get their own replies whatever order their
+// requests arrive in.
+type When struct {
+	// PromptContains matches a request whose prompt (Request.Prompt)
+	// contains this text.
+	PromptContains string
+}
+
+// matches reports whether a request with this prompt may get the reply;
+// a nil When matches every request.
+func (w *When) matches(prompt string) bool {
+	return w == nil || strings.Contains(prompt, w.PromptContains)
 }
 
 // Text is a reply with one text block that ends the turn.

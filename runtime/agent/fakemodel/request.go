@@ -15,6 +15,10 @@ type Request struct {
 	Body   []byte
 	// Side reports whether it was answered as a side request.
 	Side bool
+	// Reply is the index in Options.Script of the reply that answered it,
+	// or -1 (a side request, another endpoint, Options.Func, or no reply
+	// was left).
+	Reply int
 	// Parsed is Body decoded (zero when Body is not a JSON message request).
 	Parsed MessagesRequest
 }
@@ -98,6 +102,34 @@ func (r *Request) UserText() string {
 			}
 		}
 		return strings.Join(parts, "\n")
+	}
+	return ""
+}
+
+// Prompt is the text of the conversation's latest prompt: the last user
+// message that carries text and no tool results (the CLI answers a tool
+// use with a user message of tool results), without the CLI's
+// <system-reminder> blocks. Every request of one agent turn has the same
+// prompt: the one the turn was sent.
+func (r *Request) Prompt() string {
+	for i := len(r.Parsed.Messages) - 1; i >= 0; i-- {
+		m := r.Parsed.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var parts []string
+		results := false
+		for _, b := range m.Blocks() {
+			switch {
+			case b.Type == "tool_result":
+				results = true
+			case b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
+				parts = append(parts, b.Text)
+			}
+		}
+		if !results && len(parts) > 0 {
+			return strings.Join(parts, "\n")
+		}
 	}
 	return ""
 }
