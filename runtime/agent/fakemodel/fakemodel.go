@@ -237,6 +237,15 @@ func (s *Server) messages(w http.ResponseWriter, ctx context.Context, req *Reque
 		s.observe(req)
 		reply = s.opt.Func(req, n)
 	default:
+		if out, ok := structuredFollowUp(req); ok {
+			// The turn is over; answering it takes no reply, so a
+			// script works the same with CLIs that ask and those that
+			// do not.
+			req.Side = true
+			s.record(req)
+			reply = Text(out)
+			break
+		}
 		reply = s.fromScript(req)
 		s.observe(req)
 	}
@@ -289,6 +298,29 @@ func (s *Server) fromScript(req *Request) Reply {
 	}
 	s.exhausted = append(s.exhausted, note)
 	return Text("fakemodel: " + note)
+}
+
+// structuredFollowUp recognises the request some CLIs (2.1.81) make after
+// the model's StructuredOutput tool use was accepted, although the turn's
+// value is known: its last message holds the tool's result, not an error.
+// It returns the value's JSON, which current CLIs make the turn's text.
+func structuredFollowUp(req *Request) (string, bool) {
+	msgs := req.Parsed.Messages
+	if len(msgs) < 2 || msgs[len(msgs)-2].Role != "assistant" {
+		return "", false
+	}
+	inputs := map[string]json.RawMessage{}
+	for _, b := range msgs[len(msgs)-2].Blocks() {
+		if b.Type == "tool_use" && b.Name == "StructuredOutput" {
+			inputs[b.ID] = b.Input
+		}
+	}
+	for _, tr := range req.ToolResults() {
+		if in, ok := inputs[tr.ToolUseID]; ok && !tr.IsError {
+			return string(in), true
+		}
+	}
+	return "", false
 }
 
 // cut shortens s to at most n bytes of whole characters, marking the cut.

@@ -302,3 +302,30 @@ func TestAddr(t *testing.T) {
 		t.Errorf("a second server on %s: %v", addr, err)
 	}
 }
+
+// TestStructuredFollowUp: the request after an accepted StructuredOutput
+// tool use is answered with the value's JSON without taking a reply; after
+// a rejected one (an error result) the script goes on.
+func TestStructuredFollowUp(t *testing.T) {
+	s, err := Start(Options{Script: []Reply{Text("retry please"), Text("next turn")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	turn := func(isError bool) string {
+		return `[{"role":"user","content":"report"},{"role":"assistant","content":[{"type":"tool_use","id":"t9","name":"StructuredOutput","input":{"plan":"p"}}]},` +
+			fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"ok","is_error":%v}]}]`, isError)
+	}
+	if got := replyText(t, post(t, s.URL()+"/v1/messages", convo(turn(true)))); got != "retry please" {
+		t.Errorf("after a rejected StructuredOutput: %q", got)
+	}
+	if got := replyText(t, post(t, s.URL()+"/v1/messages", convo(turn(false)))); got != `{"plan":"p"}` {
+		t.Errorf("after an accepted StructuredOutput: %q", got)
+	}
+	if u := s.Unused(); !reflect.DeepEqual(u, []int{1}) {
+		t.Errorf("unused %v: the follow-up took a reply", u)
+	}
+	if r := s.Requests(); len(r) != 2 || r[0].Side || !r[1].Side {
+		t.Errorf("requests %+v", r)
+	}
+}
