@@ -29,6 +29,9 @@ type RunOptions struct {
 	// Allow and Deny are approval rules for agents' permission requests and
 	// privileged commands, asked after the recipe's own policies.
 	Allow, Deny []string
+	// FakeModel is a script of model replies (--fake-model): the run's
+	// agents talk to it, served in sous, instead of Anthropic's API.
+	FakeModel string
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
@@ -55,11 +58,18 @@ Permission requests of agent sessions (and privileged commands) go to the
 session's policy, then the recipe's approvals(policy), then the --allow and
 --deny rules (Claude Code syntax, e.g. "Bash(go test:*)", "Write(/src/**)";
 deny wins), then a prompt when stdin is a terminal; otherwise they are denied.
-Every decision is logged on stderr (an approval event with --json).`,
+Every decision is logged on stderr (an approval event with --json).
+
+--fake-model SCRIPT.json serves a scripted model in sous for the run and points
+every agent session at it (ANTHROPIC_BASE_URL, a dummy ANTHROPIC_API_KEY): the
+recipe runs offline, without an API key, the same way every time. Only with the
+embedded daemon or a --socket daemon on this machine. The script's format: sous
+model serve --help.`,
 		Example: `  sous run recipes/hello.star
   sous run recipes/build-and-test.star -a module=./mymod
   sous run deploy.star --json -a env=staging --socket /run/sous.sock
-  sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"`,
+  sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"
+  sous run --fake-model recipes/agent-triage.fake.json recipes/agent-triage.star -a repo=.`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Recipe = args[0]
@@ -74,6 +84,7 @@ Every decision is logged on stderr (an approval event with --json).`,
 	fl.BoolVar(&opts.JSON, "json", false, "write JSON events to stdout, one per line, instead of human output")
 	fl.StringArrayVar(&opts.Allow, "allow", nil, "an approval `RULE` to allow, e.g. \"Bash(go test:*)\" (repeatable)")
 	fl.StringArrayVar(&opts.Deny, "deny", nil, "an approval `RULE` to deny (repeatable)")
+	fl.StringVar(&opts.FakeModel, "fake-model", "", "agents talk to a model scripted by `SCRIPT.json`, served in sous for the run: offline, no API key (see sous model serve --help)")
 	opts.Target.register(cmd)
 	return cmd
 }
@@ -119,6 +130,14 @@ func runRecipe(opts *RunOptions) error {
 	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
 	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
 	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, opts.Environ, builtins.DefaultTable(), approvals, prompt
+	if opts.FakeModel != "" {
+		model, err := startRunModel(opts.FakeModel, target.URL)
+		if err != nil {
+			return refuse(err)
+		}
+		defer model.stop(streams.ErrOut)
+		model.apply(&ropt)
+	}
 	err = runtime.Run(ctx, ropt)
 	var ee *runtime.ExitError
 	if errors.As(err, &ee) {
