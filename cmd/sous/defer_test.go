@@ -156,6 +156,7 @@ func TestAgentRecipesCleanUpWhenTheyFail(t *testing.T) {
 	for _, r := range []struct{ name, task, branches string }{
 		{"agent-fix.star", "task=fix it", "agent-fix/*"},
 		{"agent-fanout.star", "prompt=write notes", "fanout-agent/*"},
+		{"agent-triage.star", "task=CI is red", "agent-triage"},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
