@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"strings"
 	"sync"
@@ -289,6 +290,26 @@ var (
 	_ Awaitable         = (*Pending)(nil)
 )
 
+// addAgentEnv sets the run's AgentEnv in a session's environment, over
+// what its env= says: a scripted model (--fake-model) must reach every
+// session, or one would talk to the real model. Its values name this
+// machine, so a session on a host elsewhere is refused.
+func addAgentEnv(c *runtime.Call, opt *agent.Options) error {
+	ae := c.Env.AgentEnv
+	if ae == nil {
+		return nil
+	}
+	if !opt.LocalHost {
+		return c.Errorf("%s: the session's model is on this machine, which a CLI on %s could not reach; start the session on the embedded daemon or a unix:// host",
+			ae.Source, c.Host.Target())
+	}
+	env := make(map[string]string, len(opt.Env)+len(ae.Vars))
+	maps.Copy(env, opt.Env)
+	maps.Copy(env, ae.Vars)
+	opt.Env = env
+	return nil
+}
+
 func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	kind, _, err := client.Kind(c.Host.Target())
 	if err != nil {
@@ -300,6 +321,9 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	if o.opt.Transport == agent.TransportWebSocket && !o.opt.LocalHost {
 		return nil, c.Errorf("transport: \"websocket\" needs the CLI on this machine, and %s is not: the CLI could not "+
 			"reach sous's loopback WebSocket endpoint; use transport=\"stdio\"", c.Host.Target())
+	}
+	if err := addAgentEnv(c, &o.opt); err != nil {
+		return nil, err
 	}
 	d, err := hostClient(c, c.Host)
 	if err != nil {
