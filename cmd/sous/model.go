@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -139,6 +140,10 @@ func modelServe(ctx context.Context, opts *ModelServeOptions) error {
 	}
 	rep := newScriptReport(script, logw, opts.IO.ErrOut, "sous model serve: ")
 	srv, err := fakemodel.Start(fakemodel.Options{Script: script, Addr: opts.Addr, OnRequest: rep.request})
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return fmt.Errorf("model serve: --addr: %v", op) // listen tcp ...: address already in use
+	}
 	if err != nil {
 		return fmt.Errorf("model serve: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -187,14 +188,13 @@ func TestModelServeProcess(t *testing.T) {
 }
 
 // TestModelServeLogStdout: --log - puts the JSON lines on stdout, after
-// the two variables.
+// the two variables; a request past the script's end is a line on stderr.
 func TestModelServeLogStdout(t *testing.T) {
 	t.Parallel()
-	out := &testutil.SyncBuffer{}
-	var errOut bytes.Buffer
+	out, errOut := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	opts := &ModelServeOptions{IO: &IO{Out: out, ErrOut: &errOut}, Script: writeScript(t, `[{"text": "hi <there>"}]`), Addr: "127.0.0.1:0", Log: "-"}
+	opts := &ModelServeOptions{IO: &IO{Out: out, ErrOut: errOut}, Script: writeScript(t, `[{"text": "hi <there>"}]`), Addr: "127.0.0.1:0", Log: "-"}
 	go func() { done <- modelServe(ctx, opts) }()
 	var url string
 	for deadline := time.Now().Add(5 * time.Second); url == ""; time.Sleep(5 * time.Millisecond) {
@@ -206,23 +206,47 @@ func TestModelServeLogStdout(t *testing.T) {
 			url = strings.TrimPrefix(first, "ANTHROPIC_BASE_URL=")
 		}
 	}
-	resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(streamedRequest("x < y")))
-	if err != nil {
-		t.Fatal(err)
+	for _, prompt := range []string{"x < y", "one more"} {
+		resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(streamedRequest(prompt)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != 3 || lines[1] != "ANTHROPIC_API_KEY=sous-fake-model" ||
-		!strings.HasPrefix(lines[2], `{"n":1,"method":"POST","path":"/v1/messages","side":false,"reply":1,"prompt":"x < y","body":{"model":"claude-x",`) {
+	if len(lines) != 4 || lines[1] != "ANTHROPIC_API_KEY=sous-fake-model" ||
+		!strings.HasPrefix(lines[2], `{"n":1,"method":"POST","path":"/v1/messages","side":false,"reply":1,"prompt":"x < y","body":{"model":"claude-x",`) ||
+		!strings.HasPrefix(lines[3], `{"n":2,"method":"POST","path":"/v1/messages","side":false,"prompt":"one more","body":`) {
 		t.Errorf("stdout:\n%s", out)
 	}
-	if !strings.HasSuffix(errOut.String(), "sous model serve: stopped after 1 request; 1 of 1 reply used\n") {
-		t.Errorf("stderr:\n%s", errOut.String())
+	for _, want := range []string{
+		`sous model serve: request 1: reply 1 of 1 (text "hi <there>") for "x < y"` + "\n",
+		`sous model serve: request 2: no reply left in the script for "one more"; it gets a text saying so` + "\n",
+		"sous model serve: stopped after 2 requests; 1 of 1 reply used\n",
+	} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+// TestModelServeAddrInUse: an address another server holds is one line.
+func TestModelServeAddrInUse(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	o := sousEnv(nil, "model", "serve", "--script", writeScript(t, `[{"text": "hi"}]`), "--addr", ln.Addr().String())
+	want := "sous: model serve: --addr: listen tcp " + ln.Addr().String() + ": bind: address already in use\n"
+	if o.code != 1 || o.stderr != want || o.stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and %q", o.code, o.stdout, o.stderr, want)
 	}
 }
 
