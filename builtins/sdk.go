@@ -49,8 +49,9 @@ func sdkEntries() []runtime.Entry {
 				"the embedded daemon or a unix socket daemon on this machine (Claude Code 2.1.121 and later refuse it). " +
 				"cli is a program name, a path or a list ([\"node\", \"/path/cli.js\"]). env (dict of strings) is " +
 				"merged over the host's environment (e.g. ANTHROPIC_BASE_URL); under sous run --fake-model the " +
-				"scripted model's ANTHROPIC_BASE_URL and key win over both, and a session on an ssh or ws host is refused. model, permission_mode, allowed_tools, " +
-				"disallowed_tools and max_turns map to the CLI's flags, system_prompt and append_system_prompt to " +
+				"scripted model's ANTHROPIC_BASE_URL and key win over both, and a session on an ssh or ws host is " +
+				"refused. model, permission_mode, allowed_tools, disallowed_tools and max_turns map to the CLI's " +
+				"flags, system_prompt and append_system_prompt to " +
 				"initialize. resume continues a session by id; fork=True forks it. timeout (seconds) bounds every " +
 				"turn: the turn is interrupted and send fails saying so. policy(req) answers the session's permission " +
 				"requests first (see approvals). tools (a list of tool(...)) are served to the CLI by sous (an " +
