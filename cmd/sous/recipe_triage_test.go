@@ -90,3 +90,53 @@ func TestRecipeAgentTriage(t *testing.T) {
 		})
 	}
 }
+
+// TestRecipeAgentTriageTools: the recipe's own logic, with a script of the
+// test's: run_tests refuses a package that is a flag (the model gets an
+// error, the turn goes on) and passes -run; the guard has no objection to
+// a write inside the worktree, which the policy allows; a report naming a
+// test run_tests never saw fail gets a note.
+func TestRecipeAgentTriageTools(t *testing.T) {
+	t.Parallel()
+	cli, err := json.Marshal(claudecli.Find(t, claudecli.Latest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := filepath.EvalSymlinks(goModule(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitTree(t, repo)
+	wt := filepath.Join(t.TempDir(), "tree")
+	notes := filepath.Join(wt, "NOTES.md")
+	script := writeScript(t, `[
+  {"tool_use": {"name": "mcp__sous__run_tests", "input": {"packages": ["-exec=/bin/true", "./..."]}}},
+  {"tool_use": {"name": "mcp__sous__run_tests", "input": {"run": "TestAdd"}}},
+  {"tool_use": {"name": "Write", "input": {"file_path": "`+notes+`", "content": "Add is off by one\n"}}},
+  {"structured_output": {"failing": ["TestAdd", "TestGhost"], "suspect_files": [], "plan": "look again"}}
+]`)
+	w := &agentWorld{t: t}
+	w.env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb"}
+	for k, v := range claudecli.Env(t.TempDir(), "http://127.0.0.1:9") {
+		w.env = append(w.env, k+"="+v)
+	}
+	w.shareGoCache()
+	// The worktree, NOTES.md with it, is gone when the recipe ends: the
+	// guard's and the approval's lines say the write went through.
+	o := w.sous("run", "--fake-model", script, recipe("agent-triage.star"), "-a", "repo="+repo, "-a", "into="+wt, "-a", "cli="+string(cli))
+	o.expect(t, 0,
+		"tool: mcp__sous__run_tests error [session ",
+		"run_tests: go test -count=1 -run TestAdd ./...: exit code 1, failing: TestAdd\n",
+		"guard: no objection to Write "+notes+"\n",
+		"approval: allow Write "+notes+" (by session",
+		"failing: TestAdd, TestGhost\n",
+		"suspect files: none\n",
+		"note: run_tests never saw TestGhost fail\n",
+	)
+	if n := strings.Count(o.stderr, "run_tests: go test"); n != 1 {
+		t.Errorf("go test ran %d times, want once (the flag refused before it ran):\n%s", n, o.stderr)
+	}
+	if fileExists(wt) {
+		t.Error("the worktree is still there")
+	}
+}
