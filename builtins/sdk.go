@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"strings"
 	"sync"
@@ -47,8 +48,10 @@ func sdkEntries() []runtime.Entry {
 				"serves a loopback WebSocket (random port, bearer token) and starts the CLI with --sdk-url; only for " +
 				"the embedded daemon or a unix socket daemon on this machine (Claude Code 2.1.121 and later refuse it). " +
 				"cli is a program name, a path or a list ([\"node\", \"/path/cli.js\"]). env (dict of strings) is " +
-				"merged over the host's environment (e.g. ANTHROPIC_BASE_URL). model, permission_mode, allowed_tools, " +
-				"disallowed_tools and max_turns map to the CLI's flags, system_prompt and append_system_prompt to " +
+				"merged over the host's environment (e.g. ANTHROPIC_BASE_URL); under sous run --fake-model the " +
+				"scripted model's ANTHROPIC_BASE_URL and key win over both, and a session on an ssh or ws host is " +
+				"refused. model, permission_mode, allowed_tools, disallowed_tools and max_turns map to the CLI's " +
+				"flags, system_prompt and append_system_prompt to " +
 				"initialize. resume continues a session by id; fork=True forks it. timeout (seconds) bounds every " +
 				"turn: the turn is interrupted and send fails saying so. policy(req) answers the session's permission " +
 				"requests first (see approvals). tools (a list of tool(...)) are served to the CLI by sous (an " +
@@ -288,6 +291,26 @@ var (
 	_ Awaitable         = (*Pending)(nil)
 )
 
+// addAgentEnv sets the run's AgentEnv in a session's environment, over
+// what its env= says: a scripted model (--fake-model) must reach every
+// session, or one would talk to the real model. Its values name this
+// machine, so a session on a host elsewhere is refused.
+func addAgentEnv(c *runtime.Call, opt *agent.Options) error {
+	ae := c.Env.AgentEnv
+	if ae == nil {
+		return nil
+	}
+	if !opt.LocalHost {
+		return c.Errorf("%s: the session's model is on this machine, which a CLI on %s could not reach; start the session on the embedded daemon or a unix:// host",
+			ae.Source, c.Host.Target())
+	}
+	env := make(map[string]string, len(opt.Env)+len(ae.Vars))
+	maps.Copy(env, opt.Env)
+	maps.Copy(env, ae.Vars)
+	opt.Env = env
+	return nil
+}
+
 func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	kind, _, err := client.Kind(c.Host.Target())
 	if err != nil {
@@ -299,6 +322,9 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	if o.opt.Transport == agent.TransportWebSocket && !o.opt.LocalHost {
 		return nil, c.Errorf("transport: \"websocket\" needs the CLI on this machine, and %s is not: the CLI could not "+
 			"reach sous's loopback WebSocket endpoint; use transport=\"stdio\"", c.Host.Target())
+	}
+	if err := addAgentEnv(c, &o.opt); err != nil {
+		return nil, err
 	}
 	d, err := hostClient(c, c.Host)
 	if err != nil {

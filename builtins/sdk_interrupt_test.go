@@ -16,8 +16,8 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
 	"github.com/seed5ad92d46/sous/internal/daemontest"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
 	"github.com/seed5ad92d46/sous/runtime"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // TestInterruptEndsAgentSessions interrupts a run (as Ctrl-C does) while a
@@ -30,9 +30,9 @@ func TestInterruptEndsAgentSessions(t *testing.T) {
 	defer close(hold)
 	arrived := make(chan struct{})
 	var once sync.Once
-	api, err := modelapi.Start(modelapi.Options{Func: func(*modelapi.Request, int) modelapi.Reply {
+	api, err := fakemodel.Start(fakemodel.Options{Func: func(*fakemodel.Request, int) fakemodel.Reply {
 		once.Do(func() { close(arrived) })
-		return modelapi.Reply{Blocks: []modelapi.Block{modelapi.TextBlock("never")}, Hold: hold}
+		return fakemodel.Reply{Blocks: []fakemodel.Block{fakemodel.TextBlock("never")}, Hold: hold}
 	}})
 	if err != nil {
 		t.Fatal(err)

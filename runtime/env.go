@@ -36,6 +36,9 @@ type Env struct {
 	// decided: the command line's rules, a prompt, the default. Nil denies
 	// them all (by "default").
 	Approver Approver
+	// AgentEnv is the run's Options.AgentEnv (nil: none): the sessions'
+	// builtin sets it in every session's environment.
+	AgentEnv *AgentEnv
 	// Abort stops the run because of err, an error of the recipe's own code
 	// that surfaced outside the builtin it was running in (a policy that
 	// raised while an agent waited for its answer): the recipe fails with

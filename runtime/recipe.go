@@ -75,6 +75,7 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 		Getenv:   getenv,
 		Dir:      opt.Dir,
 		Approver: r.appr,
+		AgentEnv: opt.AgentEnv,
 		Abort:    r.abort,
 		Shard:    opt.Shard.orWhole(),
 	}

@@ -58,6 +58,19 @@ type Options struct {
 	// Shard is the run's part of a CI matrix (sous run --shard I/N); the
 	// zero value is the whole run (index 0 of 1).
 	Shard Shard
+	// AgentEnv, when set, is environment every agent session of the run
+	// gets, whatever its own env= says (sous run --fake-model: the
+	// scripted model's URL).
+	AgentEnv *AgentEnv
+}
+
+// AgentEnv is environment for every agent session of a run. Its values
+// name this machine (a loopback URL), so a session on a host elsewhere (ssh,
+// ws) fails to start rather than run without them.
+type AgentEnv struct {
+	Vars map[string]string
+	// Source is what set Vars, for errors: "--fake-model".
+	Source string
 }
 
 // ExitError says how a run that did not finish ended. What went wrong has

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // agentWorld is what a recipe with agent sessions needs in a test: the real
@@ -22,7 +22,7 @@ import (
 // environment, which the embedded daemon's processes inherit.
 type agentWorld struct {
 	t    *testing.T
-	api  *modelapi.Server
+	api  *fakemodel.Server
 	cli  []string
 	dir  string // the recipe's directory (args["dir"]), symlinks resolved
 	env  []string
@@ -30,10 +30,10 @@ type agentWorld struct {
 	seen map[string]time.Time // marks set by scripts (see mark)
 }
 
-func newAgentWorld(t *testing.T, version string, api modelapi.Options) *agentWorld {
+func newAgentWorld(t *testing.T, version string, api fakemodel.Options) *agentWorld {
 	t.Helper()
 	cli := claudecli.Find(t, version)
-	srv, err := modelapi.Start(api)
+	srv, err := fakemodel.Start(api)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func (w *agentWorld) readFile(path string) string {
 
 // toolResults finds the tool results the model got for a tool use id
 // across every scripted request.
-func (w *agentWorld) toolResult(toolUseID string) (modelapi.ToolResult, bool) {
+func (w *agentWorld) toolResult(toolUseID string) (fakemodel.ToolResult, bool) {
 	for _, r := range w.api.Scripted() {
 		for _, tr := range r.ToolResults() {
 			if tr.ToolUseID == toolUseID {
@@ -116,12 +116,12 @@ func (w *agentWorld) toolResult(toolUseID string) (modelapi.ToolResult, bool) {
 			}
 		}
 	}
-	return modelapi.ToolResult{}, false
+	return fakemodel.ToolResult{}, false
 }
 
 // firstPrompt is the first user text of a request's conversation: which
 // prompt (and so which session) the request belongs to.
-func firstPrompt(r *modelapi.Request) string {
+func firstPrompt(r *fakemodel.Request) string {
 	for _, m := range r.Parsed.Messages {
 		if m.Role != "user" {
 			continue
@@ -137,7 +137,7 @@ func firstPrompt(r *modelapi.Request) string {
 
 // toolTurn counts the tool results already in a request's conversation:
 // 0 for the first request of a prompt, 1 after one tool ran, ...
-func toolTurn(r *modelapi.Request) int {
+func toolTurn(r *fakemodel.Request) int {
 	n := 0
 	for _, m := range r.Parsed.Messages {
 		for _, b := range m.Blocks() {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // Agents as programmable steps, through sous run with the real CLI (both
@@ -27,16 +27,16 @@ func TestAgentHooks(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			var w *agentWorld
-			w = newAgentWorld(t, version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w = newAgentWorld(t, version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				switch n {
 				case 0:
-					return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_bash", Name: "Bash",
+					return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_bash", Name: "Bash",
 						Input: map[string]any{"command": "rm -rf " + filepath.Join(w.dir, "precious")}}}}
 				case 1:
-					return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_write", Name: "Write",
+					return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_write", Name: "Write",
 						Input: map[string]any{"file_path": filepath.Join(w.dir, "out.txt"), "content": "the model's\n"}}}}
 				}
-				return modelapi.Text("all done")
+				return fakemodel.Text("all done")
 			}})
 			o := w.run(`
 seen = []
@@ -123,11 +123,11 @@ func TestAgentHookFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var w *agentWorld
-			w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				if toolTurn(req) == 0 {
-					return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "out.txt"), "content": "x\n"})
+					return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "out.txt"), "content": "x\n"})
 				}
-				return modelapi.Text("done")
+				return fakemodel.Text("done")
 			}})
 			// Lines 1-5 are the hook; the send is on line 8.
 			o := w.run(tt.hook + `
@@ -154,15 +154,15 @@ func TestAgentStructuredOutput(t *testing.T) {
 	for _, version := range []string{claudecli.WebSocket, claudecli.Latest} {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
-			w := newAgentWorld(t, version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w := newAgentWorld(t, version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				switch n {
 				case 0:
-					return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_bad", Name: "StructuredOutput",
+					return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_bad", Name: "StructuredOutput",
 						Input: map[string]any{"verdict": "maybe", "score": 3}}}}
 				case 1:
-					return modelapi.ToolUse("StructuredOutput", map[string]any{"verdict": "pass", "score": 7, "notes": []any{"fast", "clean"}})
+					return fakemodel.ToolUse("StructuredOutput", map[string]any{"verdict": "pass", "score": 7, "notes": []any{"fast", "clean"}})
 				}
-				return modelapi.Text("reported")
+				return fakemodel.Text("reported")
 			}})
 			o := w.run(`
 schema = {
@@ -198,8 +198,8 @@ func TestAgentBudget(t *testing.T) {
 	for _, version := range []string{claudecli.WebSocket, claudecli.Latest} {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
-			w := newAgentWorld(t, version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
-				r := modelapi.ToolUse("Bash", map[string]any{"command": fmt.Sprintf("echo round %d", n)})
+			w := newAgentWorld(t, version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
+				r := fakemodel.ToolUse("Bash", map[string]any{"command": fmt.Sprintf("echo round %d", n)})
 				r.InputTokens = 1000
 				return r
 			}})
@@ -222,12 +222,12 @@ print("turn:", t.ok, t.subtype, t.cost_usd > 0.0045, t.num_turns)
 func TestAgentHookEvents(t *testing.T) {
 	t.Parallel()
 	var w *agentWorld
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if n == 0 {
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_rm", Name: "Bash",
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_rm", Name: "Bash",
 				Input: map[string]any{"command": "rm -rf " + filepath.Join(w.dir, "x")}}}}
 		}
-		return modelapi.Text("ok")
+		return fakemodel.Text("ok")
 	}})
 	o := w.run(`
 def deny_shell(input):

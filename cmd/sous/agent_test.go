@@ -15,8 +15,8 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
 	"github.com/seed5ad92d46/sous/runtime"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // The agent tests run recipes through sous run, in process, with the real
@@ -35,26 +35,26 @@ func TestAgentToolPermissions(t *testing.T) {
 	repo := makeRepo(t)
 	var w *agentWorld
 	wt := func() string { return filepath.Join(w.dir, "wt") }
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		switch n {
 		case 0:
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_write_hello", Name: "Write",
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_write_hello", Name: "Write",
 				Input: map[string]any{"file_path": filepath.Join(wt(), "hello.txt"), "content": "hello from the model\n"}}}}
 		case 1:
-			return modelapi.Text("I wrote hello.txt")
+			return fakemodel.Text("I wrote hello.txt")
 		case 2:
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_bash_rm", Name: "Bash",
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_bash_rm", Name: "Bash",
 				Input: map[string]any{"command": "rm -rf " + filepath.Join(wt(), "README"), "description": "delete the readme"}}}}
 		case 3:
-			return modelapi.Text("understood, nothing deleted")
+			return fakemodel.Text("understood, nothing deleted")
 		case 4:
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(wt(), "secret.txt"), "content": "the model's version\n"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(wt(), "secret.txt"), "content": "the model's version\n"})
 		case 5:
-			return modelapi.Text("saved")
+			return fakemodel.Text("saved")
 		case 6:
-			return modelapi.Text("forked")
+			return fakemodel.Text("forked")
 		}
-		return modelapi.Text("unexpected request")
+		return fakemodel.Text("unexpected request")
 	}})
 	o := w.run(`
 cli = json.decode(args["cli"])
@@ -135,13 +135,13 @@ print("fork:", t4.text, f.id != None and f.id != t3.session_id, t4.session_id ==
 func TestAgentConcurrentSessions(t *testing.T) {
 	t.Parallel()
 	var w *agentWorld
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		name := strings.TrimPrefix(firstPrompt(req), "write ")
 		if toolTurn(req) == 0 {
 			w.mark(name)
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, name, "out.txt"), "content": name + "\n"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, name, "out.txt"), "content": name + "\n"})
 		}
-		return modelapi.Text("done " + name)
+		return fakemodel.Text("done " + name)
 	}})
 	for _, d := range []string{"a", "b"} {
 		if err := os.Mkdir(filepath.Join(w.dir, d), 0o755); err != nil {
@@ -215,16 +215,16 @@ func TestAgentInterruptAndTimeout(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	var w *agentWorld
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		switch firstPromptOfTurn(req) {
 		case "take forever":
 			// The recipe polls for this file to know the turn is under way.
 			os.WriteFile(filepath.Join(w.dir, "held"), nil, 0o644)
-			return modelapi.Reply{Blocks: []modelapi.Block{modelapi.TextBlock("never")}, Hold: hold}
+			return fakemodel.Reply{Blocks: []fakemodel.Block{fakemodel.TextBlock("never")}, Hold: hold}
 		case "quick one":
-			return modelapi.Text("fast")
+			return fakemodel.Text("fast")
 		}
-		return modelapi.Reply{Blocks: []modelapi.Block{modelapi.TextBlock("never either")}, Hold: hold}
+		return fakemodel.Reply{Blocks: []fakemodel.Block{fakemodel.TextBlock("never either")}, Hold: hold}
 	}})
 	o := w.run(`
 cli = json.decode(args["cli"])
@@ -249,7 +249,7 @@ print("not reached")
 // firstPromptOfTurn is the text of the last user message that is a prompt
 // (not tool results): which turn of a session a request belongs to.
 // A tool result message has no text, so the search goes on backwards.
-func firstPromptOfTurn(r *modelapi.Request) string {
+func firstPromptOfTurn(r *fakemodel.Request) string {
 	for i := len(r.Parsed.Messages) - 1; i >= 0; i-- {
 		m := r.Parsed.Messages[i]
 		if m.Role != "user" {
@@ -273,16 +273,16 @@ func firstPromptOfTurn(r *modelapi.Request) string {
 func TestAgentApprovalFlags(t *testing.T) {
 	t.Parallel()
 	var w *agentWorld
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		switch n {
 		case 0:
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_write", Name: "Write",
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_write", Name: "Write",
 				Input: map[string]any{"file_path": filepath.Join(w.dir, "out.txt"), "content": "flagged\n"}}}}
 		case 1:
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_touch", Name: "Bash",
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_touch", Name: "Bash",
 				Input: map[string]any{"command": "touch made-by-bash"}}}}
 		}
-		return modelapi.Text("done")
+		return fakemodel.Text("done")
 	}})
 	o := w.run(`
 t = sdk.send("go", cwd = args["dir"], cli = json.decode(args["cli"]))
@@ -311,16 +311,16 @@ func TestAgentRelativeRules(t *testing.T) {
 	t.Parallel()
 	var w *agentWorld
 	wd := func() string { return filepath.Join(w.dir, "wd") }
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		switch n {
 		case 0:
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_secret", Name: "Write",
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_secret", Name: "Write",
 				Input: map[string]any{"file_path": filepath.Join(wd(), "secrets", "key"), "content": "leaked\n"}}}}
 		case 1:
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_plain", Name: "Write",
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_plain", Name: "Write",
 				Input: map[string]any{"file_path": filepath.Join(wd(), "notes.txt"), "content": "fine\n"}}}}
 		}
-		return modelapi.Text("done")
+		return fakemodel.Text("done")
 	}})
 	if err := os.MkdirAll(filepath.Join(wd(), "secrets"), 0o755); err != nil {
 		t.Fatal(err)
@@ -358,9 +358,9 @@ func TestAgentPermissionsResolveSymlinksAndGuardGit(t *testing.T) {
 	var w *agentWorld
 	wt := func() string { return filepath.Join(w.dir, "wt") }
 	outside := func() string { return filepath.Join(w.dir, "outside") }
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
-		write := func(id, path string) modelapi.Reply {
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: id, Name: "Write",
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
+		write := func(id, path string) fakemodel.Reply {
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: id, Name: "Write",
 				Input: map[string]any{"file_path": path, "content": "from the agent\n"}}}}
 		}
 		switch n {
@@ -371,7 +371,7 @@ func TestAgentPermissionsResolveSymlinksAndGuardGit(t *testing.T) {
 		case 2:
 			return write("toolu_ok", filepath.Join(wt(), "ok.txt"))
 		}
-		return modelapi.Text("done")
+		return fakemodel.Text("done")
 	}})
 	for _, d := range []string{filepath.Join(wt(), ".git"), outside()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -418,12 +418,12 @@ func TestApprovalFlagsAreChecked(t *testing.T) {
 func TestAgentJSONEventsDefaultDenyAndRecipeApprovals(t *testing.T) {
 	t.Parallel()
 	var w *agentWorld
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if toolTurn(req) == 0 || n == 2 {
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: fmt.Sprintf("toolu_%d", n), Name: "Write",
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: fmt.Sprintf("toolu_%d", n), Name: "Write",
 				Input: map[string]any{"file_path": filepath.Join(w.dir, fmt.Sprintf("f%d.txt", n)), "content": "x\n"}}}}
 		}
-		return modelapi.Text(fmt.Sprintf("reply %d", n))
+		return fakemodel.Text(fmt.Sprintf("reply %d", n))
 	}})
 	o := w.run(`
 s = sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]))
@@ -510,11 +510,11 @@ func TestAgentPolicyErrors(t *testing.T) {
 			t.Parallel()
 			sock, srv := socketDaemon(t, "tok", daemonConfig(t))
 			var w *agentWorld
-			w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				if toolTurn(req) == 0 {
-					return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "out.txt"), "content": "x\n"})
+					return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "out.txt"), "content": "x\n"})
 				}
-				return modelapi.Text("done")
+				return fakemodel.Text("done")
 			}})
 			var env strings.Builder
 			for _, kv := range w.env {
@@ -556,11 +556,11 @@ print("not reached")
 func TestAgentWebSocketAndSocketHost(t *testing.T) {
 	t.Parallel()
 	sock, srv := socketDaemon(t, "tok", daemon.Config{ShutdownGrace: time.Second, Env: []string{"PATH=" + os.Getenv("PATH")}})
-	w := newAgentWorld(t, claudecli.WebSocket, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w := newAgentWorld(t, claudecli.WebSocket, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if toolTurn(req) == 0 {
-			return modelapi.ToolUse("Bash", map[string]any{"command": "printf '%s' \"$SOUS_TEST_VAR\" > var.txt"})
+			return fakemodel.ToolUse("Bash", map[string]any{"command": "printf '%s' \"$SOUS_TEST_VAR\" > var.txt"})
 		}
-		return modelapi.Text("via " + firstPrompt(req))
+		return fakemodel.Text("via " + firstPrompt(req))
 	}})
 	var env strings.Builder
 	for _, kv := range w.env {
@@ -692,17 +692,17 @@ func TestRecipeAgentFix(t *testing.T) {
 	gitInit(t, repo)
 	var w *agentWorld
 	wt := func() string { return filepath.Join(w.dir, "trees", "task-1") }
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		switch toolTurn(req) {
 		case 0:
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(wt(), "add.go"),
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(wt(), "add.go"),
 				"content": "package tiny\n\n// Add adds, the way the test wants.\nfunc Add(a, b int) int { return a + b + 1 }\n"})
 		case 1:
-			return modelapi.ToolUse("Bash", map[string]any{"command": "go test ./...", "description": "run the tests"})
+			return fakemodel.ToolUse("Bash", map[string]any{"command": "go test ./...", "description": "run the tests"})
 		case 2:
-			return modelapi.ToolUse("Bash", map[string]any{"command": "curl -s https://example.com/upload"})
+			return fakemodel.ToolUse("Bash", map[string]any{"command": "curl -s https://example.com/upload"})
 		}
-		return modelapi.Text("Fixed Add.\nDetails follow.")
+		return fakemodel.Text("Fixed Add.\nDetails follow.")
 	}})
 	w.shareGoCache()
 	o := w.sous("run", recipe("agent-fix.star"), "-a", "repo="+repo, "-a", "task=make TestAdd pass",
@@ -750,7 +750,7 @@ func TestRecipeAgentFanout(t *testing.T) {
 	secondBegan := make(chan struct{})
 	var once sync.Once
 	var late atomic.Bool // set by the model's handler goroutine
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		prompt := firstPrompt(req)
 		if strings.HasPrefix(prompt, "edit") {
 			once.Do(func() { close(secondBegan) })
@@ -764,17 +764,17 @@ func TestRecipeAgentFanout(t *testing.T) {
 		}
 		switch {
 		case strings.HasPrefix(prompt, "write notes") && toolTurn(req) == 0:
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(tree(1), "NOTES.md"), "content": "notes\n"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(tree(1), "NOTES.md"), "content": "notes\n"})
 		case strings.HasPrefix(prompt, "write notes") && toolTurn(req) == 1:
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(tree(2), "INTRUDER.md"), "content": "mine now\n"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(tree(2), "INTRUDER.md"), "content": "mine now\n"})
 		case strings.HasPrefix(prompt, "write notes"):
-			return modelapi.Text("notes written")
+			return fakemodel.Text("notes written")
 		case toolTurn(req) == 0:
-			return modelapi.ToolUse("Edit", map[string]any{"file_path": filepath.Join(tree(2), "README"), "old_string": "hello", "new_string": "hello, agents"})
+			return fakemodel.ToolUse("Edit", map[string]any{"file_path": filepath.Join(tree(2), "README"), "old_string": "hello", "new_string": "hello, agents"})
 		case toolTurn(req) == 1:
-			return modelapi.ToolUse("Bash", map[string]any{"command": "git push origin HEAD"})
+			return fakemodel.ToolUse("Bash", map[string]any{"command": "git push origin HEAD"})
 		}
-		return modelapi.Text("readme edited")
+		return fakemodel.Text("readme edited")
 	}})
 	prompts := filepath.Join(w.dir, "prompts.txt")
 	if err := os.WriteFile(prompts, []byte("# one per line\nwrite notes\n\nedit the readme\n"), 0o644); err != nil {
@@ -812,7 +812,7 @@ func TestRecipeAgentFanout(t *testing.T) {
 func TestSSHAgentSession(t *testing.T) {
 	f := newSSHFixture(t)
 	cli := claudecli.Find(t, claudecli.Latest)
-	api, err := modelapi.Start(modelapi.Options{Script: []modelapi.Reply{modelapi.Text("hello over ssh")}})
+	api, err := fakemodel.Start(fakemodel.Options{Script: []fakemodel.Reply{fakemodel.Text("hello over ssh")}})
 	if err != nil {
 		t.Fatal(err)
 	}

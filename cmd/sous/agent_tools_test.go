@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // toolsRecipe serves five tools to a session and runs three turns. Every
@@ -65,29 +65,29 @@ print("calls:", calls)
 `
 
 // toolsScript is the model's side of toolsRecipe.
-func toolsScript(dir string) func(req *modelapi.Request, n int) modelapi.Reply {
-	return func(req *modelapi.Request, n int) modelapi.Reply {
-		use := func(id, name string, input map[string]any) modelapi.Block {
-			return modelapi.Block{Type: "tool_use", ID: id, Name: name, Input: input}
+func toolsScript(dir string) func(req *fakemodel.Request, n int) fakemodel.Reply {
+	return func(req *fakemodel.Request, n int) fakemodel.Reply {
+		use := func(id, name string, input map[string]any) fakemodel.Block {
+			return fakemodel.Block{Type: "tool_use", ID: id, Name: name, Input: input}
 		}
 		switch n {
 		case 0:
-			return modelapi.Blocks(use("toolu_add", "mcp__sous__add", map[string]any{"a": 40, "b": 2}))
+			return fakemodel.Blocks(use("toolu_add", "mcp__sous__add", map[string]any{"a": 40, "b": 2}))
 		case 1:
-			return modelapi.Text("the sum is in")
+			return fakemodel.Text("the sum is in")
 		case 2:
-			return modelapi.Blocks(use("toolu_fail", "mcp__sous__fail", map[string]any{"who": "me"}))
+			return fakemodel.Blocks(use("toolu_fail", "mcp__sous__fail", map[string]any{"who": "me"}))
 		case 3:
-			return modelapi.Text("it failed")
+			return fakemodel.Text("it failed")
 		case 4:
-			return modelapi.Blocks(
+			return fakemodel.Blocks(
 				use("toolu_shell", "mcp__sous__shell", map[string]any{"word": "hello", "dir": dir}),
 				use("toolu_data", "mcp__sous__data", map[string]any{}),
 				use("toolu_nested", "mcp__sous__nested", map[string]any{}))
 		case 5:
-			return modelapi.Text("all done")
+			return fakemodel.Text("all done")
 		}
-		return modelapi.Text("unexpected request")
+		return fakemodel.Text("unexpected request")
 	}
 }
 
@@ -103,7 +103,7 @@ func TestAgentTools(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			var w *agentWorld
-			w = newAgentWorld(t, version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w = newAgentWorld(t, version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				return toolsScript(w.dir)(req, n)
 			}})
 			if err := os.WriteFile(filepath.Join(w.dir, "note.txt"), []byte("a note\n"), 0o644); err != nil {
@@ -241,17 +241,17 @@ print("extra:", sorted(set([t.text for t in checks])))
 // session's tool; the model gets each call's own answer, once.
 func TestAgentToolsConcurrent(t *testing.T) {
 	t.Parallel()
-	w := newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w := newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if toolTurn(req) > 0 {
-			return modelapi.Text("bumped")
+			return fakemodel.Text("bumped")
 		}
 		name := strings.TrimPrefix(firstPrompt(req), "go ")
-		var blocks []modelapi.Block
+		var blocks []fakemodel.Block
 		for i := range 5 {
-			blocks = append(blocks, modelapi.Block{Type: "tool_use", ID: fmt.Sprintf("toolu_%s_%d", name, i), Name: "mcp__sous__bump",
+			blocks = append(blocks, fakemodel.Block{Type: "tool_use", ID: fmt.Sprintf("toolu_%s_%d", name, i), Name: "mcp__sous__bump",
 				Input: map[string]any{"n": i}})
 		}
-		return modelapi.Blocks(blocks...)
+		return fakemodel.Blocks(blocks...)
 	}})
 	o := w.run(bumpRecipe, "-a", "sessions=3", "-a", "env={}")
 	o.expect(t, 0, "turns: 3", `texts: ["bumped", "bumped", "bumped"]`, "calls: 15 [1]")

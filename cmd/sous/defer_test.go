@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
 	"github.com/seed5ad92d46/sous/internal/testutil"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // worktreeRecipe creates a worktree on branch tmp/wt under args["dir"],
@@ -156,6 +156,7 @@ func TestAgentRecipesCleanUpWhenTheyFail(t *testing.T) {
 	for _, r := range []struct{ name, task, branches string }{
 		{"agent-fix.star", "task=fix it", "agent-fix/*"},
 		{"agent-fanout.star", "prompt=write notes", "fanout-agent/*"},
+		{"agent-triage.star", "task=CI is red", "agent-triage"},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
@@ -186,17 +187,17 @@ func TestAgentRecipesCleanUpWhenTheyFail(t *testing.T) {
 func TestDeferredCallsDenyAgentRequests(t *testing.T) {
 	t.Parallel()
 	var w *agentWorld
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if toolTurn(req) == 0 {
 			// Ask for the tool only once the recipe has ended.
 			for deadline := time.Now().Add(30 * time.Second); !fileExists(filepath.Join(w.dir, "ended")); time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					return modelapi.Text("the recipe never ended")
+					return fakemodel.Text("the recipe never ended")
 				}
 			}
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "late.txt"), "content": "late\n"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "late.txt"), "content": "late\n"})
 		}
-		return modelapi.Text("done")
+		return fakemodel.Text("done")
 	}})
 	o := w.run(`
 s = sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]), policy = lambda req: approve(), timeout = 60)

@@ -109,9 +109,10 @@ func TestRunFlags(t *testing.T) {
 		URL               string
 		Environ           []string
 		Shard             string
+		FakeModel         string
 	}
 	project := func(o *RunOptions) parsed {
-		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard}
+		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel}
 	}
 	env := []string{"SOUS_SOCKET=/run/sous.sock", "HOME=/home/u"}
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
@@ -126,6 +127,9 @@ func TestRunFlags(t *testing.T) {
 		{args: args("run --shard 1/4 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Shard: "1/4"}},
 		{args: args("run r.star --socket rel.sock"), want: parsed{Recipe: "r.star", URL: "unix://" + abs(t, "rel.sock")}},
 		{args: args("run r.star"), env: []string{"SOUS_REMOTE=ssh://build"}, want: parsed{Recipe: "r.star", URL: "ssh://build", Environ: []string{"SOUS_REMOTE=ssh://build"}}},
+		{args: args("run --fake-model triage.fake.json r.star"), want: parsed{Recipe: "r.star", URL: "embedded", FakeModel: "triage.fake.json"}},
+		{args: args("run r.star --fake-model=s.json --socket /run/s.sock"), want: parsed{Recipe: "r.star", URL: "unix:///run/s.sock", FakeModel: "s.json"}},
+		{args: args("run r.star --fake-model"), code: 2, err: "sous: flag needs an argument: --fake-model\nRun 'sous run --help' for usage.\n"},
 		{args: args("run"), code: 2, err: "sous: run: want 1 argument(s), got 0 (usage: sous run RECIPE.star [-a key=value]... [flags])\n"},
 		{args: args("run a.star b.star"), code: 2, err: "sous: run: want 1 argument(s), got 2 (usage: sous run RECIPE.star [-a key=value]... [flags])\n"},
 		{args: args("run --bogus x.star"), code: 2, err: "sous: unknown flag: --bogus\nRun 'sous run --help' for usage.\n"},
@@ -267,6 +271,23 @@ func TestControlFlags(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestModelServeFlags(t *testing.T) {
+	testFlags(t, []string{"model", "serve"}, newCmdModelServe, func(o *ModelServeOptions) ModelServeOptions {
+		return ModelServeOptions{Script: o.Script, Addr: o.Addr, Log: o.Log}
+	},
+		[]flagCase[ModelServeOptions]{
+			{args: args("model serve --script s.json"), want: ModelServeOptions{Script: "s.json", Addr: "127.0.0.1:0"}},
+			{args: args("model serve --script s.json --addr 0.0.0.0:8011 --log requests.jsonl"),
+				want: ModelServeOptions{Script: "s.json", Addr: "0.0.0.0:8011", Log: "requests.jsonl"}},
+			{args: args("model serve --script=s.json --log -"), want: ModelServeOptions{Script: "s.json", Addr: "127.0.0.1:0", Log: "-"}},
+			{args: args("model serve"), code: 2, err: "sous: model serve: --script is required: the JSON file of replies to serve\n"},
+			{args: args("model serve --script s.json --addr 8011"), code: 2, err: "sous: --addr \"8011\": want HOST:PORT, e.g. 127.0.0.1:0\n"},
+			{args: args("model serve --script s.json extra"), code: 2, err: "sous: unknown command \"extra\" for \"sous model serve\"\n"},
+			{args: args("model serve --scrip s.json"), code: 2, err: "sous: unknown flag: --scrip\nRun 'sous model serve --help' for usage.\n"},
+			{args: args("model nosuch"), code: 2, err: "sous: unknown command \"nosuch\" for \"sous model\"\nRun 'sous model --help' for usage.\n"},
+		})
 }
 
 func TestDaemonFlags(t *testing.T) {

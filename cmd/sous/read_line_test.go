@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // TestReadLineDialogue: write a line, read the answer, three times over.
@@ -80,11 +80,11 @@ p.read_line(timeout=0.2)
 func TestReadLineLetsPoliciesRun(t *testing.T) {
 	t.Parallel()
 	var w *agentWorld
-	w = newAgentWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if toolTurn(req) == 0 {
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "out.txt"), "content": "x\n"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "out.txt"), "content": "x\n"})
 		}
-		return modelapi.Text("done")
+		return fakemodel.Text("done")
 	}})
 	o := w.run(`
 p = spawn(["sh", "-c", "read answer; echo \"policy said $answer\""], echo=False)

@@ -31,6 +31,9 @@ type RunOptions struct {
 	Allow, Deny []string
 	// Shard is --shard I/N: the run's part of a CI matrix ("" for all).
 	Shard string
+	// FakeModel is a script of model replies (--fake-model): the run's
+	// agents talk to it, served in sous, instead of Anthropic's API.
+	FakeModel string
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
@@ -61,11 +64,18 @@ Every decision is logged on stderr (an approval event with --json).
 
 --shard I/N runs one part of a CI matrix of N jobs: parallel() starts only
 the items whose index % N == I, and the recipe's shard global is
-struct(index=I, count=N).`,
+struct(index=I, count=N).
+
+--fake-model SCRIPT.json serves a scripted model in sous for the run and points
+every agent session at it (ANTHROPIC_BASE_URL, a dummy ANTHROPIC_API_KEY): the
+recipe runs offline, without an API key, the same way every time. Only with the
+embedded daemon or a --socket daemon on this machine. The script's format: sous
+model serve --help.`,
 		Example: `  sous run recipes/hello.star
   sous run recipes/build-and-test.star -a module=./mymod
   sous run deploy.star --json -a env=staging --socket /run/sous.sock
-  sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"`,
+  sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"
+  sous run --fake-model recipes/agent-triage.fake.json recipes/agent-triage.star -a repo=.`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Recipe = args[0]
@@ -81,6 +91,7 @@ struct(index=I, count=N).`,
 	fl.StringArrayVar(&opts.Allow, "allow", nil, "an approval `RULE` to allow, e.g. \"Bash(go test:*)\" (repeatable)")
 	fl.StringArrayVar(&opts.Deny, "deny", nil, "an approval `RULE` to deny (repeatable)")
 	fl.StringVar(&opts.Shard, "shard", "", "run only `I/N` of parallel()'s items, those whose index % N == I (0 <= I < N), for a CI matrix of N jobs")
+	fl.StringVar(&opts.FakeModel, "fake-model", "", "agents talk to a model scripted by `SCRIPT.json`, served in sous for the run: offline, no API key (see sous model serve --help)")
 	opts.Target.register(cmd)
 	return cmd
 }
@@ -129,6 +140,14 @@ func runRecipe(opts *RunOptions) error {
 	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
 	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
 	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, opts.Environ, builtins.DefaultTable(), approvals, prompt
+	if opts.FakeModel != "" {
+		model, err := startRunModel(opts.FakeModel, target.URL)
+		if err != nil {
+			return refuse(err)
+		}
+		defer model.stop(streams.ErrOut)
+		model.apply(&ropt)
+	}
 	err = runtime.Run(ctx, ropt)
 	var ee *runtime.ExitError
 	if errors.As(err, &ee) {

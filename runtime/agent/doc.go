@@ -152,7 +152,7 @@
 // handlerFor; incoming.go gives it a ctx the CLI can cancel, records its
 // error on the turn, and sends its answer.
 //
-// # What the real CLI does (2.1.81 and 2.1.330, against internal/modelapi)
+// # What the real CLI does (2.1.81 and 2.1.330, against runtime/agent/fakemodel)
 //
 // Beyond what the CLI documents:
 //   - --max-turns and --permission-prompt-tool are accepted but hidden from

@@ -12,8 +12,8 @@ import (
 	"github.com/seed5ad92d46/sous/internal/claudecli"
 	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
 	"github.com/seed5ad92d46/sous/internal/soak"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // TestSessionThroughFaultyConnection runs a real Claude Code session (the
@@ -30,14 +30,14 @@ func TestSessionThroughFaultyConnection(t *testing.T) {
 	turns := soak.Int(2, 25)
 	var w *world
 	target := func(i int) string { return filepath.Join(w.work, fmt.Sprintf("through-faults-%d.txt", i)) }
-	w = newWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if n >= 2*turns {
-			return modelapi.Text("unexpected request")
+			return fakemodel.Text("unexpected request")
 		}
 		if n%2 == 0 {
-			return modelapi.ToolUse("Write", map[string]any{"file_path": target(n / 2), "content": fmt.Sprintf("survived the cuts %d\n", n/2)})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": target(n / 2), "content": fmt.Sprintf("survived the cuts %d\n", n/2)})
 		}
-		return modelapi.Text(fmt.Sprintf("written %d despite the faults", n/2))
+		return fakemodel.Text(fmt.Sprintf("written %d despite the faults", n/2))
 	}})
 
 	const token = "fault-session-token"

@@ -16,7 +16,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
 	"github.com/seed5ad92d46/sous/internal/daemontest"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // daemonEnv is the environment the test daemon gives its children: just
@@ -51,16 +51,16 @@ var cliCases = []cliCase{
 // an isolated home and a work dir.
 type world struct {
 	t    *testing.T
-	api  *modelapi.Server
+	api  *fakemodel.Server
 	work string
 	home string
 	cli  []string
 }
 
-func newWorld(t *testing.T, version string, api modelapi.Options) *world {
+func newWorld(t *testing.T, version string, api fakemodel.Options) *world {
 	t.Helper()
 	cli := claudecli.Find(t, version)
-	srv, err := modelapi.Start(api)
+	srv, err := fakemodel.Start(api)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
 	"github.com/seed5ad92d46/sous/internal/testutil"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // TestConcurrentSessions runs two sessions at once on one daemon, each
@@ -34,14 +34,14 @@ func TestConcurrentSessions(t *testing.T) {
 	var runs [2]*run
 	for i := range runs {
 		r := &run{}
-		r.w = newWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+		r.w = newWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 			if n == 0 {
-				return modelapi.Blocks(
-					modelapi.ToolUseBlock("Write", map[string]any{"file_path": filepath.Join(r.w.work, "a.txt"), "content": fmt.Sprintf("a%d", i)}),
-					modelapi.ToolUseBlock("Write", map[string]any{"file_path": filepath.Join(r.w.work, "b.txt"), "content": fmt.Sprintf("b%d", i)}),
+				return fakemodel.Blocks(
+					fakemodel.ToolUseBlock("Write", map[string]any{"file_path": filepath.Join(r.w.work, "a.txt"), "content": fmt.Sprintf("a%d", i)}),
+					fakemodel.ToolUseBlock("Write", map[string]any{"file_path": filepath.Join(r.w.work, "b.txt"), "content": fmt.Sprintf("b%d", i)}),
 				)
 			}
-			return modelapi.Text(fmt.Sprintf("session %d done", i))
+			return fakemodel.Text(fmt.Sprintf("session %d done", i))
 		}})
 		r.rec = &recorder{decide: func(Request) (Decision, error) { return Allow(nil), nil }}
 		r.s = r.w.start(c, TransportStdio, Options{Permission: r.rec.callback})
@@ -89,10 +89,10 @@ func TestConcurrentSessions(t *testing.T) {
 // new id and the same history.
 func TestResumeAndFork(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, claudecli.Latest, modelapi.Options{Script: []modelapi.Reply{
-		modelapi.Text("remembered: blue"),
-		modelapi.Text("it was blue"),
-		modelapi.Text("forked: blue"),
+	w := newWorld(t, claudecli.Latest, fakemodel.Options{Script: []fakemodel.Reply{
+		fakemodel.Text("remembered: blue"),
+		fakemodel.Text("it was blue"),
+		fakemodel.Text("forked: blue"),
 	}})
 	c := embedded(t)
 	s1 := w.start(c, TransportStdio, Options{})
@@ -135,17 +135,17 @@ func TestSessionSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var w *world
-			w = newWorld(t, tc.version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w = newWorld(t, tc.version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				// With max turns 1 every turn is one model request.
 				switch n {
 				case 0:
-					return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "one.txt"), "content": "1"})
+					return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "one.txt"), "content": "1"})
 				case 1:
-					return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "two.txt"), "content": "2"})
+					return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "two.txt"), "content": "2"})
 				case 2:
-					return modelapi.ToolUse("Read", map[string]any{"file_path": filepath.Join(w.work, "one.txt")})
+					return fakemodel.ToolUse("Read", map[string]any{"file_path": filepath.Join(w.work, "one.txt")})
 				}
-				return modelapi.Text("unexpected request")
+				return fakemodel.Text("unexpected request")
 			}})
 			rec := &recorder{decide: func(Request) (Decision, error) { return Allow(nil), nil }}
 			s := w.start(embedded(t), tc.transport, Options{
@@ -237,11 +237,11 @@ func TestUnixSocketConnectionCut(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 
 	var w *world
-	w = newWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if n == 0 {
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "cut.txt"), "content": "survived\n"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "cut.txt"), "content": "survived\n"})
 		}
-		return modelapi.Reply{Blocks: []modelapi.Block{modelapi.TextBlock("après la coupure: ✓ done")}, ChunkText: 3}
+		return fakemodel.Reply{Blocks: []fakemodel.Block{fakemodel.TextBlock("après la coupure: ✓ done")}, ChunkText: 3}
 	}})
 	s := w.start(c, TransportStdio, Options{Permission: func(ctx context.Context, r Request) (Decision, error) {
 		if n := proxy.cutAll(); n == 0 {
@@ -339,11 +339,11 @@ func (p *cutProxy) cutAll() int {
 func TestWebSocketReconnect(t *testing.T) {
 	t.Parallel()
 	var w *world
-	w = newWorld(t, claudecli.WebSocket, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newWorld(t, claudecli.WebSocket, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if n == 0 {
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "ws.txt"), "content": "over a new socket\n"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "ws.txt"), "content": "over a new socket\n"})
 		}
-		return modelapi.Text("reconnected fine")
+		return fakemodel.Text("reconnected fine")
 	}})
 	var s *Session
 	var dropped atomic.Bool
@@ -377,7 +377,7 @@ func TestWebSocketReconnect(t *testing.T) {
 // token with 401, before upgrading.
 func TestWebSocketAuth(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, claudecli.WebSocket, modelapi.Options{})
+	w := newWorld(t, claudecli.WebSocket, fakemodel.Options{})
 	s := w.start(embedded(t), TransportWebSocket, Options{})
 	ws := s.tr.(*wsTransport)
 	httpURL := "http" + strings.TrimPrefix(ws.url, "ws")
@@ -411,7 +411,7 @@ func TestWebSocketAuth(t *testing.T) {
 // fails the session with an error that says so and names transport="stdio".
 func TestWebSocketRefusedByCurrentCLI(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, claudecli.Latest, modelapi.Options{})
+	w := newWorld(t, claudecli.Latest, fakemodel.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	_, err := Start(ctx, embedded(t), w.options(TransportWebSocket, Options{}))

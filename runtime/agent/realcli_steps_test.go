@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // The tests of a session as a programmable step: structured output, hooks
@@ -27,14 +27,14 @@ func TestStructuredOutput(t *testing.T) {
 	for _, version := range []string{claudecli.WebSocket, claudecli.Latest} {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w := newWorld(t, version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				switch n {
 				case 0:
-					return modelapi.ToolUse("StructuredOutput", map[string]any{"name": 3})
+					return fakemodel.ToolUse("StructuredOutput", map[string]any{"name": 3})
 				case 1:
-					return modelapi.ToolUse("StructuredOutput", map[string]any{"name": "bob", "tags": []any{"a", "b"}})
+					return fakemodel.ToolUse("StructuredOutput", map[string]any{"name": "bob", "tags": []any{"a", "b"}})
 				}
-				return modelapi.Text("done")
+				return fakemodel.Text("done")
 			}})
 			schema := map[string]any{
 				"type":       "object",
@@ -68,7 +68,7 @@ func TestStructuredOutput(t *testing.T) {
 // TestNoStructuredOutput: without a schema a turn has none.
 func TestNoStructuredOutput(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, claudecli.Latest, modelapi.Options{Script: []modelapi.Reply{modelapi.Text("plain")}})
+	w := newWorld(t, claudecli.Latest, fakemodel.Options{Script: []fakemodel.Reply{fakemodel.Text("plain")}})
 	s := w.start(embedded(t), TransportStdio, Options{})
 	if turn := send(t, s, "hi"); turn.StructuredOutput != nil || turn.Text != "plain" {
 		t.Errorf("turn text %q structured %s, want plain text and no structured output", turn.Text, turn.StructuredOutput)
@@ -128,18 +128,18 @@ func TestHooks(t *testing.T) {
 			t.Parallel()
 			var w *world
 			out := func() string { return filepath.Join(w.work, "out.txt") }
-			w = newWorld(t, tc.version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w = newWorld(t, tc.version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				switch n {
 				case 0:
-					return modelapi.ToolUse("Bash", map[string]any{"command": "rm -rf " + filepath.Join(w.work, "precious")})
+					return fakemodel.ToolUse("Bash", map[string]any{"command": "rm -rf " + filepath.Join(w.work, "precious")})
 				case 1:
-					return modelapi.ToolUse("Write", map[string]any{"file_path": out(), "content": "the model's\n"})
+					return fakemodel.ToolUse("Write", map[string]any{"file_path": out(), "content": "the model's\n"})
 				case 2:
-					return modelapi.Text("first done")
+					return fakemodel.Text("first done")
 				case 3:
-					return modelapi.ToolUse("Read", map[string]any{"file_path": out()})
+					return fakemodel.ToolUse("Read", map[string]any{"file_path": out()})
 				}
-				return modelapi.Text("second done")
+				return fakemodel.Text("second done")
 			}})
 			all, writes := &hookLog{}, &hookLog{}
 			record := func(reply func(HookCall) map[string]any) Hook {
@@ -233,10 +233,10 @@ func TestHooks(t *testing.T) {
 // runs subagents in the background and finishes them after the turn.
 func TestSubagentStop(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, claudecli.WebSocket, modelapi.Options{Script: []modelapi.Reply{
-		modelapi.ToolUse("Task", map[string]any{"description": "look around", "prompt": "look around", "subagent_type": "general-purpose"}),
-		modelapi.Text("the subagent is done"),
-		modelapi.Text("all done"),
+	w := newWorld(t, claudecli.WebSocket, fakemodel.Options{Script: []fakemodel.Reply{
+		fakemodel.ToolUse("Task", map[string]any{"description": "look around", "prompt": "look around", "subagent_type": "general-purpose"}),
+		fakemodel.Text("the subagent is done"),
+		fakemodel.Text("all done"),
 	}})
 	log := &hookLog{}
 	rec := Hook{Func: func(ctx context.Context, c HookCall) (map[string]any, error) {
@@ -257,11 +257,11 @@ func TestSubagentStop(t *testing.T) {
 func TestHookFailure(t *testing.T) {
 	t.Parallel()
 	var w *world
-	w = newWorld(t, claudecli.Latest, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if n == 0 {
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "x.txt"), "content": "x"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "x.txt"), "content": "x"})
 		}
-		return modelapi.Text("gave up")
+		return fakemodel.Text("gave up")
 	}})
 	boom := errors.New("sous test: the hook exploded")
 	s := w.start(embedded(t), TransportStdio, Options{
@@ -300,7 +300,7 @@ func TestHookFailure(t *testing.T) {
 // never sent, and the turn goes on.
 func TestHookTimeout(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, claudecli.WebSocket, modelapi.Options{Script: []modelapi.Reply{modelapi.Text("went on")}})
+	w := newWorld(t, claudecli.WebSocket, fakemodel.Options{Script: []fakemodel.Reply{fakemodel.Text("went on")}})
 	cancelled := make(chan time.Duration, 1)
 	s := w.start(embedded(t), TransportStdio, Options{Hooks: map[string][]Hook{"UserPromptSubmit": {{
 		Timeout: time.Second,
@@ -333,8 +333,8 @@ func TestMaxBudget(t *testing.T) {
 	for _, version := range []string{claudecli.WebSocket, claudecli.Latest} {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
-				r := modelapi.ToolUse("Bash", map[string]any{"command": "echo round " + string(rune('0'+n))})
+			w := newWorld(t, version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
+				r := fakemodel.ToolUse("Bash", map[string]any{"command": "echo round " + string(rune('0'+n))})
 				r.InputTokens = 1000
 				return r
 			}})

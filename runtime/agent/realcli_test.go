@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // TestToolPermissions drives one real CLI session per version and transport
@@ -23,22 +23,22 @@ func TestToolPermissions(t *testing.T) {
 			var w *world
 			hello := func() string { return filepath.Join(w.work, "hello.txt") }
 			secret := func() string { return filepath.Join(w.work, "secret.txt") }
-			w = newWorld(t, tc.version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w = newWorld(t, tc.version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				switch n {
 				case 0:
-					return modelapi.ToolUse("Write", map[string]any{"file_path": hello(), "content": "hello from the model\n"})
+					return fakemodel.ToolUse("Write", map[string]any{"file_path": hello(), "content": "hello from the model\n"})
 				case 1:
-					return modelapi.Text("I wrote hello.txt")
+					return fakemodel.Text("I wrote hello.txt")
 				case 2:
-					return modelapi.ToolUse("Bash", map[string]any{"command": "rm -rf " + filepath.Join(w.work, "precious"), "description": "delete precious"})
+					return fakemodel.ToolUse("Bash", map[string]any{"command": "rm -rf " + filepath.Join(w.work, "precious"), "description": "delete precious"})
 				case 3:
-					return modelapi.Text("understood, nothing deleted")
+					return fakemodel.Text("understood, nothing deleted")
 				case 4:
-					return modelapi.ToolUse("Write", map[string]any{"file_path": secret(), "content": "the model's version\n"})
+					return fakemodel.ToolUse("Write", map[string]any{"file_path": secret(), "content": "the model's version\n"})
 				case 5:
-					return modelapi.Text("saved")
+					return fakemodel.Text("saved")
 				}
-				return modelapi.Text("unexpected request")
+				return fakemodel.Text("unexpected request")
 			}})
 			rec := &recorder{decide: func(r Request) (Decision, error) {
 				switch r.Tool {
@@ -131,9 +131,9 @@ func TestInterrupt(t *testing.T) {
 			t.Parallel()
 			hold := make(chan struct{})
 			defer close(hold)
-			w := newWorld(t, tc.version, modelapi.Options{Script: []modelapi.Reply{
-				{Blocks: []modelapi.Block{modelapi.TextBlock("never finished")}, Hold: hold},
-				modelapi.Text("second turn"),
+			w := newWorld(t, tc.version, fakemodel.Options{Script: []fakemodel.Reply{
+				{Blocks: []fakemodel.Block{fakemodel.TextBlock("never finished")}, Hold: hold},
+				fakemodel.Text("second turn"),
 			}})
 			s := w.start(embedded(t), tc.transport, Options{})
 			p := s.Start("think for a long time")
@@ -164,10 +164,10 @@ func TestTurnTimeout(t *testing.T) {
 	t.Parallel()
 	hold := make(chan struct{})
 	defer close(hold)
-	w := newWorld(t, "latest", modelapi.Options{Script: []modelapi.Reply{
-		{Blocks: []modelapi.Block{modelapi.TextBlock("slow")}, Hold: hold},
-		modelapi.Text("fast"),
-		{Blocks: []modelapi.Block{modelapi.TextBlock("slow again")}, Hold: hold},
+	w := newWorld(t, "latest", fakemodel.Options{Script: []fakemodel.Reply{
+		{Blocks: []fakemodel.Block{fakemodel.TextBlock("slow")}, Hold: hold},
+		fakemodel.Text("fast"),
+		{Blocks: []fakemodel.Block{fakemodel.TextBlock("slow again")}, Hold: hold},
 	}})
 	s := w.start(embedded(t), TransportStdio, Options{TurnTimeout: 3 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -207,11 +207,11 @@ func TestTurnTimeout(t *testing.T) {
 func TestPermissionCallbackError(t *testing.T) {
 	t.Parallel()
 	var w *world
-	w = newWorld(t, "latest", modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w = newWorld(t, "latest", fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if n == 0 {
-			return modelapi.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "x.txt"), "content": "x"})
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.work, "x.txt"), "content": "x"})
 		}
-		return modelapi.Text("gave up")
+		return fakemodel.Text("gave up")
 	}})
 	boom := errors.New("policy exploded")
 	s := w.start(embedded(t), TransportStdio, Options{Permission: func(ctx context.Context, r Request) (Decision, error) {

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // addTools are the tools the tests serve: add sums a and b, fail always
@@ -50,20 +50,20 @@ func TestSessionTools(t *testing.T) {
 	for _, tc := range cliCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, tc.version, modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+			w := newWorld(t, tc.version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				switch n {
 				case 0:
-					return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_add", Name: "mcp__sous__add",
+					return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_add", Name: "mcp__sous__add",
 						Input: map[string]any{"a": 40, "b": 2}}}}
 				case 1:
-					return modelapi.Text("added")
+					return fakemodel.Text("added")
 				case 2:
-					return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_fail", Name: "mcp__sous__fail",
+					return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_fail", Name: "mcp__sous__fail",
 						Input: map[string]any{}}}}
 				case 3:
-					return modelapi.Text("it failed")
+					return fakemodel.Text("it failed")
 				}
-				return modelapi.Text("unexpected request")
+				return fakemodel.Text("unexpected request")
 			}})
 			rec := &recorder{decide: func(Request) (Decision, error) { return Deny("sous test: nothing is asked", false), nil }}
 			var mu sync.Mutex
@@ -141,12 +141,12 @@ func TestSessionTools(t *testing.T) {
 // offered to the model, and a call of it never reaches CallTool.
 func TestSessionToolDisallowed(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, "latest", modelapi.Options{Func: func(req *modelapi.Request, n int) modelapi.Reply {
+	w := newWorld(t, "latest", fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 		if n == 0 {
-			return modelapi.Reply{Blocks: []modelapi.Block{{Type: "tool_use", ID: "toolu_fail", Name: "mcp__sous__fail",
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Type: "tool_use", ID: "toolu_fail", Name: "mcp__sous__fail",
 				Input: map[string]any{}}}}
 		}
-		return modelapi.Text("refused")
+		return fakemodel.Text("refused")
 	}})
 	called := make(chan string, 4)
 	s := w.start(embedded(t), TransportStdio, Options{
@@ -172,7 +172,7 @@ func TestSessionToolDisallowed(t *testing.T) {
 }
 
 // toolResultFor is the tool result the model got for a tool use.
-func toolResultFor(t *testing.T, w *world, toolUseID string) modelapi.ToolResult {
+func toolResultFor(t *testing.T, w *world, toolUseID string) fakemodel.ToolResult {
 	t.Helper()
 	for _, r := range w.api.Scripted() {
 		for _, tr := range r.ToolResults() {
@@ -182,7 +182,7 @@ func toolResultFor(t *testing.T, w *world, toolUseID string) modelapi.ToolResult
 		}
 	}
 	t.Fatalf("the model never got a result for %s", toolUseID)
-	return modelapi.ToolResult{}
+	return fakemodel.ToolResult{}
 }
 
 type initMessage struct {

@@ -1,12 +1,16 @@
-package modelapi
+package fakemodel
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -201,4 +205,127 @@ func TestErrorReplyAndHold(t *testing.T) {
 	cancel()
 	<-got
 	r.Body.Close()
+}
+
+// convo is a streamed request with tools whose conversation is msgs.
+func convo(msgs string) string {
+	return `{"model":"claude-x","stream":true,"tools":[{"name":"Bash"}],"messages":` + msgs + `}`
+}
+
+// replyText reads a streamed reply's text.
+func replyText(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var text string
+	for _, e := range events(t, resp.Body) {
+		var d struct {
+			Delta struct {
+				Text string `json:"text"`
+			} `json:"delta"`
+		}
+		json.Unmarshal([]byte(e[1]), &d)
+		text += d.Delta.Text
+	}
+	return text
+}
+
+// TestWhenPrompt: a reply with When goes to the first request whose
+// prompt matches, whatever the order; a follow-up request of a turn (tool
+// results last) has the turn's prompt; a request nothing left matches gets
+// a reply saying so; Unused lists what no request took.
+func TestWhenPrompt(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	s, err := Start(Options{
+		Script: []Reply{
+			{Blocks: []Block{TextBlock("for beta")}, When: &When{PromptContains: "beta"}},
+			{Blocks: []Block{TextBlock("for alpha")}, When: &When{PromptContains: "alpha"}},
+			{Blocks: []Block{TextBlock("alpha again")}, When: &When{PromptContains: "alpha"}},
+			Text("anyone"),
+			{Blocks: []Block{TextBlock("never")}, When: &When{PromptContains: "gamma"}},
+		},
+		OnRequest: func(r *Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, fmt.Sprintf("%s %v %d %q", r.Path, r.Side, r.Reply, r.Prompt()))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	alpha := `[{"role":"user","content":[{"type":"text","text":"<system-reminder>be nice</system-reminder>"},{"type":"text","text":"task alpha"}]}]`
+	alphaTool := `[{"role":"user","content":"task alpha"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"beta is mentioned here"}]}]`
+	for _, c := range []struct{ msgs, want string }{
+		{alpha, "for alpha"},
+		{alphaTool, "alpha again"},
+		{`[{"role":"user","content":"task beta"}]`, "for beta"},
+		{`[{"role":"user","content":"task delta"}]`, "anyone"},
+		{`[{"role":"user","content":"task alpha"}]`, `fakemodel: scripted request 5 (prompt "task alpha") matches none of the 1 replies left in the script`},
+	} {
+		if got := replyText(t, post(t, s.URL()+"/v1/messages", convo(c.msgs))); got != c.want {
+			t.Errorf("prompt of %s: reply %q, want %q", c.msgs, got, c.want)
+		}
+	}
+	post(t, s.URL()+"/v1/messages", `{"model":"claude-haiku","messages":[{"role":"user","content":"title?"}]}`)
+	if u := s.Unused(); !reflect.DeepEqual(u, []int{4}) {
+		t.Errorf("unused %v, want [4]", u)
+	}
+	if ex := s.Exhausted(); len(ex) != 1 || !strings.Contains(ex[0], "matches none") {
+		t.Errorf("exhausted %v", ex)
+	}
+	want := []string{
+		`/v1/messages false 1 "task alpha"`, `/v1/messages false 2 "task alpha"`, `/v1/messages false 0 "task beta"`,
+		`/v1/messages false 3 "task delta"`, `/v1/messages false -1 "task alpha"`, `/v1/messages true -1 "title?"`,
+	}
+	if !reflect.DeepEqual(seen, want) {
+		t.Errorf("OnRequest saw\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestAddr(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s, err := Start(Options{Addr: addr, Script: []Reply{Text("here")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.URL() != "http://"+addr {
+		t.Errorf("URL %s, want http://%s", s.URL(), addr)
+	}
+	if _, err := Start(Options{Addr: addr}); err == nil || !strings.HasPrefix(err.Error(), "fakemodel: listen: ") {
+		t.Errorf("a second server on %s: %v", addr, err)
+	}
+}
+
+// TestStructuredFollowUp: the request after an accepted StructuredOutput
+// tool use is answered with the value's JSON without taking a reply; after
+// a rejected one (an error result) the script goes on.
+func TestStructuredFollowUp(t *testing.T) {
+	s, err := Start(Options{Script: []Reply{Text("retry please"), Text("next turn")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	turn := func(isError bool) string {
+		return `[{"role":"user","content":"report"},{"role":"assistant","content":[{"type":"tool_use","id":"t9","name":"StructuredOutput","input":{"plan":"p"}}]},` +
+			fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"ok","is_error":%v}]}]`, isError)
+	}
+	if got := replyText(t, post(t, s.URL()+"/v1/messages", convo(turn(true)))); got != "retry please" {
+		t.Errorf("after a rejected StructuredOutput: %q", got)
+	}
+	if got := replyText(t, post(t, s.URL()+"/v1/messages", convo(turn(false)))); got != `{"plan":"p"}` {
+		t.Errorf("after an accepted StructuredOutput: %q", got)
+	}
+	if u := s.Unused(); !reflect.DeepEqual(u, []int{1}) {
+		t.Errorf("unused %v: the follow-up took a reply", u)
+	}
+	if r := s.Requests(); len(r) != 2 || r[0].Side || !r[1].Side {
+		t.Errorf("requests %+v", r)
+	}
 }
