@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/internal/modelapi"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // TestParallelRunsTurns: fn may return a Pending turn; parallel waits for
@@ -18,12 +18,12 @@ import (
 func TestParallelRunsTurns(t *testing.T) {
 	t.Parallel()
 	cli := claudecli.Find(t, claudecli.Latest)
-	api, err := modelapi.Start(modelapi.Options{Func: func(req *modelapi.Request, _ int) modelapi.Reply {
+	api, err := fakemodel.Start(fakemodel.Options{Func: func(req *fakemodel.Request, _ int) fakemodel.Reply {
 		text := req.UserText()
 		if i := strings.LastIndex(text, "say "); i >= 0 {
 			text = text[i+len("say "):]
 		}
-		return modelapi.Reply{Blocks: []modelapi.Block{modelapi.TextBlock("said " + strings.TrimSpace(text))}}
+		return fakemodel.Reply{Blocks: []fakemodel.Block{fakemodel.TextBlock("said " + strings.TrimSpace(text))}}
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -53,14 +53,14 @@ func TestParallelFailFastInterruptsTurns(t *testing.T) {
 	f := newFixture(t).withEmbeddedDaemon()
 	arrived := filepath.Join(f.dir, "arrived")
 	var held atomic.Bool
-	api, err := modelapi.Start(modelapi.Options{Func: func(req *modelapi.Request, _ int) modelapi.Reply {
+	api, err := fakemodel.Start(fakemodel.Options{Func: func(req *fakemodel.Request, _ int) fakemodel.Reply {
 		// Only the first: the CLI may send "hold on" again with the next
 		// prompt, in the same user message.
 		if strings.Contains(req.UserText(), "hold on") && !held.Swap(true) {
 			os.WriteFile(arrived, nil, 0o644)
-			return modelapi.Reply{Blocks: []modelapi.Block{modelapi.TextBlock("never")}, Hold: hold}
+			return fakemodel.Reply{Blocks: []fakemodel.Block{fakemodel.TextBlock("never")}, Hold: hold}
 		}
-		return modelapi.Reply{Blocks: []modelapi.Block{modelapi.TextBlock("here")}}
+		return fakemodel.Reply{Blocks: []fakemodel.Block{fakemodel.TextBlock("here")}}
 	}})
 	if err != nil {
 		t.Fatal(err)
