@@ -54,11 +54,14 @@ func (l *runLoop) Wait(ctx context.Context, ready <-chan struct{}) error {
 // recordingOutput keeps the approvals; processes and agents do not occur.
 type recordingOutput struct{ approvals []runtime.ApprovalInfo }
 
+func (o *recordingOutput) Pending(runtime.ApprovalInfo)          {}
 func (o *recordingOutput) Spawned(runtime.SpawnInfo)             {}
 func (o *recordingOutput) Exited(string, int)                    {}
 func (o *recordingOutput) Echo(string) runtime.Echo              { return nil }
 func (o *recordingOutput) Agent(string, string, json.RawMessage) {}
 func (o *recordingOutput) Approval(a runtime.ApprovalInfo)       { o.approvals = append(o.approvals, a) }
+func (o *recordingOutput) Hook(runtime.HookInfo)                 {}
+func (o *recordingOutput) Tool(string, string, bool)             {}
 
 type noHosts struct{}
 

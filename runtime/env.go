@@ -88,12 +88,22 @@ type Output interface {
 	// Echo returns the live echo of one process. Its Write is called on the
 	// client's frame reader goroutine, so it must return promptly.
 	Echo(id string) Echo
+	// Pending is a permission request that waits for a decision: the
+	// Approval with the same kind, session, tool and tool use id ends it.
+	// The status area on a terminal shows it meanwhile.
+	Pending(ApprovalInfo)
 	// Agent is one protocol message of an agent session, in (from the
 	// CLI) or out (to it). It is called on the session's goroutines and
 	// must return promptly.
 	Agent(session, dir string, message json.RawMessage)
 	// Approval is one decision on a permission request.
 	Approval(ApprovalInfo)
+	// Hook is one answer of a recipe's agent hook (hookline.go).
+	Hook(HookInfo)
+	// Tool is one call of a recipe's tool by an agent: ok is false when
+	// its function failed. It shows only in --json mode; whoever calls it
+	// reports a failure's message on stderr itself.
+	Tool(session, tool string, ok bool)
 }
 
 // SpawnInfo describes a process the run started or reattached to.

@@ -22,17 +22,24 @@ import (
 type RunOptions struct {
 	IO      *IO
 	Environ []string // the recipe's environment: what getenv reads
-	Target  *Target
-	Recipe  string
-	Args    []string // key=value
-	JSON    bool
+	// Getenv reads the environment sous runs in (the Factory's): NO_COLOR,
+	// TERM, GITHUB_ACTIONS and the like.
+	Getenv func(string) string
+	Target *Target
+	Recipe string
+	Args   []string // key=value
+	JSON   bool
 	// Allow and Deny are approval rules for agents' permission requests and
 	// privileged commands, asked after the recipe's own policies.
 	Allow, Deny []string
+	// Color is --color: auto, always or never.
+	Color colorFlag
+	// Quiet and Verbose: less or more human output (runview.go).
+	Quiet, Verbose bool
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Target: f.newTarget()}
+	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto"}
 	cmd := &cobra.Command{
 		Use:   "run RECIPE.star [-a key=value]... [flags]",
 		Short: "Run a recipe",
@@ -74,6 +81,10 @@ Every decision is logged on stderr (an approval event with --json).`,
 	fl.BoolVar(&opts.JSON, "json", false, "write JSON events to stdout, one per line, instead of human output")
 	fl.StringArrayVar(&opts.Allow, "allow", nil, "an approval `RULE` to allow, e.g. \"Bash(go test:*)\" (repeatable)")
 	fl.StringArrayVar(&opts.Deny, "deny", nil, "an approval `RULE` to deny (repeatable)")
+	fl.Var(&opts.Color, "color", "colour the [id] prefixes, the status area and the summary: auto, always or never (NO_COLOR turns auto off)")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "show only the recipe's print, failures and the summary: no echo of processes, no status area")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also say when each process starts and ends and each agent turn ends, and print the summary off a terminal too")
+	cmd.MarkFlagsMutuallyExclusive("quiet", "verbose")
 	opts.Target.register(cmd)
 	return cmd
 }
@@ -119,6 +130,9 @@ func runRecipe(opts *RunOptions) error {
 	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
 	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
 	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, opts.Environ, builtins.DefaultTable(), approvals, prompt
+	var stopView func()
+	ropt.View, stopView = runView(opts, ropt.Stdout, ropt.Stderr, opts.Getenv, opts.Environ)
+	defer stopView()
 	err = runtime.Run(ctx, ropt)
 	var ee *runtime.ExitError
 	if errors.As(err, &ee) {

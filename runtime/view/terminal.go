@@ -1,0 +1,210 @@
+package view
+
+import (
+	"bytes"
+	"io"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime/event"
+)
+
+// TerminalOptions say where the status area lives.
+type TerminalOptions struct {
+	// Stderr is the terminal: the area is drawn there, under the lines.
+	Stderr io.Writer
+	// Stdout is where the processes' stdout goes. StdoutOnScreen says it
+	// is the same terminal: the area is erased before its lines too and
+	// drawn again after them. Otherwise (stdout redirected) its lines never
+	// touch the area.
+	Stdout         io.Writer
+	StdoutOnScreen bool
+	// Size reports the terminal's columns and rows (nil: 80 × 24).
+	Size func() (cols, rows int)
+	// Resized, when set, says the size changed (SIGWINCH): the area is
+	// laid out again at once.
+	Resized <-chan struct{}
+	// Color allows colours in the area.
+	Color bool
+	// Interval is how often the area may be laid out again (default
+	// 100ms: at most ten times a second).
+	Interval time.Duration
+}
+
+// Terminal is the Screen of a run on a terminal: the lines scroll as
+// they always did, and under them a status area shows what runs now
+// (processes, sessions in a turn, requests waiting for a decision). Each
+// batch of lines is written as "erase the area, the lines, the area" in
+// one write, so a line is never cut by the area and the area always sits
+// under the last line. The area's content is laid out again at most every
+// Interval; a line that is not finished (a piece of a long line, a prompt)
+// keeps the area away until it is. Nothing in the terminal's modes is
+// changed: no cursor hiding, no alternate screen, no raw mode; so a run
+// that dies leaves at worst an area's last picture, and one that ends
+// (finished, failed, interrupted) erases it.
+//
+// It is also an event.Sink: subscribe it before the sink that writes the
+// lines, so that it knows of a prompt before the prompt's text is written.
+type Terminal struct {
+	bus      *event.Bus
+	opt      TerminalOptions
+	w        [2]vecWriter // stdout, stderr
+	onScreen [2]bool
+
+	drawn     int    // lines of the area on screen now (0: none)
+	area      []byte // the area as last laid out
+	areaLines int
+	laidOut   time.Time
+	prev      []byte // the layout before, kept to tell whether a redraw changes anything
+	width     int    // the width the area was laid out for
+	midLine   bool   // the cursor is in the middle of a line
+	hidden    bool   // a prompt is open
+	closed    bool
+
+	erase []byte
+	iov   [3][]byte
+	stop  chan struct{}
+}
+
+// NewTerminal returns the terminal screen of the run on bus and starts
+// its redraws; they stop at the End event.
+func NewTerminal(bus *event.Bus, opt TerminalOptions) *Terminal {
+	if opt.Interval <= 0 {
+		opt.Interval = 100 * time.Millisecond
+	}
+	if opt.Size == nil {
+		opt.Size = func() (int, int) { return 80, 24 }
+	}
+	t := &Terminal{bus: bus, opt: opt, stop: make(chan struct{})}
+	t.w[0], t.w[1] = newVecWriter(opt.Stdout), newVecWriter(opt.Stderr)
+	t.onScreen = [2]bool{opt.StdoutOnScreen, true}
+	go t.redraws()
+	return t
+}
+
+func slot(s wire.Stream) int {
+	if s == wire.Stderr {
+		return 1
+	}
+	return 0
+}
+
+// Write implements Screen: p goes above the area. Called under the bus's
+// lock.
+func (t *Terminal) Write(stream wire.Stream, p []byte) {
+	i := slot(stream)
+	if len(p) == 0 {
+		return
+	}
+	if t.closed || !t.onScreen[i] {
+		t.w[i].write(t.vec(p))
+		return
+	}
+	erase := t.eraseArea()
+	t.midLine = p[len(p)-1] != '\n'
+	var area []byte
+	if !t.midLine && !t.hidden {
+		area = t.layout(false)
+		t.drawn = t.areaLines
+	}
+	t.w[i].write(t.vec(erase, p, area))
+}
+
+// vec fills the scratch list of buffers: no allocation per write.
+func (t *Terminal) vec(bufs ...[]byte) [][]byte {
+	n := copy(t.iov[:], bufs)
+	return t.iov[:n]
+}
+
+// eraseArea returns what takes the area off the screen (nothing when it
+// is not there) and counts it gone: back to the first column, up to the
+// area's first line, erase to the end of the screen.
+func (t *Terminal) eraseArea() []byte {
+	if t.drawn == 0 {
+		return nil
+	}
+	t.erase = append(append(append(t.erase[:0], '\r'), ansi.CursorUp(t.drawn)...), ansi.EraseScreenBelow...)
+	t.drawn = 0
+	return t.erase
+}
+
+// layout returns the area, laid out again when the last layout is older
+// than the interval (or force).
+func (t *Terminal) layout(force bool) []byte {
+	now := t.bus.Now()
+	if !force && t.area != nil && now.Sub(t.laidOut) < t.opt.Interval {
+		return t.area
+	}
+	cols, rows := t.opt.Size()
+	t.prev, t.area = t.area, t.prev
+	t.area, t.areaLines = renderArea(t.area[:0], t.bus.State(), now, cols, rows, t.opt.Color)
+	t.laidOut, t.width = now, cols
+	if t.area == nil {
+		t.area = []byte{} // laid out, and empty
+	}
+	return t.area
+}
+
+// Handle implements event.Sink.
+func (t *Terminal) Handle(_ time.Time, e event.Event) {
+	switch e.(type) {
+	case *event.Prompt:
+		// Hidden before the question is written; Write erases it.
+		t.hidden = true
+	case *event.PromptDone:
+		// The answer's newline was typed on the terminal.
+		t.hidden, t.midLine = false, false
+		t.redraw(true)
+	case *event.End:
+		t.close()
+	}
+}
+
+// redraws lays the area out again every interval and when the terminal
+// is resized, until the End event.
+func (t *Terminal) redraws() {
+	tick := time.NewTicker(t.opt.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-t.opt.Resized:
+		case <-t.stop:
+			return
+		}
+		t.bus.Lock()
+		if !t.closed {
+			t.redraw(false)
+		}
+		t.bus.Unlock()
+	}
+}
+
+// redraw writes the area again when it changed (lock held).
+func (t *Terminal) redraw(force bool) {
+	if t.closed || t.hidden || t.midLine {
+		return
+	}
+	width := t.width
+	area := t.layout(true)
+	if !force && t.width == width && t.drawn == t.areaLines && bytes.Equal(area, t.prev) {
+		return
+	}
+	erase := t.eraseArea()
+	t.drawn = t.areaLines
+	t.w[1].write(t.vec(erase, area))
+}
+
+// close takes the area off the screen for good and stops the redraws.
+func (t *Terminal) close() {
+	if t.closed {
+		return
+	}
+	if erase := t.eraseArea(); erase != nil {
+		t.w[1].write(t.vec(erase))
+	}
+	t.closed = true
+	close(t.stop)
+}
