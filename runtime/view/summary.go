@@ -32,8 +32,11 @@ func Rows(s *event.State) []Row {
 	for _, p := range s.Procs {
 		r := Row{Kind: "process", ID: p.ID}
 		switch {
+		case !p.Exited && p.Host == "embedded":
+			// sous run's own daemon stops what still runs when the run ends.
+			r.Status, r.Duration = "stopped", end.Sub(p.Started)
 		case !p.Exited:
-			r.Status, r.Duration = "running", end.Sub(p.Started)
+			r.Status, r.Duration = "running", end.Sub(p.Started) // on its daemon
 		default:
 			code := p.ExitCode
 			r.ExitCode, r.Duration = &code, p.Ended.Sub(p.Started)
@@ -226,6 +229,12 @@ func failureLines(s *event.State) []string {
 	end := s.End
 	var out []string
 	where := "─ failure"
+	switch end.Status {
+	case "interrupted":
+		where = "─ interrupted"
+	case "error":
+		where = "─ error"
+	}
 	if end.File != "" && end.Line > 0 {
 		where += fmt.Sprintf(" at %s:%d", end.File, end.Line)
 		if src := strings.TrimSpace(end.Source); src != "" {
@@ -234,6 +243,9 @@ func failureLines(s *event.State) []string {
 	}
 	out = append(out, where)
 	msg := strings.Split(strings.TrimSpace(end.Error), "\n")
+	if end.Error == end.Status {
+		msg = nil // "interrupted" says nothing the heading does not
+	}
 	if len(msg) > maxTailLines {
 		msg = append(msg[:maxTailLines], "…")
 	}
