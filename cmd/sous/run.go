@@ -70,6 +70,9 @@ Every decision is logged on stderr (an approval event with --json).`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Recipe = args[0]
+			if opts.Quiet && opts.Verbose {
+				return usageErrorf("run: --quiet and --verbose: choose one")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -84,7 +87,6 @@ Every decision is logged on stderr (an approval event with --json).`,
 	fl.Var(&opts.Color, "color", "colour the [id] prefixes, the status area and the summary: auto, always or never (NO_COLOR turns auto off)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "show only the recipe's print, failures and the summary: no echo of processes, no status area")
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also say when each process starts and ends and each agent turn ends, and print the summary off a terminal too")
-	cmd.MarkFlagsMutuallyExclusive("quiet", "verbose")
 	opts.Target.register(cmd)
 	return cmd
 }

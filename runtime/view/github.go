@@ -37,7 +37,7 @@ func (g *GitHub) Handle(_ time.Time, e event.Event) {
 	switch e := e.(type) {
 	case *event.Approval:
 		if !e.Allow {
-			g.line("::warning title=sous: approval denied::" + escapeData(denialText(e)))
+			g.line("::warning title=" + escapeProperty("sous: approval denied") + "::" + escapeData(denialText(e)))
 		}
 	case *event.End:
 		if e.Status != "ok" {
