@@ -195,3 +195,33 @@ print("turn 2:", s.send("run the second command").text)
 	golden(t, "live_approval_done", norm(final))
 	p.assertTerminalRestored()
 }
+
+// TestLiveResize: when the terminal narrows, sous hears SIGWINCH and lays
+// the area out again at the new width at once: each line cut to fit,
+// none wrapped.
+func TestLiveResize(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{"main.star": strings.Replace(fanoutRecipe, `"echo %s started;`, `"echo %s started with a line long enough to be cut;`, 1)})
+	p := startPTY(t, 100, 30, ptyEnv(), "run", filepath.Join(dir, "main.star"), "-a", "dir="+dir)
+	p.waitScreen("the area", func(s string) bool { return hasArea(s) && strings.Contains(s, "3 running") })
+	p.resize(40, 30)
+	narrow := p.waitScreen("the area cut to 40 columns", func(s string) bool {
+		return strings.Contains(s, "[lint]") && strings.Contains(s, "…")
+	})
+	area := false
+	for _, l := range strings.Split(narrow, "\n") {
+		area = area || strings.HasPrefix(l, "─ main.star")
+		if area && len([]rune(l)) >= 40 {
+			t.Errorf("an area line of %d columns on a 40-column terminal: %q", len([]rune(l)), l)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, p.screen())
+	}
+	if hasArea(p.screen()) {
+		t.Errorf("the area is left on the screen:\n%s", p.screen())
+	}
+}

@@ -195,3 +195,15 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("the screen differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }
+
+// resize changes the terminal's size: the emulator's first, then the
+// pty's, which sends sous SIGWINCH.
+func (p *ptyRun) resize(cols, rows int) {
+	p.t.Helper()
+	p.mu.Lock()
+	p.emu.Resize(cols, rows)
+	p.mu.Unlock()
+	if err := pty.Setsize(p.tty, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+		p.t.Fatal(err)
+	}
+}

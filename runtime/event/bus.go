@@ -84,3 +84,9 @@ func (b *Bus) PublishLocked(e Event) {
 
 // Ended reports whether the End event went out (lock held).
 func (b *Bus) Ended() bool { return b.ended }
+
+// SinkFunc is a function as a Sink.
+type SinkFunc func(at time.Time, e Event)
+
+// Handle implements Sink.
+func (f SinkFunc) Handle(at time.Time, e Event) { f(at, e) }

@@ -34,6 +34,10 @@ type State struct {
 	// End is how the run ended (nil while it runs).
 	End   *End
 	Ended time.Time
+	// Version counts the events that changed more than a process's last
+	// line (a spawn, an exit, an agent message, a request): a view that
+	// lays the state out now and then does it at once when it moved.
+	Version uint64
 
 	procs    map[string]*Proc
 	sessions map[string]*Session
@@ -117,6 +121,11 @@ func (s *State) Cost() float64 {
 }
 
 func (s *State) apply(at time.Time, e Event) {
+	switch e.(type) {
+	case *Output, *Log, *Error, *Failure, *Prompt, *PromptDone, *Tool, *Hook:
+	default:
+		s.Version++
+	}
 	switch e := e.(type) {
 	case *Start:
 		s.Recipe, s.Started = e.Recipe, at

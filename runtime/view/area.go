@@ -35,7 +35,7 @@ func renderArea(b []byte, s *event.State, now time.Time, cols, rows int, color b
 			continue
 		}
 		running++
-		detail := sanitize(string(p.LastLine))
+		detail := strings.TrimSpace(sanitize(string(p.LastLine)))
 		if detail == "" {
 			detail = "$ " + sanitize(strings.Join(p.Command, " "))
 		}

@@ -59,6 +59,7 @@ type Terminal struct {
 	laidOut   time.Time
 	prev      []byte // the layout before, kept to tell whether a redraw changes anything
 	width     int    // the width the area was laid out for
+	version   uint64 // the State.Version it was laid out at
 	midLine   bool   // the cursor is in the middle of a line
 	hidden    bool   // a prompt is open
 	closed    bool
@@ -131,12 +132,16 @@ func (t *Terminal) eraseArea() []byte {
 }
 
 // layout returns the area, laid out again when the last layout is older
-// than the interval (or force).
+// than the interval, when the state changed more than a last line since
+// (a process started or ended, a request came), or when forced. A flood
+// of lines costs one layout per interval.
 func (t *Terminal) layout(force bool) []byte {
 	now := t.bus.Now()
-	if !force && t.area != nil && now.Sub(t.laidOut) < t.opt.Interval {
+	version := t.bus.State().Version
+	if !force && t.area != nil && version == t.version && now.Sub(t.laidOut) < t.opt.Interval {
 		return t.area
 	}
+	t.version = version
 	cols, rows := t.opt.Size()
 	t.prev, t.area = t.area, t.prev
 	t.area, t.areaLines = renderArea(t.area[:0], t.bus.State(), now, cols, rows, t.opt.Color)
