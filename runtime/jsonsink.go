@@ -17,6 +17,10 @@ import (
 type jsonSink struct {
 	stdout, stderr io.Writer
 	buf            []byte
+	// The time of the last event, formatted: every line of a chunk of
+	// output is an event of the same time.
+	lastAt   time.Time
+	lastTime []byte
 }
 
 // field is one member of an event after "event" and "time".
@@ -102,7 +106,7 @@ func (j *jsonSink) output(at time.Time, e *event.Output) {
 		if n == 0 {
 			n = len(data)
 		}
-		j.buf = appendOutputEvent(j.buf, at, e, data[:n])
+		j.buf = j.appendOutputEvent(j.buf, at, e, data[:n])
 		data = data[n:]
 	}
 	if len(j.buf) > 0 {
@@ -110,8 +114,8 @@ func (j *jsonSink) output(at time.Time, e *event.Output) {
 	}
 }
 
-func appendOutputEvent(b []byte, at time.Time, e *event.Output, line []byte) []byte {
-	b = appendEventHead(b, at, "output")
+func (j *jsonSink) appendOutputEvent(b []byte, at time.Time, e *event.Output, line []byte) []byte {
+	b = j.appendHead(b, at, "output")
 	b = append(b, `,"id":`...)
 	b = appendJSONString(b, e.ID)
 	b = append(b, `,"stream":`...)
@@ -130,35 +134,35 @@ func appendOutputEvent(b []byte, at time.Time, e *event.Output, line []byte) []b
 
 // event writes one event line.
 func (j *jsonSink) event(at time.Time, name string, fields ...field) {
-	j.buf = appendEvent(j.buf[:0], at, name, fields...)
-	j.stdout.Write(j.buf)
-}
-
-// line writes text and a newline to stderr.
-func (j *jsonSink) line(text string) {
-	j.buf = append(append(j.buf[:0], text...), '\n')
-	j.stderr.Write(j.buf)
-}
-
-// appendEvent appends one JSON event line. Members come in a fixed order,
-// "event" and "time" first, so the stream is easy to read and to diff.
-func appendEvent(b []byte, at time.Time, name string, fields ...field) []byte {
-	b = appendEventHead(b, at, name)
+	b := j.appendHead(j.buf[:0], at, name)
 	for _, f := range fields {
 		b = append(b, ',')
 		b = appendJSON(b, f.key)
 		b = append(b, ':')
 		b = appendJSON(b, f.value)
 	}
-	return append(b, "}\n"...)
+	j.buf = append(b, "}\n"...)
+	j.stdout.Write(j.buf)
 }
 
-func appendEventHead(b []byte, at time.Time, name string) []byte {
+// appendHead appends `{"event":NAME,"time":"TIME"`. Members come in a
+// fixed order, "event" and "time" first, so the stream is easy to read
+// and to diff.
+func (j *jsonSink) appendHead(b []byte, at time.Time, name string) []byte {
+	if !at.Equal(j.lastAt) || j.lastTime == nil {
+		j.lastAt, j.lastTime = at, at.AppendFormat(j.lastTime[:0], timeFormat)
+	}
 	b = append(b, `{"event":`...)
 	b = appendJSONString(b, name)
 	b = append(b, `,"time":"`...)
-	b = at.AppendFormat(b, timeFormat)
+	b = append(b, j.lastTime...)
 	return append(b, '"')
+}
+
+// line writes text and a newline to stderr.
+func (j *jsonSink) line(text string) {
+	j.buf = append(append(j.buf[:0], text...), '\n')
+	j.stderr.Write(j.buf)
 }
 
 // timeFormat is RFC 3339 with milliseconds.

@@ -2,6 +2,7 @@ package view
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +59,17 @@ func (s *screenTTY) resize(cols, rows int) {
 	s.emu.Resize(cols, rows)
 }
 
+// lines is the screen once what the Terminal holds back went out.
+func (f *fixture) lines() []string {
+	f.bus.Lock()
+	f.term.flush()
+	f.bus.Unlock()
+	return f.tty.lines()
+}
+
 func (s *screenTTY) lines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return strings.Split(strings.TrimRight(s.emu.String(), "\n"), "\n")
 }
 
@@ -118,7 +129,7 @@ func TestTerminalAreaStaysUnderTheLines(t *testing.T) {
 	f.spawn("build", "make", "-j4")
 	f.spawn("test", "go", "test", "./...")
 	f.out("build", "compiling a\n")
-	want(t, f.tty.lines(),
+	want(t, f.lines(),
 		"compiling a",
 		"─ fan.star · 0s · 2 running",
 		"[build]    0s  compiling a",
@@ -126,7 +137,7 @@ func TestTerminalAreaStaysUnderTheLines(t *testing.T) {
 	)
 	f.later(time.Hour)
 	f.out("test", "ok  pkg/a 0.1s\nok  pkg/b 0.2s\nFAIL pkg/c with a line far too long for forty columns\n")
-	want(t, f.tty.lines(),
+	want(t, f.lines(),
 		"compiling a",
 		"ok  pkg/a 0.1s",
 		"ok  pkg/b 0.2s",
@@ -138,7 +149,7 @@ func TestTerminalAreaStaysUnderTheLines(t *testing.T) {
 	)
 	f.bus.Publish(&event.Exit{ID: "build"})
 	f.bus.Publish(&event.End{Status: "ok"})
-	got := f.tty.lines()
+	got := f.lines()
 	want(t, got, "compiling a", "ok  pkg/a 0.1s", "ok  pkg/b 0.2s", "FAIL pkg/c with a line far too long for", "forty columns")
 	if pos := f.tty.emu.CursorPosition(); pos.X != 0 || pos.Y != len(got) {
 		t.Errorf("cursor at %v after the end, want the start of line %d", pos, len(got))
@@ -153,20 +164,20 @@ func TestTerminalWaitsForTheEndOfALine(t *testing.T) {
 	f.spawn("a", "sh")
 	f.out("a", "one\n")
 	f.out("a", "progress: 10%")
-	want(t, f.tty.lines(), "one", "progress: 10%")
+	want(t, f.lines(), "one", "progress: 10%")
 	f.later(time.Hour) // past the interval: the next line lays the area out again
 	f.out("a", " 100%\n")
-	want(t, f.tty.lines(), "one", "progress: 10% 100%", "─ fan.star · 1h00m · 1 running", "[a] 1h00m  100%")
+	want(t, f.lines(), "one", "progress: 10% 100%", "─ fan.star · 1h00m · 1 running", "[a] 1h00m  100%")
 
 	// What the human sink does for a prompt: the event, then its text.
 	f.bus.Lock()
 	f.bus.PublishLocked(&event.Prompt{Text: "\nsous: allow? "})
 	f.term.Write(wire.Stderr, []byte("\nsous: allow? "))
 	f.bus.Unlock()
-	want(t, f.tty.lines(), "one", "progress: 10% 100%", "", "sous: allow?")
+	want(t, f.lines(), "one", "progress: 10% 100%", "", "sous: allow?")
 	f.tty.Write([]byte("y\n")) // the person's answer, as the terminal echoes it
 	f.bus.Publish(&event.PromptDone{})
-	want(t, f.tty.lines(), "one", "progress: 10% 100%", "", "sous: allow? y", "─ fan.star · 1h00m · 1 running", "[a] 1h00m  100%")
+	want(t, f.lines(), "one", "progress: 10% 100%", "", "sous: allow? y", "─ fan.star · 1h00m · 1 running", "[a] 1h00m  100%")
 }
 
 // TestTerminalResize: on SIGWINCH the area is laid out at the new width
@@ -175,7 +186,7 @@ func TestTerminalResize(t *testing.T) {
 	f := newFixture(t, 60, 12)
 	f.spawn("compile", "cc")
 	f.out("compile", "building the long name of a file that is here.c\n")
-	want(t, f.tty.lines(),
+	want(t, f.lines(),
 		"building the long name of a file that is here.c",
 		"─ fan.star · 0s · 1 running",
 		"[compile]    0s  building the long name of a file that is …",
@@ -189,9 +200,7 @@ func TestTerminalResize(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	f.bus.Lock()
-	got := f.tty.lines()
-	f.bus.Unlock()
+	got := f.lines()
 	want(t, got,
 		"building the long name of a fi", // the terminal cut the old line
 		"─ fan.star · 0s · 1 running",
@@ -226,7 +235,56 @@ func TestTerminalStdoutElsewhere(t *testing.T) {
 	if tty.writes != writes {
 		t.Error("a line to the file touched the terminal")
 	}
+	bus.Lock()
+	term.flush()
+	bus.Unlock()
 	want(t, tty.lines(), "on the terminal", "─ r.star · 0s · 1 running", "[a]    0s  $ x")
 	bus.Publish(&event.End{Status: "ok"})
 	want(t, tty.lines(), "on the terminal")
+}
+
+// TestTerminalBatchesLines: chunks that come close together reach the
+// terminal as one write with one area, a few milliseconds later, without
+// any other event to push them; a batch that fills goes out at once.
+func TestTerminalBatchesLines(t *testing.T) {
+	f := newFixture(t, 40, 12)
+	f.spawn("a", "yes")
+	f.bus.Lock()
+	before := f.tty.writes
+	f.bus.Unlock()
+	f.bus.Lock() // all 100 before the batch's time is up, however slow the machine
+	for i := range 100 {
+		f.bus.PublishLocked(&event.Output{ID: "a", Stream: wire.Stdout, Data: fmt.Appendf(nil, "line %d\n", i)})
+	}
+	f.bus.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.bus.Lock()
+		writes := f.tty.writes - before
+		f.bus.Unlock()
+		if writes > 0 {
+			if writes != 1 {
+				t.Errorf("100 chunks took %d writes, want 1", writes)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lines never went out")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	got := f.tty.lines()
+	if n := len(got); n < 3 || got[n-3] != "line 99" || got[n-1] != "[a]    0s  line 99" {
+		t.Errorf("screen after the batch:\n%s", strings.Join(got, "\n"))
+	}
+
+	f.bus.Lock()
+	before = f.tty.writes
+	f.bus.Unlock()
+	f.out("a", strings.Repeat("x", batchBytes)+"\n")
+	f.bus.Lock()
+	if f.tty.writes == before {
+		t.Error("a full batch waited")
+	}
+	f.bus.Unlock()
 }

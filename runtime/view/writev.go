@@ -11,18 +11,19 @@ import (
 // vecWriter writes several buffers as one: a single writev(2) when it has
 // a file descriptor, so that "erase the area, the lines, the area again"
 // reaches the terminal in one write and costs the stream one system call,
-// as the lines alone did. Without a descriptor (a test's buffer), one
-// Write each.
+// as the lines alone did. Without a descriptor (a test's buffer), they
+// are joined for one Write.
 type vecWriter struct {
-	w  io.Writer
-	fd int // -1: none
+	w      io.Writer
+	fd     int     // -1: none
+	joined *[]byte // without one, the buffers joined for one Write
 }
 
 func newVecWriter(w io.Writer) vecWriter {
 	if f, ok := w.(*os.File); ok {
 		return vecWriter{w: w, fd: int(f.Fd())}
 	}
-	return vecWriter{w: w, fd: -1}
+	return vecWriter{w: w, fd: -1, joined: new([]byte)}
 }
 
 // write writes bufs in order, all of them or until an error (which the
@@ -30,12 +31,13 @@ func newVecWriter(w io.Writer) vecWriter {
 // ends the run by SIGHUP).
 func (v vecWriter) write(bufs [][]byte) {
 	if v.fd < 0 {
-		for _, b := range bufs {
-			if len(b) > 0 {
-				if _, err := v.w.Write(b); err != nil {
-					return
-				}
-			}
+		b := (*v.joined)[:0]
+		for _, p := range bufs {
+			b = append(b, p...)
+		}
+		*v.joined = b
+		if len(b) > 0 {
+			v.w.Write(b)
 		}
 		return
 	}
