@@ -58,6 +58,19 @@ error (bad flags, missing file, syntax or undefined name), 130 interrupted
 With --json, stdout carries one JSON event per line (start first, end last) and
 nothing else; errors still go to stderr.
 
+On a terminal, a status area under the scrolling lines shows each running
+process (id, elapsed time, last line), each agent session in a turn (the tool
+it uses, its cost so far) and the permission requests waiting; it is gone when
+the run ends, and a summary follows (status, duration, exit code, cost and
+denials of each process and session, and the failure with its recipe line).
+--color=auto|always|never colours the [id] prefixes (NO_COLOR turns auto off);
+TERM=dumb gives the plain lines. Off a terminal the output is the plain lines,
+with no escape code. --quiet shows only the recipe's print, failures and the
+summary; --verbose adds a line as each process starts and ends and prints the
+summary off a terminal too. With GITHUB_ACTIONS=true a failure is also an
+::error line at the recipe's line, a denial a ::warning line, and the summary
+is appended to $GITHUB_STEP_SUMMARY (docs/CI.md).
+
 Permission requests of agent sessions (and privileged commands) go to the
 session's policy, then the recipe's approvals(policy), then the --allow and
 --deny rules (Claude Code syntax, e.g. "Bash(go test:*)", "Write(/src/**)";
@@ -65,6 +78,9 @@ deny wins), then a prompt when stdin is a terminal; otherwise they are denied.
 Every decision is logged on stderr (an approval event with --json).`,
 		Example: `  sous run recipes/hello.star
   sous run recipes/build-and-test.star -a module=./mymod
+  sous run recipes/build-and-test.star -a module=. --quiet       # the prints, failures and summary only
+  sous run recipes/build-and-test.star -a module=. --verbose 2>&1 | tee build.log
+  NO_COLOR=1 sous run recipes/build-and-test.star -a module=.    # the status area, no colours
   sous run deploy.star --json -a env=staging --socket /run/sous.sock
   sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
