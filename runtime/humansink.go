@@ -102,7 +102,7 @@ func (h *humanSink) output(e *event.Output) {
 	}
 	color := ""
 	if h.color[streamSlot(e.Stream)] {
-		color = view.IDColor(e.ID)
+		color = view.ProcColor(h.state, e.ID)
 	}
 	b := h.buf[:0]
 	data := e.Data

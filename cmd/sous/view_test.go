@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seed5ad92d46/sous/runtime/event"
 	"github.com/seed5ad92d46/sous/runtime/view"
 )
 
@@ -61,12 +62,16 @@ func TestRunColorAlwaysQuietVerbose(t *testing.T) {
 	t.Parallel()
 	o, _ := runWithEnv(t, colourfulEnv, twoEchoing, "--color=always")
 	o.expect(t, 0)
-	prefix := func(id string) string { return view.IDColor(id) + "[" + id + "]" + view.Reset + " " }
-	if want := prefix("b") + "b-out\n" + prefix("a") + "a-out\n"; o.stdout != want {
-		t.Errorf("--color=always: stdout = %q, want %q", o.stdout, want)
+	// Each id in its own colour: its preferred one, the next free one for
+	// the second if they would share it.
+	ca := event.ColorOf("a")
+	cb := event.ColorOf("b")
+	if cb == ca {
+		cb = (ca + 1) % event.ColorSlots
 	}
-	if view.IDColor("a") == view.IDColor("b") {
-		t.Error("a and b share a colour")
+	prefix := func(id string, slot int) string { return view.IDColor(slot) + "[" + id + "]" + view.Reset + " " }
+	if want := prefix("b", cb) + "b-out\n" + prefix("a", ca) + "a-out\n"; o.stdout != want {
+		t.Errorf("--color=always: stdout = %q, want %q", o.stdout, want)
 	}
 
 	o, _ = runWithEnv(t, colourfulEnv, twoEchoing, "--quiet")

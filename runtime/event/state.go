@@ -2,6 +2,7 @@ package event
 
 import (
 	"bytes"
+	"hash/fnv"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -50,10 +51,15 @@ type Proc struct {
 	Host       string
 	Pid        int
 	Reattached bool
-	Started    time.Time
-	Ended      time.Time // zero while it runs
-	Exited     bool
-	ExitCode   int
+	// Color is the process's colour slot (0 to ColorSlots-1): its id's own
+	// (a hash of it, so the same id has the same colour run after run),
+	// unless a running process has that one; then the next free one, so
+	// that the processes on screen together look apart.
+	Color    int
+	Started  time.Time
+	Ended    time.Time // zero while it runs
+	Exited   bool
+	ExitCode int
 	// LastLine is the last line the process wrote (stdout or stderr), at
 	// most MaxLastLine bytes of it, as written: escape it before showing.
 	LastLine []byte
@@ -130,7 +136,8 @@ func (s *State) apply(at time.Time, e Event) {
 	case *Start:
 		s.Recipe, s.Started = e.Recipe, at
 	case *Spawn:
-		p := &Proc{ID: e.ID, Command: e.Command, Host: e.Host, Pid: e.Pid, Reattached: e.Reattached, Started: at}
+		p := &Proc{ID: e.ID, Command: e.Command, Host: e.Host, Pid: e.Pid, Reattached: e.Reattached, Started: at,
+			Color: s.freeColor(e.ID)}
 		s.Procs = append(s.Procs, p)
 		s.procs[e.ID] = p
 	case *EchoStart:
@@ -160,6 +167,34 @@ func (s *State) apply(at time.Time, e Event) {
 	case *End:
 		s.End, s.Ended = e, at
 	}
+}
+
+// ColorSlots is how many colours ids take turns at (view's palette).
+const ColorSlots = 10
+
+// ColorOf is the colour slot an id prefers: the same in every run.
+func ColorOf(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % ColorSlots)
+}
+
+// freeColor is the slot for a new process with id: its own, or the next
+// one no running process has.
+func (s *State) freeColor(id string) int {
+	want := ColorOf(id)
+	var taken [ColorSlots]bool
+	for _, p := range s.Procs {
+		if p.Running() {
+			taken[p.Color] = true
+		}
+	}
+	for k := range ColorSlots {
+		if c := (want + k) % ColorSlots; !taken[c] {
+			return c
+		}
+	}
+	return want
 }
 
 // decided ends the newest pending request the decision answers, and keeps

@@ -143,3 +143,29 @@ func TestBusAfterEnd(t *testing.T) {
 		t.Errorf("sinks saw %s", got)
 	}
 }
+
+// TestStateColours: an id keeps its own colour run after run, unless a
+// running process has it; then it takes the next free one.
+func TestStateColours(t *testing.T) {
+	b := clockBus()
+	s := b.State()
+	// Find two ids that hash to the same slot.
+	first, second := "p0", ""
+	for i := 1; second == ""; i++ {
+		if id := "p" + string(rune('0'+i%10)) + strings.Repeat("x", i/10); ColorOf(id) == ColorOf(first) {
+			second = id
+		}
+	}
+	b.Publish(&Spawn{ID: first})
+	b.Publish(&Spawn{ID: second})
+	c1, c2 := s.Proc(first).Color, s.Proc(second).Color
+	if c1 != ColorOf(first) || c2 == c1 {
+		t.Errorf("colours %d and %d for two running ids that prefer %d", c1, c2, ColorOf(first))
+	}
+	b.Publish(&Exit{ID: first})
+	b.Publish(&Exit{ID: second})
+	b.Publish(&Spawn{ID: second})
+	if c := s.Proc(second).Color; c != ColorOf(second) {
+		t.Errorf("alone, %s got colour %d, want its own %d", second, c, ColorOf(second))
+	}
+}

@@ -39,7 +39,7 @@ func renderArea(b []byte, s *event.State, now time.Time, cols, rows int, color b
 		if detail == "" {
 			detail = "$ " + sanitize(strings.Join(p.Command, " "))
 		}
-		items = append(items, areaItem{label: "[" + p.ID + "]", labelStyle: IDColor(p.ID), since: p.Started, detail: detail})
+		items = append(items, areaItem{label: "[" + p.ID + "]", labelStyle: IDColor(p.Color), since: p.Started, detail: detail})
 	}
 	for _, ss := range s.Sessions {
 		if !ss.InTurn {

@@ -2,17 +2,18 @@ package view
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/seed5ad92d46/sous/runtime/event"
 )
 
-// The colours of "[id] " prefixes: the basic and bright ANSI colours that
-// read on dark and light backgrounds alike, red left out (it says
-// "failed"). Basic ANSI colours follow the terminal's own palette, so they
-// suit its theme.
+// The colours of "[id] " prefixes, one per event.ColorSlots: the basic and
+// bright ANSI colours that read on dark and light backgrounds alike, red
+// left out (it says "failed"). Basic ANSI colours follow the terminal's
+// own palette, so they suit its theme.
 var idColors = func() []string {
 	var out []string
 	for _, c := range []ansi.BasicColor{ansi.Cyan, ansi.Magenta, ansi.Yellow, ansi.Green, ansi.Blue,
@@ -32,12 +33,16 @@ var (
 	yellow = ansi.NewStyle().ForegroundColor(ansi.Yellow).String()
 )
 
-// IDColor is the SGR sequence that colours the id: the same id gets the
-// same colour in every run, so a person learns which colour is which job.
-func IDColor(id string) string {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return idColors[h.Sum32()%uint32(len(idColors))]
+// IDColor is the SGR sequence of a colour slot (event.Proc.Color).
+func IDColor(slot int) string { return idColors[slot%len(idColors)] }
+
+// ProcColor is the colour of the process id in state s: its slot, or the
+// id's own when s has no such process.
+func ProcColor(s *event.State, id string) string {
+	if p := s.Proc(id); p != nil {
+		return IDColor(p.Color)
+	}
+	return IDColor(event.ColorOf(id))
 }
 
 // paint wraps s in style when on.

@@ -15,6 +15,7 @@ import (
 type Row struct {
 	Kind     string // "process" or "session"
 	ID       string
+	Color    int    // a process's colour slot
 	Status   string // "ok", "failed", "killed", "running"; a session's last turn's subtype when not ok
 	OK       bool
 	Duration time.Duration
@@ -30,7 +31,7 @@ func Rows(s *event.State) []Row {
 	end := s.Ended
 	var rows []Row
 	for _, p := range s.Procs {
-		r := Row{Kind: "process", ID: p.ID}
+		r := Row{Kind: "process", ID: p.ID, Color: p.Color}
 		switch {
 		case !p.Exited && p.Host == "embedded":
 			// sous run's own daemon stops what still runs when the run ends.
@@ -167,7 +168,7 @@ func RenderSummary(s *event.State, color bool, width int) string {
 		label := truncate(rowLabel(r), labelWidth)
 		pad := strings.Repeat(" ", max(0, labelWidth-ansi.StringWidth(label)))
 		if r.Kind == "process" {
-			label = paint(color, IDColor(r.ID), label)
+			label = paint(color, IDColor(r.Color), label)
 		}
 		st := fmt.Sprintf("%-*s", statusWidth, r.Status)
 		if !r.OK {
