@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -68,21 +69,25 @@ func timePTY(t testing.TB, bin, recipe, term string) (wall, cpu time.Duration) {
 func (e *env) liveArea(t *testing.T) row {
 	recipe := liveRecipe(t, e.dir, e.bytes)
 	var wallRatios, cpuRatios []float64
-	var on []time.Duration
+	var on, wallOn, wallOff, cpuOn, cpuOff []time.Duration
 	for range e.repeats {
 		wOff, cOff := timePTY(t, e.bin, recipe, "dumb")
 		wOn, cOn := timePTY(t, e.bin, recipe, "xterm-256color")
 		on = append(on, wOn)
+		wallOn, wallOff, cpuOn, cpuOff = append(wallOn, wOn), append(wallOff, wOff), append(cpuOn, cOn), append(cpuOff, cOff)
 		wallRatios = append(wallRatios, wOff.Seconds()/wOn.Seconds())
 		cpuRatios = append(cpuRatios, cOff.Seconds()/cOn.Seconds())
 	}
 	cpu := medianFloat(cpuRatios)
+	// The best of each side too: what is left when the other processes
+	// of a shared machine happened not to get in the way.
+	best := func(off, on []time.Duration) float64 { return slices.Min(off).Seconds() / slices.Min(on).Seconds() }
 	return row{
 		figure:   "`sous run` echoing " + human(e.bytes) + " of lines on a terminal, with the live status area",
 		baseline: "the same without the area (TERM=dumb), on a pty too",
 		target:   "the area costs at most 2%: >= 0.98",
-		result: fmt.Sprintf("%.3fx in CPU time (sous, its children and the terminal's kernel side); %.3fx in wall time (%.0f MB/s with the area)",
-			cpu, medianFloat(wallRatios), float64(e.bytes)/median(on).Seconds()/1e6),
+		result: fmt.Sprintf("%.3fx in CPU time (sous, its children and the terminal's kernel side), %.3fx in wall time (%.0f MB/s with the area); best of each side: %.3fx CPU, %.3fx wall",
+			cpu, medianFloat(wallRatios), float64(e.bytes)/median(on).Seconds()/1e6, best(cpuOff, cpuOn), best(wallOff, wallOn)),
 		ok: cpu >= 0.98,
 	}
 }

@@ -88,8 +88,12 @@ type Summary struct {
 
 // Handle implements event.Sink.
 func (s *Summary) Handle(_ time.Time, e event.Event) {
-	if _, ok := e.(*event.End); !ok {
+	end, ok := e.(*event.End)
+	if !ok {
 		return
+	}
+	if end.Status == "ok" && len(s.State.Procs) == 0 && len(s.State.Sessions) == 0 {
+		return // a recipe that only printed: nothing to sum up
 	}
 	width := 0
 	if s.Width != nil {

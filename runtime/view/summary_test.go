@@ -1,6 +1,7 @@
 package view
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -108,5 +109,20 @@ func TestWorkflowCommandEscapes(t *testing.T) {
 	}
 	if got := mdBlock("x\n```\ny"); !strings.HasPrefix(got, "````\n") {
 		t.Errorf("block: %q", got)
+	}
+}
+
+// TestSummaryOnlyWhenThereIsSomethingToSay: a recipe that ran no process
+// and no session and finished gets no summary; one that failed does.
+func TestSummaryOnlyWhenThereIsSomethingToSay(t *testing.T) {
+	for _, end := range []*event.End{{Status: "ok"}, {Status: "failed", ExitCode: 1, Error: "fail: no"}} {
+		b := event.New(nil)
+		var screen bytes.Buffer
+		b.Subscribe(&Summary{Screen: Plain{Stdout: &screen, Stderr: &screen}, State: b.State()})
+		b.Publish(&event.Start{Recipe: "hello.star"})
+		b.Publish(end)
+		if got := screen.String(); (end.Status == "ok") != (got == "") {
+			t.Errorf("%s: summary %q", end.Status, got)
+		}
 	}
 }
