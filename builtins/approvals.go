@@ -54,6 +54,9 @@ func Summary(tool string, input map[string]any) string {
 // that fails denies the request, aborts the run with the policy's error
 // (its traceback) and returns that error too.
 func decide(e *runtime.Env, thread *starlark.Thread, req *runtime.ApprovalRequest, session starlark.Callable) (runtime.Answer, error) {
+	// Pending until logApproval says the decision: the status area shows
+	// the request meanwhile (a policy that takes its time, a prompt).
+	e.Output.Pending(approvalInfo(req))
 	var rv *Request
 	st := agentsOf(e)
 	steps := []struct {
@@ -112,11 +115,17 @@ func stringsToAny(ss []string) []any {
 	return out
 }
 
-func logApproval(e *runtime.Env, req *runtime.ApprovalRequest, ans runtime.Answer) {
-	info := runtime.ApprovalInfo{
+// approvalInfo describes a request for the log, before its decision.
+func approvalInfo(req *runtime.ApprovalRequest) runtime.ApprovalInfo {
+	return runtime.ApprovalInfo{
 		Kind: req.Kind, Session: req.SessionID, Tool: req.Tool, ToolUseID: req.ToolUseID,
-		Summary: Summary(req.Tool, req.Input), Allow: ans.Allow, By: ans.By,
+		Summary: Summary(req.Tool, req.Input),
 	}
+}
+
+func logApproval(e *runtime.Env, req *runtime.ApprovalRequest, ans runtime.Answer) {
+	info := approvalInfo(req)
+	info.Allow, info.By = ans.Allow, ans.By
 	if !ans.Allow {
 		info.Message = ans.Message
 	}

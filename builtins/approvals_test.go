@@ -54,6 +54,7 @@ func (l *runLoop) Wait(ctx context.Context, ready <-chan struct{}) error {
 // recordingOutput keeps the approvals; processes and agents do not occur.
 type recordingOutput struct{ approvals []runtime.ApprovalInfo }
 
+func (o *recordingOutput) Pending(runtime.ApprovalInfo)          {}
 func (o *recordingOutput) Spawned(runtime.SpawnInfo)             {}
 func (o *recordingOutput) Exited(string, int)                    {}
 func (o *recordingOutput) Echo(string) runtime.Echo              { return nil }

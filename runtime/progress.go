@@ -1,5 +1,7 @@
 package runtime
 
+import "github.com/seed5ad92d46/sous/runtime/event"
+
 // Shard is one part of a run split across a CI matrix: the run does the
 // items of a fan-out whose index % Count == Index.
 type Shard struct {
@@ -31,7 +33,5 @@ type ProgressInfo struct {
 // output shows nothing: a line per task ending would drown the tasks' own
 // output.
 func (o *output) Progress(p ProgressInfo) {
-	o.event("parallel",
-		field{"done", p.Done}, field{"running", p.Running}, field{"failed", p.Failed},
-		field{"remaining", p.Remaining}, field{"total", p.Total})
+	o.bus.Publish(&event.Progress{Done: p.Done, Running: p.Running, Failed: p.Failed, Remaining: p.Remaining, Total: p.Total})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/envlist"
+	"github.com/seed5ad92d46/sous/runtime/event"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -20,6 +21,9 @@ type Options struct {
 	Args           map[string]string // the recipe's args (-a key=value)
 	Stdout, Stderr io.Writer
 	JSON           bool // stdout carries JSON events only
+	// View is how the human output looks (ignored with JSON but for
+	// GitHub).
+	View View
 	// Host is the default host: URL "embedded" (or "") for the daemon
 	// inside sous, which Host.Embedded.New builds (the program composes
 	// it: the runtime never builds a daemon), else a socket daemon.
@@ -106,7 +110,7 @@ const (
 // stopped. It returns nil when the recipe and its deferred calls finished,
 // else an *ExitError.
 func Run(ctx context.Context, opt Options) error {
-	out := newOutput(opt.Stdout, opt.Stderr, opt.JSON)
+	out := newOutput(opt, nil)
 	out.start(opt.Recipe, opt.Args)
 	r, err := prepare(opt, out)
 	if err == nil {
@@ -131,7 +135,11 @@ func Run(ctx context.Context, opt Options) error {
 		}
 		r.close()
 	}
-	out.end(status, code, summary)
+	end := &event.End{Status: status, ExitCode: code, Error: summary}
+	if code != 0 {
+		end.File, end.Line, end.Col, end.Source = failurePlace(err)
+	}
+	out.end(end)
 	if code == 0 {
 		return nil
 	}
@@ -143,10 +151,10 @@ func Run(ctx context.Context, opt Options) error {
 // and, with JSON, between a start and an end event, so that the event
 // stream always has both. It returns the *ExitError (code 2).
 func Refuse(opt Options, err error) error {
-	out := newOutput(opt.Stdout, opt.Stderr, opt.JSON)
+	out := newOutput(opt, nil)
 	out.start(opt.Recipe, opt.Args)
 	out.Error("sous: " + err.Error())
-	out.end("error", CodeUsage, err.Error())
+	out.end(&event.End{Status: "error", ExitCode: CodeUsage, Error: err.Error()})
 	return &ExitError{Code: CodeUsage, Err: err}
 }
 

@@ -22,10 +22,13 @@ import (
 type RunOptions struct {
 	IO      *IO
 	Environ []string // the recipe's environment: what getenv reads
-	Target  *Target
-	Recipe  string
-	Args    []string // key=value
-	JSON    bool
+	// Getenv reads the environment sous runs in (the Factory's): NO_COLOR,
+	// TERM, GITHUB_ACTIONS and the like.
+	Getenv func(string) string
+	Target *Target
+	Recipe string
+	Args   []string // key=value
+	JSON   bool
 	// Allow and Deny are approval rules for agents' permission requests and
 	// privileged commands, asked after the recipe's own policies.
 	Allow, Deny []string
@@ -34,10 +37,14 @@ type RunOptions struct {
 	// FakeModel is a script of model replies (--fake-model): the run's
 	// agents talk to it, served in sous, instead of Anthropic's API.
 	FakeModel string
+	// Color is --color: auto, always or never.
+	Color colorFlag
+	// Quiet and Verbose: less or more human output (runview.go).
+	Quiet, Verbose bool
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Target: f.newTarget()}
+	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto"}
 	cmd := &cobra.Command{
 		Use:   "run RECIPE.star [-a key=value]... [flags]",
 		Short: "Run a recipe",
@@ -56,6 +63,19 @@ error (bad flags, missing file, syntax or undefined name), 130 interrupted
 With --json, stdout carries one JSON event per line (start first, end last) and
 nothing else; errors still go to stderr.
 
+On a terminal, a status area under the scrolling lines shows each running
+process (id, elapsed time, last line), each agent session in a turn (the tool
+it uses, its cost so far) and the permission requests waiting; it is gone when
+the run ends, and a summary follows (status, duration, exit code, cost and
+denials of each process and session, and the failure with its recipe line).
+--color=auto|always|never colours the [id] prefixes (NO_COLOR turns auto off);
+TERM=dumb gives the plain lines. Off a terminal the output is the plain lines,
+with no escape code. --quiet shows only the recipe's print, failures and the
+summary; --verbose adds a line as each process starts and ends and prints the
+summary off a terminal too. With GITHUB_ACTIONS=true a failure is also an
+::error line at the recipe's line, a denial a ::warning line, and the summary
+is appended to $GITHUB_STEP_SUMMARY (docs/CI.md).
+
 Permission requests of agent sessions (and privileged commands) go to the
 session's policy, then the recipe's approvals(policy), then the --allow and
 --deny rules (Claude Code syntax, e.g. "Bash(go test:*)", "Write(/src/**)";
@@ -73,12 +93,18 @@ embedded daemon or a --socket daemon on this machine. The script's format: sous
 model serve --help.`,
 		Example: `  sous run recipes/hello.star
   sous run recipes/build-and-test.star -a module=./mymod
+  sous run recipes/build-and-test.star -a module=. --quiet       # the prints, failures and summary only
+  sous run recipes/build-and-test.star -a module=. --verbose 2>&1 | tee build.log
+  NO_COLOR=1 sous run recipes/build-and-test.star -a module=.    # the status area, no colours
   sous run deploy.star --json -a env=staging --socket /run/sous.sock
   sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"
   sous run --fake-model recipes/agent-triage.fake.json recipes/agent-triage.star -a repo=.`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Recipe = args[0]
+			if opts.Quiet && opts.Verbose {
+				return usageErrorf("run: --quiet and --verbose: choose one")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -92,6 +118,9 @@ model serve --help.`,
 	fl.StringArrayVar(&opts.Deny, "deny", nil, "an approval `RULE` to deny (repeatable)")
 	fl.StringVar(&opts.Shard, "shard", "", "run only `I/N` of parallel()'s items, those whose index % N == I (0 <= I < N), for a CI matrix of N jobs")
 	fl.StringVar(&opts.FakeModel, "fake-model", "", "agents talk to a model scripted by `SCRIPT.json`, served in sous for the run: offline, no API key (see sous model serve --help)")
+	fl.Var(&opts.Color, "color", "colour the [id] prefixes, the status area and the summary: auto, always or never (NO_COLOR turns auto off)")
+	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "show only the recipe's print, failures and the summary: no echo of processes, no status area")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also say when each process starts and ends and each agent turn ends, and print the summary off a terminal too")
 	opts.Target.register(cmd)
 	return cmd
 }
@@ -148,6 +177,9 @@ func runRecipe(opts *RunOptions) error {
 		defer model.stop(streams.ErrOut)
 		model.apply(&ropt)
 	}
+	var stopView func()
+	ropt.View, stopView = runView(opts, ropt.Stdout, ropt.Stderr, opts.Getenv, opts.Environ)
+	defer stopView()
 	err = runtime.Run(ctx, ropt)
 	var ee *runtime.ExitError
 	if errors.As(err, &ee) {

@@ -1,0 +1,92 @@
+package event
+
+import (
+	"sync"
+	"time"
+)
+
+// Sink is an output of the run. Handle runs under the bus's lock, on the
+// publisher's goroutine: it must not publish, and it returns promptly
+// (writes may block on a slow reader; that pushes back on the run, as it
+// should). at is when the event was published.
+type Sink interface {
+	Handle(at time.Time, e Event)
+}
+
+// Bus hands every event to the run's State and then to each sink.
+type Bus struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	state *State
+	sinks []Sink
+	ended bool
+}
+
+// New returns a bus with an empty State; now is its clock (nil:
+// time.Now).
+func New(now func() time.Time) *Bus {
+	if now == nil {
+		now = time.Now
+	}
+	return &Bus{now: now, state: newState()}
+}
+
+// Subscribe adds a sink; sinks see each event in the order they
+// subscribed. Subscribe before the first event.
+func (b *Bus) Subscribe(s Sink) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sinks = append(b.sinks, s)
+}
+
+// State is the run as the events so far tell it. Read it only under the
+// bus's lock: in a sink's Handle, or between Lock and Unlock.
+func (b *Bus) State() *State { return b.state }
+
+// Now is the bus's clock.
+func (b *Bus) Now() time.Time { return b.now() }
+
+// Publish hands e to the State and the sinks. After End, only what is
+// still for the person at the terminal (Error, Prompt, PromptDone) goes on:
+// the --json stream ends with its end event.
+func (b *Bus) Publish(e Event) {
+	b.mu.Lock()
+	b.PublishLocked(e)
+	b.mu.Unlock()
+}
+
+// Lock takes the bus's lock: what a caller does between Lock and Unlock
+// (several PublishLocked calls, reading State, a redraw) is not
+// interleaved with any other event.
+func (b *Bus) Lock() { b.mu.Lock() }
+
+// Unlock releases Lock.
+func (b *Bus) Unlock() { b.mu.Unlock() }
+
+// PublishLocked is Publish for a caller that holds the lock.
+func (b *Bus) PublishLocked(e Event) {
+	if b.ended {
+		switch e.(type) {
+		case *Error, *Prompt, *PromptDone:
+		default:
+			return
+		}
+	}
+	at := b.now()
+	b.state.apply(at, e)
+	for _, s := range b.sinks {
+		s.Handle(at, e)
+	}
+	if _, ok := e.(*End); ok {
+		b.ended = true
+	}
+}
+
+// Ended reports whether the End event went out (lock held).
+func (b *Bus) Ended() bool { return b.ended }
+
+// SinkFunc is a function as a Sink.
+type SinkFunc func(at time.Time, e Event)
+
+// Handle implements Sink.
+func (f SinkFunc) Handle(at time.Time, e Event) { f(at, e) }

@@ -1,0 +1,263 @@
+package event
+
+import (
+	"bytes"
+	"hash/fnv"
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+)
+
+// State is the run as its events tell it: what every output reads instead
+// of keeping an account of its own. The bus updates it before the sinks
+// see each event; read it only under the bus's lock.
+type State struct {
+	Recipe  string
+	Started time.Time
+	// Procs are the run's processes in the order they started (a spawn
+	// that reuses the id of an ended process is a new entry).
+	Procs []*Proc
+	// Sessions are the agent sessions, in the order their ids were seen.
+	Sessions []*Session
+	// Pending are the permission requests waiting for a decision, oldest
+	// first.
+	Pending []*PendingRequest
+	// Denials are the requests denied so far, in order.
+	Denials []Approval
+	// Echoing counts the processes echoing now. Prefixed turns on once a
+	// second process echoes while another does, and stays on for the rest
+	// of the run: a process's lines must not lose their "[id] " because
+	// another ended, nor a reader have to guess whose a bare line is.
+	Echoing  int
+	Prefixed bool
+	// LastFailed is the last process that exited with a code other than 0.
+	LastFailed *Proc
+	// End is how the run ended (nil while it runs).
+	End   *End
+	Ended time.Time
+	// Version counts the events that changed more than a process's last
+	// line (a spawn, an exit, an agent message, a request): a view that
+	// lays the state out now and then does it at once when it moved.
+	Version uint64
+
+	procs    map[string]*Proc
+	sessions map[string]*Session
+}
+
+// Proc is one process of the run.
+type Proc struct {
+	ID         string
+	Command    []string
+	Host       string
+	Pid        int
+	Reattached bool
+	// Color is the process's colour slot (0 to ColorSlots-1): its id's own
+	// (a hash of it, so the same id has the same colour run after run),
+	// unless a running process has that one; then the next free one, so
+	// that the processes on screen together look apart.
+	Color    int
+	Started  time.Time
+	Ended    time.Time // zero while it runs
+	Exited   bool
+	ExitCode int
+	// LastLine is the last line the process wrote (stdout or stderr), at
+	// most MaxLastLine bytes of it, as written: escape it before showing.
+	LastLine []byte
+	// StderrTail is the end of its stderr: at most MaxStderrTail bytes.
+	StderrTail []byte
+}
+
+// Running reports whether the process has not exited (as far as the run
+// knows).
+func (p *Proc) Running() bool { return !p.Exited }
+
+// Session is one agent session of the run.
+type Session struct {
+	ID      string
+	Started time.Time
+	Model   string
+	// InTurn says a turn runs; TurnStarted is when it began.
+	InTurn      bool
+	TurnStarted time.Time
+	// Activity is what the agent does now: "thinking", or the tool it
+	// uses and on what ("Bash: go test ./...").
+	Activity string
+	// LastText is the first line of the agent's last text.
+	LastText string
+	Turns    int
+	// Cost adds up the turns' cost_usd; Duration their duration_ms.
+	Cost     float64
+	Duration time.Duration
+	// Subtype and OK are the last turn's.
+	Subtype string
+	OK      bool
+	Denials int
+	Tools   int // tool uses so far
+}
+
+// PendingRequest is a permission request waiting for a decision.
+type PendingRequest struct {
+	Approval
+	Since time.Time
+}
+
+// Bounds of what State keeps of a process's output.
+const (
+	MaxLastLine   = 512
+	MaxStderrTail = 4 << 10
+)
+
+func newState() *State {
+	return &State{procs: make(map[string]*Proc), sessions: make(map[string]*Session)}
+}
+
+// Proc returns the latest process with id, or nil.
+func (s *State) Proc(id string) *Proc { return s.procs[id] }
+
+// Session returns the session with id, or nil.
+func (s *State) Session(id string) *Session { return s.sessions[id] }
+
+// Cost adds up every session's cost.
+func (s *State) Cost() float64 {
+	var c float64
+	for _, ss := range s.Sessions {
+		c += ss.Cost
+	}
+	return c
+}
+
+func (s *State) apply(at time.Time, e Event) {
+	switch e.(type) {
+	case *Output, *Log, *Error, *Failure, *Prompt, *PromptDone, *Tool, *Hook, *Progress:
+	default:
+		s.Version++
+	}
+	switch e := e.(type) {
+	case *Start:
+		s.Recipe, s.Started = e.Recipe, at
+	case *Spawn:
+		p := &Proc{ID: e.ID, Command: e.Command, Host: e.Host, Pid: e.Pid, Reattached: e.Reattached, Started: at,
+			Color: s.freeColor(e.ID)}
+		s.Procs = append(s.Procs, p)
+		s.procs[e.ID] = p
+	case *EchoStart:
+		s.Echoing++
+		if s.Echoing > 1 {
+			s.Prefixed = true
+		}
+	case *EchoEnd:
+		s.Echoing--
+	case *Output:
+		if p := s.procs[e.ID]; p != nil {
+			p.noteOutput(e.Stream, e.Data)
+		}
+	case *Exit:
+		if p := s.procs[e.ID]; p != nil {
+			p.Exited, p.ExitCode, p.Ended = true, e.ExitCode, at
+			if e.ExitCode != 0 {
+				s.LastFailed = p
+			}
+		}
+	case *Agent:
+		s.noteAgent(at, e)
+	case *Pending:
+		s.Pending = append(s.Pending, &PendingRequest{Approval: e.Approval, Since: at})
+	case *Approval:
+		s.decided(e)
+	case *End:
+		s.End, s.Ended = e, at
+	}
+}
+
+// ColorSlots is how many colours ids take turns at (view's palette).
+const ColorSlots = 10
+
+// ColorOf is the colour slot an id prefers: the same in every run.
+func ColorOf(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % ColorSlots)
+}
+
+// freeColor is the slot for a new process with id: its own, or the next
+// one no running process has.
+func (s *State) freeColor(id string) int {
+	want := ColorOf(id)
+	var taken [ColorSlots]bool
+	for _, p := range s.Procs {
+		if p.Running() {
+			taken[p.Color] = true
+		}
+	}
+	for k := range ColorSlots {
+		if c := (want + k) % ColorSlots; !taken[c] {
+			return c
+		}
+	}
+	return want
+}
+
+// decided ends the newest pending request the decision answers, and keeps
+// a denial.
+func (s *State) decided(a *Approval) {
+	for i := len(s.Pending) - 1; i >= 0; i-- {
+		p := s.Pending[i]
+		if p.Kind == a.Kind && p.Session == a.Session && p.Tool == a.Tool && p.ToolUseID == a.ToolUseID {
+			s.Pending = append(s.Pending[:i], s.Pending[i+1:]...)
+			break
+		}
+	}
+	if a.Allow {
+		return
+	}
+	s.Denials = append(s.Denials, *a)
+	if ss := s.sessions[a.Session]; ss != nil {
+		ss.Denials++
+	}
+}
+
+// noteOutput keeps the last line and, for stderr, the tail. It looks only
+// at the end of data: an output event is the hot path.
+func (p *Proc) noteOutput(stream wire.Stream, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	if stream == wire.Stderr {
+		p.StderrTail = appendTail(p.StderrTail, data, MaxStderrTail)
+	}
+	line := bytes.TrimRight(data, "\r\n")
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	// A progress bar redraws its line with \r: what shows is after the
+	// last one.
+	if i := bytes.LastIndexByte(line, '\r'); i >= 0 {
+		line = line[i+1:]
+	}
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if p.LastLine == nil {
+		p.LastLine = make([]byte, 0, MaxLastLine)
+	}
+	p.LastLine = append(p.LastLine[:0], line[:min(len(line), MaxLastLine)]...)
+}
+
+// appendTail appends data to tail and keeps the last max bytes, in a
+// buffer that never grows past max.
+func appendTail(tail, data []byte, max int) []byte {
+	if len(data) >= max {
+		if tail == nil {
+			tail = make([]byte, 0, max)
+		}
+		return append(tail[:0], data[len(data)-max:]...)
+	}
+	if tail == nil {
+		tail = make([]byte, 0, max)
+	}
+	if over := len(tail) + len(data) - max; over > 0 {
+		n := copy(tail, tail[over:])
+		tail = tail[:n]
+	}
+	return append(tail, data...)
+}
