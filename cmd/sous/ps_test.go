@@ -103,6 +103,9 @@ func TestShellJoin(t *testing.T) {
 		{[]string{"printf", "a\tb\n"}, `printf $'a\tb\n'`},
 		{[]string{"echo", "it's\n"}, `echo $'it\'s\n'`},
 		{[]string{"x", "\xff\x01", "\u0085", "é"}, `x $'\xff\x01' $'\u0085' é`},
+		// A bidirectional override or a zero-width character would make
+		// the row read as another command.
+		{[]string{"rm", "-rf", "\u202e/ hsab", "a\u200bb"}, `rm -rf $'\u202e/ hsab' $'a\u200bb'`},
 	} {
 		if got := shellJoin(tc.argv); got != tc.want {
 			t.Errorf("shellJoin(%q) = %s, want %s", tc.argv, got, tc.want)

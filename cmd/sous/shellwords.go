@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -45,7 +46,7 @@ func shellWord(s string) string {
 			b.WriteRune(r)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && r < 0xa0: // C1 controls
+		case r >= 0x80 && r < 0xa0 || invisible(r): // C1 controls, format characters
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -56,16 +57,24 @@ func shellWord(s string) string {
 	return b.String()
 }
 
-// printable reports whether s is UTF-8 without control characters, C1
-// ones included.
+// printable reports whether s is UTF-8 without control characters (C1
+// ones included) or characters that change how a line reads without
+// showing (invisible).
 func printable(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || invisible(r) {
 			return false
 		}
 	}
 	return true
+}
+
+// invisible reports format characters (bidirectional overrides,
+// zero-width characters) and the Unicode line and paragraph separators,
+// as the approval prompt escapes them.
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
