@@ -6,22 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
-)
 
-// openFDs counts this process's open descriptors: the daemon under test runs
-// in it, and so do the test's own peers.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count descriptors: %v", err)
-	}
-	return len(ents)
-}
+	"github.com/seed5ad92d46/sous/internal/testutil"
+)
 
 // rawHTTP connects to the daemon's WebSocket port and sends req as is.
 func rawHTTP(t *testing.T, d *testDaemon, req string) net.Conn {
@@ -94,13 +84,13 @@ func TestWebSocketSilentPeersAreBounded(t *testing.T) {
 	const maxPending, peers = 8, 100
 	d := startDaemonWS(t, Config{}, WebSocketOptions{RequireBearer: true, MaxPending: maxPending, HandshakeTimeout: time.Second})
 	d.dialWS().wantResult("server.ping", "", `{"pong":true}`) // warm up: its descriptors are counted in base
-	base := openFDs(t)
+	base := testutil.OpenFDs(t)
 	conns := make([]net.Conn, peers)
 	for i := range conns {
 		conns[i] = rawHTTP(t, d, "")
 	}
 	// The daemon's share: what is open beyond the peers' own descriptors.
-	held := func() int { return openFDs(t) - base - peers }
+	held := func() int { return testutil.OpenFDs(t) - base - peers }
 	st := d.srv.Stats()
 	deadline := time.Now().Add(2 * time.Second)
 	for st.WebSocketsShed.Load()+st.WebSocketsPending.Load() < peers && time.Now().Before(deadline) {
@@ -130,7 +120,7 @@ func TestWebSocketRefusedPeersDoNotAccumulate(t *testing.T) {
 	const peers = 260
 	d := startDaemonWS(t, Config{}, WebSocketOptions{RequireBearer: true})
 	d.dialWS().wantResult("server.ping", "", `{"pong":true}`)
-	base := openFDs(t)
+	base := testutil.OpenFDs(t)
 	conns := make([]net.Conn, 0, peers)
 	for len(conns) < peers {
 		// In batches below the pending limit: these peers are refused, not
@@ -153,7 +143,7 @@ func TestWebSocketRefusedPeersDoNotAccumulate(t *testing.T) {
 	for _, c := range conns {
 		waitClosedByServer(t, c, "refused peer", 2*time.Second)
 	}
-	if n := openFDs(t) - base - peers; n > 2 {
+	if n := testutil.OpenFDs(t) - base - peers; n > 2 {
 		t.Errorf("%d refused peers still hold %d of the daemon's descriptors", peers, n)
 	}
 	d.dialWS().wantResult("server.ping", "", `{"pong":true}`)

@@ -6,22 +6,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/seed5ad92d46/sous/internal/testutil"
+
 	"github.com/seed5ad92d46/sous/daemon"
 )
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count descriptors: %v", err)
-	}
-	return len(ents)
-}
 
 func listen(t *testing.T) (*Server, string) {
 	t.Helper()
@@ -62,7 +54,7 @@ func TestMetricsPeersAreBounded(t *testing.T) {
 	}
 
 	const peers = 100
-	base := openFDs(t)
+	base := testutil.OpenFDs(t)
 	conns := make([]net.Conn, peers)
 	for i := range conns {
 		if conns[i], err = net.Dial("tcp", addr); err != nil {
@@ -70,7 +62,7 @@ func TestMetricsPeersAreBounded(t *testing.T) {
 		}
 		defer conns[i].Close()
 	}
-	held := func() int { return openFDs(t) - base - peers }
+	held := func() int { return testutil.OpenFDs(t) - base - peers }
 	// Give the server time to accept them all.
 	deadline := time.Now().Add(time.Second)
 	for held() > maxPending+2 && time.Now().Before(deadline) {
