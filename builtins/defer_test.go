@@ -131,7 +131,7 @@ func TestDeferFailureInJSON(t *testing.T) {
 // they can still use it; its processes are stopped after them.
 func TestDeferRunsWhenInterrupted(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 defer(run, "sh", ["-c", "echo cleanup ran > ` + "\" + args[\"dir\"] + \"" + `/cleanup"], echo = False)
 spawn(["sh", "-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/pid; exec sleep 30"], echo = False)
 sleep(30)
@@ -171,7 +171,7 @@ sleep(30)
 // run; the run still ends interrupted and its processes are stopped.
 func TestSecondInterruptAbandonsCleanup(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 defer(print, "never")
 defer(run, "sh", ["-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/pid; exec sleep 30"], echo = False)
 print("started")

@@ -23,7 +23,7 @@ import (
 // never notices; the first one that does fails there.
 func TestDefaultHostConnectsOnFirstUse(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
+	dir := testutil.WriteTree(t, map[string]string{
 		"quiet.star": "print(\"no daemon needed\")\n",
 		"busy.star":  "print(\"before\")\nfiles.stat(\"/\")\n",
 	})
@@ -55,7 +55,7 @@ func runWithoutDaemon(dir, name string) (error, string) {
 // the command does on SIGINT.
 func TestInterruptStopsTheThreadAndTheProcesses(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 spawn(["sh", "-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/pid; exec sleep 30"], echo=False)
 sleep(30)
 `})
@@ -101,7 +101,7 @@ sleep(30)
 // could run before the runtime's own cancel of the thread arrived.
 func TestInterruptStopsALinesLoop(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 p = spawn(["sh", "-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/pid; while :; do echo tick; sleep 0.005; done"], echo=False)
 n = 0
 for l in p.lines():
@@ -149,7 +149,7 @@ print("AFTER THE LOOP", n)
 // run's exit code for the signal, and nothing after it runs.
 func TestInterruptStopsReadLine(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 p = spawn(["sh", "-c", "echo ready; exec sleep 30"], echo=False)
 print(p.read_line())
 p.read_line()

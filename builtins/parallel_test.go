@@ -15,6 +15,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/daemontest"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime"
 )
 
@@ -174,7 +175,7 @@ func TestParallelChecksItsArguments(t *testing.T) {
 func TestParallelInterruptStopsItsTasks(t *testing.T) {
 	t.Parallel()
 	sock, srv := daemontest.ServeUnix(t, daemon.Config{Token: "tok", ShutdownGrace: time.Second, Env: []string{"PATH=" + os.Getenv("PATH")}})
-	dir := writeFiles(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 parallel(list(range(6)), lambda i: spawn(["sleep", "60"], echo=False), limit=3)
 `})
 	ctx, cancel := context.WithCancelCause(context.Background())

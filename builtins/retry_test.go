@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/internal/daemontest"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime"
 )
 
@@ -90,7 +91,7 @@ func TestRetryWaits(t *testing.T) {
 // run at once, interrupted, with no further attempt.
 func TestRetryStopsOnInterrupt(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 def fn():
     print("attempt")
     fail("no")

@@ -16,6 +16,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
 	"github.com/seed5ad92d46/sous/internal/daemontest"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime"
 	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
@@ -43,7 +44,7 @@ func TestInterruptEndsAgentSessions(t *testing.T) {
 
 	cliJSON, _ := json.Marshal(cli)
 	envJSON, _ := json.Marshal(claudecli.Env(t.TempDir(), api.URL()))
-	dir := writeFiles(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 s = sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]), env = json.decode(args["env"]))
 s.send("hold on")
 `})

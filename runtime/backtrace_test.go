@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // Runaway recursion is reported in a few lines, as Python reports it, not
@@ -11,7 +13,7 @@ import (
 // unchanged, and mutual recursion keeps its two ends.
 func TestBacktraceFoldsRecursion(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
+	dir := testutil.WriteTree(t, map[string]string{
 		"self.star":   "def f(n):\n    return f(n + 1)\nf(0)\n",
 		"mutual.star": "def f(n):\n    return g(n + 1)\ndef g(n):\n    return f(n + 1)\nf(0)\n",
 		"short.star":  "def h():\n    fail(\"boom\")\n\ndef k():\n    h()\nk()\n",

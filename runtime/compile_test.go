@@ -4,29 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/seed5ad92d46/sous/internal/testutil"
+
 	"github.com/seed5ad92d46/sous/daemon/client"
 )
-
-// writeFiles writes name -> content under a fresh directory.
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 func TestCheckFindsEveryErrorBeforeRunning(t *testing.T) {
 	t.Parallel()
@@ -72,7 +57,7 @@ func TestCheckFindsEveryErrorBeforeRunning(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := writeFiles(t, tt.files)
+			dir := testutil.WriteTree(t, tt.files)
 			err := Check(filepath.Join(dir, "main.star"), tab)
 			var ce *CompileError
 			if !errors.As(err, &ce) {
@@ -88,7 +73,7 @@ func TestCheckFindsEveryErrorBeforeRunning(t *testing.T) {
 
 func TestCheckAcceptsTheDialectAndDiamondLoads(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
+	dir := testutil.WriteTree(t, map[string]string{
 		"main.star": `load("a.star", "a")
 load("b.star", "b")
 s = set([1, 2])

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seed5ad92d46/sous/internal/testutil"
 	"go.starlark.net/starlark"
 )
 
@@ -73,7 +74,7 @@ func TestPluginStatePerRun(t *testing.T) {
 	t.Parallel()
 	var log []string
 	table := MustTable(stateless, testPlugin(&log))
-	dir := writeFiles(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 print(plain, count(), count(), ended())
 later(lambda: print("second deferred", count(), ended()))
 later(lambda: print("first deferred", count()))

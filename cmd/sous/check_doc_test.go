@@ -10,11 +10,12 @@ import (
 	"testing"
 
 	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 func TestCheck(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testutil.WriteTree(t, map[string]string{
 		"good.star":  "load(\"lib.star\", \"f\")\nf()\n",
 		"lib.star":   "def f():\n    return spawn\n",
 		"bad.star":   "print(x)\nrun(\n",
@@ -39,7 +40,7 @@ func TestCheck(t *testing.T) {
 // spawn(...)), or the function given to defer.
 func TestCheckKeywordArguments(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testutil.WriteTree(t, map[string]string{
 		"bad.star": `spawn("true", cwdd="/")
 git.worktree_create("b", "p", sourc="main", repo=".")
 h = host("embedded")

@@ -75,7 +75,7 @@ func TestDeferRunsOnSIGINT(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
 	repo := makeRepo(t)
-	dir := writeTree(t, map[string]string{"main.star": worktreeRecipe + "sleep(30)\n"})
+	dir := testutil.WriteTree(t, map[string]string{"main.star": worktreeRecipe + "sleep(30)\n"})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", dir+"/main.star", "-a", "dir="+dir, "-a", "repo="+repo)
@@ -101,7 +101,7 @@ func TestDeferRunsOnSIGINT(t *testing.T) {
 func TestSecondSIGINTAbandonsCleanup(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
-	dir := writeTree(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 defer(print, "never")
 defer(run, "sh", ["-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/pid; exec sleep 30"], echo = False)
 print("started")

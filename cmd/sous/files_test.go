@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // writeTarGz writes a .tar.gz of name -> content (a name ending in "/" is
@@ -40,8 +42,8 @@ func writeTarGz(t *testing.T, path string, entries map[string]string) {
 
 func TestFiles(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{"data/b.txt": "bee", "data/a.txt": "ay", "data/.hidden": "h", "data/sub/x": ""})
-	o := sous(t, "run", writeTree(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"data/b.txt": "bee", "data/a.txt": "ay", "data/.hidden": "h", "data/sub/x": ""})
+	o := sous(t, "run", testutil.WriteTree(t, map[string]string{"main.star": `
 d = args["dir"] + "/data"
 print(files.stat(d + "/a.txt").size, files.stat(d).is_dir, files.stat(d + "/none").exists, files.stat(d + "/a.txt").mode)
 print([(e.name, e.is_dir) for e in files.list(d)])

@@ -100,7 +100,7 @@ func TestTokenFromEnvironment(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
 	sock, _ := socketDaemon(t, "from-env", daemonConfig(t))
-	dir := writeTree(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 print(run("echo", ["default"], echo=False).stdout.strip())
 print(host("unix://` + sock + `").run("echo", ["explicit"], echo=False).stdout.strip())
 `})
@@ -123,7 +123,7 @@ func TestInterrupt(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			dir := writeTree(t, map[string]string{"main.star": `
+			dir := testutil.WriteTree(t, map[string]string{"main.star": `
 spawn(["sh", "-c", "echo $$ > ` + "\" + args[\"dir\"] + \"" + `/child.pid; exec sleep 30"], echo=False)
 print("started")
 sleep(30)

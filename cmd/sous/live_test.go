@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/seed5ad92d46/sous/internal/claudecli"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
@@ -63,7 +64,7 @@ func hasArea(screen string) bool {
 // the summary lists each with its status, duration and exit code.
 func TestLiveFanoutScreens(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{"main.star": fanoutRecipe})
+	dir := testutil.WriteTree(t, map[string]string{"main.star": fanoutRecipe})
 	p := startPTY(t, 100, 30, ptyEnv(), "run", filepath.Join(dir, "main.star"), "-a", "dir="+dir)
 	running := p.waitScreen("the area with three processes", func(s string) bool {
 		return hasArea(s) && strings.Contains(s, "3 running") && strings.Contains(s, "[lint]") && strings.Count(s, "started") == 6
@@ -90,7 +91,7 @@ func TestLiveFanoutScreens(t *testing.T) {
 // colour left on.
 func TestLiveAreaGoneAfterInterrupt(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{"main.star": fanoutRecipe})
+	dir := testutil.WriteTree(t, map[string]string{"main.star": fanoutRecipe})
 	p := startPTY(t, 100, 30, ptyEnv(), "run", filepath.Join(dir, "main.star"), "-a", "dir="+dir)
 	p.waitScreen("the area", func(s string) bool { return hasArea(s) && strings.Contains(s, "3 running") })
 	p.send("\x03")
@@ -201,7 +202,7 @@ print("turn 2:", s.send("run the second command").text)
 // none wrapped.
 func TestLiveResize(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{"main.star": strings.Replace(fanoutRecipe, `"echo %s started;`, `"echo %s started with a line long enough to be cut;`, 1)})
+	dir := testutil.WriteTree(t, map[string]string{"main.star": strings.Replace(fanoutRecipe, `"echo %s started;`, `"echo %s started with a line long enough to be cut;`, 1)})
 	p := startPTY(t, 100, 30, ptyEnv(), "run", filepath.Join(dir, "main.star"), "-a", "dir="+dir)
 	p.waitScreen("the area", func(s string) bool { return hasArea(s) && strings.Contains(s, "3 running") })
 	p.resize(40, 30)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // sousEnv runs a command line in process with exactly env as sous's
@@ -26,7 +27,7 @@ func sousEnv(env []string, args ...string) outcome {
 // with one line (and, with --json, a start and an end event).
 func TestRunFakeModelRefusals(t *testing.T) {
 	t.Parallel()
-	recipe := writeTree(t, map[string]string{"r.star": `print("ran")`})
+	recipe := testutil.WriteTree(t, map[string]string{"r.star": `print("ran")`})
 	r := filepath.Join(recipe, "r.star")
 	good := writeScript(t, `[{"text": "hi"}]`)
 	bad := writeScript(t, `[{"text": "hi"}, {"txt": "typo"}]`)
@@ -65,7 +66,7 @@ func TestRunFakeModelRefusals(t *testing.T) {
 // for is reported when the run ends.
 func TestRunFakeModelEnv(t *testing.T) {
 	t.Parallel()
-	recipe := writeTree(t, map[string]string{"r.star": `
+	recipe := testutil.WriteTree(t, map[string]string{"r.star": `
 print("getenv:", getenv("ANTHROPIC_BASE_URL")[:17], getenv("ANTHROPIC_API_KEY"))
 r = run("sh", ["-c", "echo $ANTHROPIC_BASE_URL $ANTHROPIC_API_KEY auth=${ANTHROPIC_AUTH_TOKEN-unset} bedrock=${CLAUDE_CODE_USE_BEDROCK-unset} $CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC $KEEP"], echo = False)
 print("child:", r.stdout.strip())
@@ -100,7 +101,7 @@ func TestRunFakeModelSocketHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	cliJSON, _ := json.Marshal(cli)
-	recipe := writeTree(t, map[string]string{"r.star": `
+	recipe := testutil.WriteTree(t, map[string]string{"r.star": `
 t = sdk.send("hello socket", cwd = args["dir"], cli = json.decode(args["cli"]), env = {"ANTHROPIC_BASE_URL": "` + dead + `"})
 print("turn:", t.ok, t.text)
 `})

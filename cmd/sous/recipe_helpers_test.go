@@ -39,27 +39,11 @@ func sous(t *testing.T, args ...string) outcome {
 	return outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
-// writeTree writes name -> content under a fresh directory and returns it.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // runStar writes src as main.star in a fresh directory and runs it with
 // extra `sous run` flags. The directory is in the recipe's args as "dir".
 func runStar(t *testing.T, src string, flags ...string) (outcome, string) {
 	t.Helper()
-	dir := writeTree(t, map[string]string{"main.star": src})
+	dir := testutil.WriteTree(t, map[string]string{"main.star": src})
 	args := append([]string{"run", filepath.Join(dir, "main.star"), "-a", "dir=" + dir}, flags...)
 	return sous(t, args...), dir
 }

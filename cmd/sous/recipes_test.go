@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // recipe is the path of a recipe shipped in recipes/.
@@ -56,7 +58,7 @@ func goModule(t *testing.T, pass bool) string {
 	if !pass {
 		want = "4"
 	}
-	return writeTree(t, map[string]string{
+	return testutil.WriteTree(t, map[string]string{
 		"go.mod": "module example.com/tiny\n\ngo 1.22\n",
 		"add.go": "package tiny\n\n// Add adds.\nfunc Add(a, b int) int { return a + b }\n",
 		"add_test.go": "package tiny\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(1, 2); got != " + want +
@@ -143,7 +145,7 @@ func TestRecipeRelease(t *testing.T) {
 	}
 	files["app-1.2.3/SHA256SUMS"] = sums
 	// Archived by tar from a real tree, as a release is: bin/tool 0755.
-	src := writeTree(t, files)
+	src := testutil.WriteTree(t, files)
 	if err := os.Chmod(filepath.Join(src, "app-1.2.3", "bin", "tool"), 0o755); err != nil {
 		t.Fatal(err)
 	}

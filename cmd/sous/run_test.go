@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 func TestRunExitCodes(t *testing.T) {
@@ -130,7 +132,7 @@ func TestArgsAreFrozen(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testutil.WriteTree(t, map[string]string{
 		"main.star": `load("lib/a.star", "a")
 load("lib/b.star", "b")
 load("lib/common.star", "shared")
@@ -158,7 +160,7 @@ func TestLoadErrors(t *testing.T) {
 	t.Parallel()
 	t.Run("cycle", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, map[string]string{
+		dir := testutil.WriteTree(t, map[string]string{
 			"main.star":  `load("lib/a.star", "a")` + "\n",
 			"lib/a.star": `load("../main.star", "m")` + "\na = 1\n",
 		})
@@ -167,7 +169,7 @@ func TestLoadErrors(t *testing.T) {
 	})
 	t.Run("failure inside a loaded file", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, map[string]string{
+		dir := testutil.WriteTree(t, map[string]string{
 			"main.star": `load("util.star", "x")` + "\n",
 			"util.star": "x = 1\nfail(\"inside util\")\n",
 		})

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestShardsPartitionTheItems: four runs of one recipe with --shard 0/4
@@ -15,7 +17,7 @@ import (
 // places; the shard global says which part a run is.
 func TestShardsPartitionTheItems(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{"main.star": `
+	dir := testutil.WriteTree(t, map[string]string{"main.star": `
 d = args["dir"]
 def start(i):
     return spawn(["sh", "-c", 'echo "$1" >> "$0/ran"', d, str(i)], echo=False)

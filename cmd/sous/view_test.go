@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime/event"
 	"github.com/seed5ad92d46/sous/runtime/view"
 )
@@ -16,7 +17,7 @@ import (
 // terminal) and env as the whole environment.
 func runWithEnv(t *testing.T, env []string, src string, flags ...string) (outcome, string) {
 	t.Helper()
-	dir := writeTree(t, map[string]string{"main.star": src})
+	dir := testutil.WriteTree(t, map[string]string{"main.star": src})
 	w := &agentWorld{t: t, env: env}
 	return w.sous(append([]string{"run", filepath.Join(dir, "main.star"), "-a", "dir=" + dir}, flags...)...), dir
 }
@@ -127,7 +128,7 @@ func TestRunGitHubActions(t *testing.T) {
 	if err := os.WriteFile(summary, []byte("earlier step\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir := writeTree(t, map[string]string{"ci/main.star": githubRecipe})
+	dir := testutil.WriteTree(t, map[string]string{"ci/main.star": githubRecipe})
 	env := []string{"PATH=" + os.Getenv("PATH"), "GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY=" + summary, "GITHUB_WORKSPACE=" + dir}
 	w := &agentWorld{t: t, env: env}
 	o := w.sous("run", filepath.Join(dir, "ci", "main.star"))

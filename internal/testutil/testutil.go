@@ -5,6 +5,7 @@ package testutil
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -101,4 +102,21 @@ func Pipe(tb testing.TB) (r, w *os.File) {
 	}
 	tb.Cleanup(func() { r.Close(); w.Close() })
 	return r, w
+}
+
+// WriteTree writes name -> content (names may hold directories) under a
+// fresh temporary directory and returns it.
+func WriteTree(tb testing.TB, files map[string]string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
 }
