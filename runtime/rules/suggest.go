@@ -163,7 +163,9 @@ var plainWord = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
 func quoteWords(words []string) string {
 	q := make([]string, len(words))
 	for i, w := range words {
-		if plainWord.MatchString(w) {
+		// First, a bare NAME=value is an assignment and a bare "if" or
+		// "time" a keyword: quoted, the rule reads back as the same words.
+		if plainWord.MatchString(w) && (i > 0 || !isAssignment(w) && !reserved[w]) {
 			q[i] = w
 		} else {
 			q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
