@@ -94,6 +94,9 @@ type Agent struct {
 // Approval is a decision on a permission request; Pending, the request
 // while it waits for one.
 type Approval struct {
+	// ID names a request that waited for a person (the id `sous approvals`
+	// and the web page answer by); "" for one decided without asking.
+	ID        string
 	Kind      string // "tool" or "privileged"
 	Session   string // "" for a privileged command
 	Tool      string
