@@ -21,7 +21,7 @@ import (
 type handler func(ctx context.Context, se *Session, params json.RawMessage) (result any, after func(), err error)
 
 // extensionMethods follow the 19 of the contract in server.capabilities.
-var extensionMethods = append([]string{"process.list", "process.resize"}, wire.GitMethods...)
+var extensionMethods = append(append([]string{"process.list", "process.resize"}, wire.GitMethods...), wire.ApprovalMethods...)
 
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
@@ -30,11 +30,12 @@ var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.Fe
 	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
 	wire.FeatureExtractOptions,
 	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush,
-	wire.FeatureWorktreeCreateInclude}
+	wire.FeatureWorktreeCreateInclude, wire.FeatureApprovalQueue}
 
-// namespaces maps each namespace to its methods. server.* takes no params;
-// the others require a params object.
+// namespaces maps each namespace to its methods. server.* and
+// approval.list take no params; the others require a params object.
 var namespaces = map[string]map[string]handler{
+	"approval": approvalNamespace, // approvalqueue.go
 	"server": {
 		"ping":         serverPing,
 		"version":      serverVersion,

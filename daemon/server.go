@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/approvals"
 	"github.com/seed5ad92d46/sous/daemon/envlist"
 	"github.com/seed5ad92d46/sous/daemon/fileops"
 	"github.com/seed5ad92d46/sous/daemon/gitops"
@@ -109,6 +110,7 @@ type Server struct {
 	log       *slog.Logger
 	reg       *proc.Registry
 	git       *gitops.Git
+	approvals *approvals.Queue // approval.*: requests waiting for a person
 	stats     Stats
 	// extractLimits are Config's, defaults applied.
 	extractLimits fileops.Limits
@@ -177,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 		tokenHash:     sha256.Sum256([]byte(cfg.Token)),
 		log:           cfg.Logger,
 		git:           &gitops.Git{Dir: cfg.Dir},
+		approvals:     approvals.New(nil, 0),
 		extractLimits: extractLimits(cfg), // extract.go
 		listeners:     make(map[net.Listener]struct{}),
 		conns:         make(map[*conn]struct{}),

@@ -62,7 +62,8 @@ func (s *Server) withoutDisabled(methods, feats []string) ([]string, []string) {
 	feats = slices.DeleteFunc(slices.Clone(feats), func(f string) bool { return !s.enabled(f) })
 	methods = slices.DeleteFunc(methods, func(m string) bool {
 		return m == "process.resize" && !s.enabled(wire.FeatureSpawnTTY) ||
-			slices.Contains(wire.GitMethods, m) && !s.enabled(m) // the method is its feature
+			slices.Contains(wire.GitMethods, m) && !s.enabled(m) || // the method is its feature
+			slices.Contains(wire.ApprovalMethods, m) && !s.enabled(wire.FeatureApprovalQueue)
 	})
 	return methods, feats
 }

@@ -34,6 +34,10 @@ var retryable = map[string]bool{
 	"git.info": true, "git.status": true, "git.list_branches": true,
 	"process.stdin": true, "process.kill": true, "process.killAndWait": true, "process.list": true,
 	"process.resize": true, // setting a size twice is setting it once
+	// A run's requests: publishing or withdrawing twice is doing it once,
+	// and a wait is a read. An answer is not resent: its second arrival
+	// would be refused as decided, by itself.
+	"approval.publish": true, "approval.list": true, "approval.wait": true, "approval.withdraw": true,
 }
 
 // ErrConnectionLost is wrapped by calls that were in flight when the
