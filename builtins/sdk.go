@@ -563,6 +563,9 @@ func (s *Session) observe(e agent.Event) {
 		return
 	}
 	s.deliverMessage(e) // on_message (sdk_control.go)
+	if e.Type == "stream_event" {
+		return // partial messages are on_message's alone: they would flood --json and the views
+	}
 	sid, _ := s.sid.Load().(string)
 	if e.Dir == agent.In && e.Type == "system" {
 		// Seen before any request of its turn: the engine observes each
