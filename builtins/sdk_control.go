@@ -138,7 +138,11 @@ func optString(s string) starlark.Value {
 }
 
 func (s *Session) infoValue() starlark.Value {
-	return jsonValue(s.s.Info())
+	info := s.s.Info()
+	if len(info) == 0 || string(info) == "null" {
+		return frozen(starlark.NewDict(0)) // a CLI that answered initialize with nothing
+	}
+	return jsonValue(info)
 }
 
 func sessionControl(c *runtime.Call, s *Session) (starlark.Value, error) {
