@@ -261,3 +261,37 @@ print("partials:", len(partials) > 0, t.text)
 		t.Errorf("agent events by message type %v: want assistant and result, no stream_event", types)
 	}
 }
+
+// TestAgentRequestFromSubagent: a tool use by a subagent (2.1.81 runs a
+// Task subagent inside the turn) carries the subagent's id; the main
+// agent's has none.
+func TestAgentRequestFromSubagent(t *testing.T) {
+	for _, tc := range []recipeCase{stdio81, ws81} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w *agentWorld
+			w = newAgentWorld(t, tc.version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
+				sub := firstPrompt(req) == "write the file"
+				switch {
+				case sub && toolTurn(req) == 0:
+					return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "sub.txt"), "content": "x\n"})
+				case sub:
+					return fakemodel.Text("sub done")
+				case toolTurn(req) == 0:
+					return fakemodel.ToolUse("Task", map[string]any{"description": "write it", "prompt": "write the file", "subagent_type": "general-purpose"})
+				case toolTurn(req) == 1:
+					return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(w.dir, "main.txt"), "content": "y\n"})
+				}
+				return fakemodel.Text("done")
+			}})
+			o := w.run(`
+def policy(req):
+    print("ask:", req.tool, req.input["file_path"].split("/")[-1], req.agent_id != None, type(req.agent_id))
+    return approve()
+
+s = sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]), transport = "` + tc.transport + `", policy = policy)
+print("turn:", s.send("go").text)
+`)
+			o.expect(t, 0, "ask: Write sub.txt True string", "ask: Write main.txt False NoneType", "turn: done")
+		})
+	}
+}

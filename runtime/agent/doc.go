@@ -273,6 +273,8 @@
 //     (touch FILE), and permission_suggestions (setMode acceptEdits,
 //     addDirectories, addRules). An allow whose updatedPermissions adds
 //     a directory or rule is applied for the rest of the session.
+//     2.1.81 adds agent_id (e.g. "aa26134c90fc9febd") to a Task subagent's
+//     requests; the main agent's have none.
 //   - --include-partial-messages (both) adds stream_event messages
 //     (message_start, content_block_delta, ...) before each assistant
 //     message.
