@@ -5,12 +5,15 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/envlist"
+	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/runtime/event"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
@@ -52,9 +55,25 @@ type Options struct {
 	// the recipe's policies.
 	Approvals rules.Set
 	// Prompt, when set, is the terminal to read answers from when no rule
-	// decided a permission request (the question goes to Stderr). Nil: such
-	// requests are denied.
+	// decided a permission request (the question goes to Stderr).
 	Prompt io.Reader
+	// Ask says a person answers the requests no rule decided from
+	// elsewhere (sous run --ask): `sous approvals` against the run's
+	// default daemon. UI says a web page of the run can answer them (sous
+	// run --ui). With neither and no Prompt, such requests are denied at
+	// once by "default": a CI job never hangs.
+	Ask, UI bool
+	// AskTimeout bounds the wait for a person (--ask-timeout); then
+	// "default" denies. 0: no bound.
+	AskTimeout time.Duration
+	// Steer, when set, is called once the run's event bus exists, before
+	// its first event, so that a sink (the web page) can Subscribe to it.
+	// answer answers a request that waits for a person, by id, through the
+	// run's queue (the first answer wins): By defaults to "remote"; a
+	// request decided already or unknown gives the queue's *wire.Error
+	// with code wire.CodeApprovalDecided or wire.CodeApprovalUnknown.
+	// An error from Steer stops the run before the recipe starts.
+	Steer func(bus *event.Bus, answer func(ctx context.Context, a wire.AskAnswer) error) error
 	// Cleanup is the context the recipe's deferred calls run under, after
 	// the recipe ended: it ends when they are to be abandoned (a second
 	// Ctrl-C). Nil: they run to the end.
@@ -111,8 +130,26 @@ const (
 // else an *ExitError.
 func Run(ctx context.Context, opt Options) error {
 	out := newOutput(opt, nil)
+	var appr atomic.Pointer[approver]
+	if opt.Steer != nil {
+		answer := func(ctx context.Context, a wire.AskAnswer) error {
+			if ap := appr.Load(); ap != nil {
+				return ap.answer(ctx, a)
+			}
+			return wire.Errorf(wire.CodeApprovalUnknown, "no pending request %q (the run has not started)", a.ID)
+		}
+		if err := opt.Steer(out.bus, answer); err != nil {
+			out.start(opt.Recipe, opt.Args)
+			out.Error("sous: " + err.Error())
+			out.end(&event.End{Status: "failed", ExitCode: CodeFailed, Error: err.Error()})
+			return &ExitError{Code: CodeFailed, Err: err}
+		}
+	}
 	out.start(opt.Recipe, opt.Args)
 	r, err := prepare(opt, out)
+	if r != nil {
+		appr.Store(r.appr)
+	}
 	if err == nil {
 		err = r.execute(ctx)
 	}

@@ -112,9 +112,11 @@ func TestRunFlags(t *testing.T) {
 		FakeModel         string
 		Color             colorFlag
 		Quiet, Verbose    bool
+		Ask               bool
+		AskTimeout        time.Duration
 	}
 	project := func(o *RunOptions) parsed {
-		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose}
+		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose, o.Ask, o.AskTimeout}
 	}
 	env := []string{"SOUS_SOCKET=/run/sous.sock", "HOME=/home/u"}
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
@@ -139,6 +141,12 @@ func TestRunFlags(t *testing.T) {
 		{args: args("run r.star --color=always --verbose"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "always", Verbose: true}},
 		{args: args("run r.star -v"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Verbose: true}},
 		{args: args("run r.star -q -v"), code: 2, err: "sous: run: --quiet and --verbose: choose one\n"},
+		{args: args("run r.star --ask"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Ask: true}},
+		{args: args("run --ask --ask-timeout 10m r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Ask: true, AskTimeout: 10 * time.Minute}},
+		{args: args("run r.star --ask-timeout=300ms"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", AskTimeout: 300 * time.Millisecond}},
+		{args: args("run r.star --ask-timeout 1.5"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", AskTimeout: 1500 * time.Millisecond}},
+		{args: args("run r.star --ask-timeout=-1s"), code: 2, err: "sous: run: --ask-timeout: want a duration >= 0, got -1s\n"},
+		{args: args("run r.star --ask-timeout soon"), code: 2, err: "sous: invalid argument \"soon\" for \"--ask-timeout\" flag: want a duration such as 30s, 1m30s or 250ms, or a number of seconds such as 1 or 0.5\nRun 'sous run --help' for usage.\n"},
 		{args: args("run r.star --color=yes"), code: 2, err: "sous: invalid argument \"yes\" for \"--color\" flag: want auto, always or never, got \"yes\"\nRun 'sous run --help' for usage.\n"},
 	})
 }
