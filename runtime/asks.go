@@ -306,13 +306,15 @@ func (a *approver) promptLoop(q askQueue) {
 }
 
 // nextToPrompt is the oldest waiting request the prompt has not asked
-// about and nobody decided; nil (the loop stops) when there is none.
+// about, nobody decided and no "always" rule allows (the prompt answered
+// those already, and the answer may not have come back yet); nil (the
+// loop stops) when there is none.
 func (a *approver) nextToPrompt() *askEntry {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var next *askEntry
 	for _, e := range a.waits {
-		if e.prompted || a.closed {
+		if e.prompted || a.closed || a.prompt.allows(e.req) {
 			continue
 		}
 		select {
