@@ -133,4 +133,3 @@ func textOf(v any) string {
 	s, _ := v.(string)
 	return s
 }
-
