@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/seed5ad92d46/sous/runtime/event"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -39,6 +40,8 @@ type approver struct {
 	// hosts reaches the default daemon, whose queue the run publishes to
 	// when it has the approval.queue feature; nil: a queue in sous.
 	hosts Connector
+	// bus redacts the run's secrets from what is published (nil: none).
+	bus *event.Bus
 
 	asks // the requests waiting for a person (asks.go)
 }

@@ -178,15 +178,21 @@ func (a *approver) end(q askQueue, e *askEntry) {
 	a.active.Done()
 }
 
-// askOf is req as the queue holds it.
+// askOf is req as the queue holds it, without the run's secrets: whoever
+// holds the daemon's token reads it.
 func (a *approver) askOf(req *ApprovalRequest) wire.Ask {
 	summary := req.Summary
 	if summary == "" {
 		b, _ := json.Marshal(req.Input)
 		summary = oneLine(string(b), 160)
 	}
-	return wire.Ask{ID: req.ID, Run: a.run, Recipe: a.recipe, Kind: req.Kind, Session: req.SessionID, Tool: req.Tool,
+	ask := wire.Ask{ID: req.ID, Run: a.run, Recipe: a.recipe, Kind: req.Kind, Session: req.SessionID, Tool: req.Tool,
 		Summary: summary, Description: req.Description, Input: req.Input, Since: time.Now()}
+	if a.bus != nil {
+		ask.Summary, ask.Description = a.bus.RedactText(ask.Summary), a.bus.RedactText(ask.Description)
+		ask.Input, _ = a.bus.RedactValue(ask.Input).(map[string]any)
+	}
+	return ask
 }
 
 // queueFor is the run's queue, found on first use: the default daemon's

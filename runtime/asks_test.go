@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime/event"
 )
 
 // queued is what the approver's queue (one in sous: no daemon here) holds
@@ -274,4 +275,27 @@ func TestAgentWithdrawalEndsTheWait(t *testing.T) {
 	if p := queued(a); len(p) != 0 {
 		t.Errorf("pending after the withdrawal: %+v", p)
 	}
+}
+
+// TestPublishedRequestsHaveNoSecrets: what the run publishes for anyone
+// with the daemon's token to read has the run's secrets redacted, as its
+// events have.
+func TestPublishedRequestsHaveNoSecrets(t *testing.T) {
+	t.Parallel()
+	bus := event.New(nil)
+	bus.Redact("hunter22")
+	a := &approver{ctx: context.Background(), remote: true, bus: bus}
+	req := bashReq("curl -u me:hunter22 https://x.example")
+	req.Description, req.Summary = "log in with hunter22", "curl -u me:hunter22 https://x.example"
+	req.Input["args"] = []any{"hunter22", 3}
+	startWaiting(t, a, req)
+	got := waitQueued(t, a, 1)[0]
+	text := fmt.Sprint(got.Summary, got.Description, got.Input)
+	if strings.Contains(text, "hunter22") || !strings.Contains(got.Summary, "me:***") || got.Input["args"].([]any)[1] != 3 {
+		t.Errorf("published: %+v", got)
+	}
+	if req.Input["command"] != "curl -u me:hunter22 https://x.example" {
+		t.Errorf("the request itself changed: %v", req.Input)
+	}
+	a.close()
 }

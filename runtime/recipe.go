@@ -63,7 +63,7 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 		r.hosts = newHosts(host)
 	}
 	r.appr = &approver{rules: opt.Approvals, remote: opt.Ask || opt.UI, timeout: opt.AskTimeout,
-		run: newRunID(), recipe: opt.Recipe, hosts: r.hosts}
+		run: newRunID(), recipe: opt.Recipe, hosts: r.hosts, bus: out.bus}
 	if opt.Prompt != nil {
 		r.appr.prompt = newPrompter(out, opt.Prompt)
 	}
