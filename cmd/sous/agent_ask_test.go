@@ -181,7 +181,7 @@ func answerCode(err error) int {
 
 // TestAskRemoteDenyOnStandaloneDaemon: `sous run --socket S --ask` on a
 // `sous daemon serve` publishes the session's Bash request to the daemon;
-// a second process (this test, through the daemon) denies it. The turn's
+// a second process, `sous approvals deny ID`, denies it. The turn's
 // denials hold it, the model reads the message, the --json events carry
 // the id and say by "remote", a second answer is refused as decided, and
 // nothing stays pending.
@@ -198,12 +198,33 @@ func TestAskRemoteDenyOnStandaloneDaemon(t *testing.T) {
 		filepath.Base(a.Recipe) != "main.star" || a.Input["command"] != "touch got-0" || len(a.ID) != 8 {
 		t.Errorf("the published request: %+v", a)
 	}
-	if err := c.AnswerAsk(context.Background(), wire.AskAnswer{ID: a.ID, Decision: "deny", Message: "not from here"}); err != nil {
-		t.Fatal(err)
+	// A second process answers through the daemon, as a person in
+	// another shell would.
+	tok := tokenFile(t, "tok")
+	approvals := func(args ...string) outcome {
+		t.Helper()
+		cmd := exec.Command(sousBinary(t), append(args, "--socket", sock, "--token-file", tok)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		code := 0
+		if err := cmd.Run(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			code = ee.ExitCode()
+		}
+		return outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
 	}
-	err := c.AnswerAsk(context.Background(), wire.AskAnswer{ID: a.ID, Decision: "allow"})
-	if answerCode(err) != wire.CodeApprovalDecided || !strings.Contains(err.Error(), "denied by remote") {
-		t.Errorf("a second answer: %v, want refused as decided by remote", err)
+	if o := approvals("approvals"); o.code != 0 || !strings.Contains(o.stdout, a.ID) || !strings.Contains(o.stdout, "touch got-0") {
+		t.Errorf("sous approvals lists: %+v", o)
+	}
+	if o := approvals("approvals", "deny", a.ID, "--message", "not from here"); o.code != 0 || o.stdout != a.ID+" denied\n" {
+		t.Fatalf("sous approvals deny: %+v", o)
+	}
+	if o := approvals("approvals", "allow", a.ID); o.code != 1 || o.stderr != "sous: request "+a.ID+" was decided already: denied by remote\n" {
+		t.Errorf("a second answer: %+v, want refused as decided by remote", o)
 	}
 	o := r.wait(t)
 	o.expect(t, 0)
