@@ -30,9 +30,10 @@ type approver struct {
 	ctx    context.Context
 	rules  rules.Set
 	prompt *prompter // nil when stdin is not a terminal
-	// remote says a person can answer without the terminal: sous run
-	// --ask, or --ui (a web page).
-	remote bool
+	// ask says a person answers through the default daemon's queue (sous
+	// run --ask: sous approvals); ui that the run's web page can answer
+	// (--ui), whatever the queue.
+	ask, ui bool
 	// timeout bounds the wait for a person (--ask-timeout; 0: none).
 	timeout time.Duration
 	// run and recipe name the run in the requests it publishes.
@@ -59,7 +60,7 @@ func (a *approver) Approve(req *ApprovalRequest) (Answer, *Waiting) {
 	if a.prompt != nil && a.prompt.allows(req) {
 		return Answer{Allow: true, By: ByPrompt}, nil
 	}
-	if a.prompt == nil && !a.remote {
+	if a.prompt == nil && !a.ask && !a.ui {
 		// Nobody could answer: a CI job must not hang.
 		return Answer{Message: DefaultDenyMessage, By: ByDefault}, nil
 	}

@@ -142,6 +142,11 @@ func (a *approver) begin(ctx context.Context, req *ApprovalRequest) (*askEntry, 
 	a.active.Add(1)
 	a.mu.Unlock()
 	q := a.queueFor(ctx)
+	if _, local := q.(localQueue); local && a.prompt == nil && !a.ui {
+		// --ask alone, and the daemon holds no queue: nobody could answer.
+		a.active.Done()
+		return nil, nil, Answer{Message: DefaultDenyMessage + " (--ask: the default daemon has no approval queue, so nobody could answer)", By: ByDefault}
+	}
 	if err := q.Publish(ctx, a.askOf(req)); err != nil {
 		a.active.Done()
 		return nil, nil, Answer{Message: fmt.Sprintf("%s (no person could be asked: %v)", DefaultDenyMessage, err), By: ByDefault}

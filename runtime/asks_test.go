@@ -86,7 +86,7 @@ func recv(t *testing.T, ch <-chan Answer) Answer {
 // nothing stays pending.
 func TestAsksWaitTogether(t *testing.T) {
 	t.Parallel()
-	a := &approver{ctx: context.Background(), remote: true}
+	a := &approver{ctx: context.Background(), ui: true}
 	const n = 20
 	answers := make([]<-chan Answer, n)
 	for i := range answers {
@@ -135,7 +135,7 @@ func isCode(err error, code int) bool {
 // TestAskTimeoutDenies: --ask-timeout denies by "default", saying so.
 func TestAskTimeoutDenies(t *testing.T) {
 	t.Parallel()
-	a := &approver{ctx: context.Background(), remote: true, timeout: 50 * time.Millisecond}
+	a := &approver{ctx: context.Background(), ui: true, timeout: 50 * time.Millisecond}
 	start := time.Now()
 	got := recv(t, startWaiting(t, a, bashReq("make")))
 	if got.Allow || got.By != ByDefault || got.Message != "no answer within 50ms (--ask-timeout): "+DefaultDenyMessage {
@@ -147,13 +147,23 @@ func TestAskTimeoutDenies(t *testing.T) {
 }
 
 // TestNobodyToAskDeniesAtOnce: no terminal, no --ask, no --ui: the
-// default denies without waiting or publishing.
+// default denies without waiting or publishing. Nor does --ask alone wait
+// when the daemon holds no queue (here: there is no daemon), since nobody
+// could answer.
 func TestNobodyToAskDeniesAtOnce(t *testing.T) {
 	t.Parallel()
 	a := &approver{ctx: context.Background()}
 	ans, w := a.Approve(bashReq("make"))
 	if w != nil || ans.Allow || ans.By != ByDefault || ans.Message != DefaultDenyMessage {
 		t.Errorf("%+v %v", ans, w)
+	}
+	a = &approver{ctx: context.Background(), ask: true}
+	got := recv(t, startWaiting(t, a, bashReq("make")))
+	if got.Allow || got.By != ByDefault || got.Message != DefaultDenyMessage+" (--ask: the default daemon has no approval queue, so nobody could answer)" {
+		t.Errorf("--ask without a queue: %+v", got)
+	}
+	if p := queued(a); len(p) != 0 {
+		t.Errorf("published: %+v", p)
 	}
 }
 
@@ -231,7 +241,7 @@ func TestPromptAlwaysAnswersTheOthers(t *testing.T) {
 // waits and withdraws it from the queue before close returns.
 func TestCloseWithdrawsWhatWaits(t *testing.T) {
 	t.Parallel()
-	a := &approver{ctx: context.Background(), remote: true}
+	a := &approver{ctx: context.Background(), ui: true}
 	var answers []<-chan Answer
 	for i := range 3 {
 		answers = append(answers, startWaiting(t, a, bashReq(fmt.Sprint("make ", i))))
@@ -259,7 +269,7 @@ func TestCloseWithdrawsWhatWaits(t *testing.T) {
 // ends the wait and takes the request off the queue.
 func TestAgentWithdrawalEndsTheWait(t *testing.T) {
 	t.Parallel()
-	a := &approver{ctx: context.Background(), remote: true}
+	a := &approver{ctx: context.Background(), ui: true}
 	_, w := a.Approve(bashReq("make"))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -284,7 +294,7 @@ func TestPublishedRequestsHaveNoSecrets(t *testing.T) {
 	t.Parallel()
 	bus := event.New(nil)
 	bus.Redact("hunter22")
-	a := &approver{ctx: context.Background(), remote: true, bus: bus}
+	a := &approver{ctx: context.Background(), ui: true, bus: bus}
 	req := bashReq("curl -u me:hunter22 https://x.example")
 	req.Description, req.Summary = "log in with hunter22", "curl -u me:hunter22 https://x.example"
 	req.Input["args"] = []any{"hunter22", 3}

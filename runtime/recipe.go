@@ -62,7 +62,7 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 	if r.hosts == nil {
 		r.hosts = newHosts(host)
 	}
-	r.appr = &approver{rules: opt.Approvals, remote: opt.Ask || opt.UI, timeout: opt.AskTimeout,
+	r.appr = &approver{rules: opt.Approvals, ask: opt.Ask, ui: opt.UI, timeout: opt.AskTimeout,
 		run: newRunID(), recipe: opt.Recipe, hosts: r.hosts, bus: out.bus}
 	if opt.Prompt != nil {
 		r.appr.prompt = newPrompter(out, opt.Prompt)
