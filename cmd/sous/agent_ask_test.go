@@ -17,6 +17,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/internal/claudecli"
+	"github.com/seed5ad92d46/sous/internal/faultproxy"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
@@ -435,5 +436,45 @@ func TestAskPromptRacesRemoteAnswer(t *testing.T) {
 	}
 	if tr, ok := w.toolResult("toolu_0"); !ok || !strings.Contains(tr.Content, "decided remotely") {
 		t.Errorf("the model got %+v", tr)
+	}
+}
+
+// TestAskSurvivesReconnects: the run's connection to the daemon is cut
+// again and again while its request waits; the calls in flight are resent
+// (approval.wait keeps the request alive), and the remote answer given
+// after several cuts still reaches the session.
+func TestAskSurvivesReconnects(t *testing.T) {
+	t.Parallel()
+	w := newAskWorld(t)
+	cfg := daemonConfig(t)
+	cfg.StateDir = t.TempDir() // exact replay of the CLI's output across the cuts
+	sock, _ := socketDaemon(t, "tok", cfg)
+	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinLife: 200 * time.Millisecond, MaxLife: 600 * time.Millisecond})
+	c := dialDaemon(t, sock, "tok")
+	r := w.startRecipe(askRecipe, "-a", "n=1", "--socket", proxy.Path(), "--token-file", tokenFile(t, "tok"), "--ask", "--json")
+	asks := waitPending(t, c, 1, r)
+	cuts := proxy.Cuts()
+	deadline := time.Now().Add(30 * time.Second)
+	for proxy.Cuts() < cuts+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d cuts", proxy.Cuts()-cuts)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if p, _ := c.PendingAsks(context.Background()); len(p) != 1 || p[0].ID != asks[0].ID {
+		t.Fatalf("after the cuts, pending: %+v", p)
+	}
+	if err := c.AnswerAsk(context.Background(), wire.AskAnswer{ID: asks[0].ID, Decision: "deny", Message: "through the cuts"}); err != nil {
+		t.Fatal(err)
+	}
+	o := r.wait(t)
+	proxy.Pause()
+	o.expect(t, 0)
+	appr := eventsOf(t, o, "approval")
+	if len(appr) != 1 || appr[0]["by"] != "remote" || appr[0]["message"] != "through the cuts" || appr[0]["id"] != asks[0].ID {
+		t.Errorf("approval events: %v (seed %d)", appr, proxy.Seed())
+	}
+	if left, _ := c.PendingAsks(context.Background()); len(left) != 0 {
+		t.Errorf("pending after the run: %v", left)
 	}
 }
