@@ -232,14 +232,18 @@ func (a *approver) queueFor(ctx context.Context) askQueue {
 func (a *approver) waitLoop(q askQueue) {
 	for {
 		a.mu.Lock()
-		if a.closed || len(a.waits) == 0 {
+		ids := make([]string, 0, len(a.waits))
+		for id, e := range a.waits {
+			select {
+			case <-e.decided: // its Wait is ending: asking again would spin
+			default:
+				ids = append(ids, id)
+			}
+		}
+		if a.closed || len(ids) == 0 {
 			a.looping = false
 			a.mu.Unlock()
 			return
-		}
-		ids := make([]string, 0, len(a.waits))
-		for id := range a.waits {
-			ids = append(ids, id)
 		}
 		sort.Strings(ids)
 		changed, done := a.changed, a.done
@@ -365,8 +369,11 @@ func (a *approver) promptOne(q askQueue, e *askEntry) {
 		var we *wire.Error
 		if errors.As(err, &we) && we.Code == wire.CodeApprovalDecided {
 			// Someone answered first: that decision stands.
-			<-e.decided
-			p.out.Prompt(fmt.Sprintf("  decided elsewhere first: %s\n", approvals.Describe(e.answer)))
+			select {
+			case <-e.decided:
+				p.out.Prompt(fmt.Sprintf("  decided elsewhere first: %s\n", approvals.Describe(e.answer)))
+			case <-e.over:
+			}
 		}
 		return
 	}
