@@ -72,6 +72,8 @@ type Options struct {
 	// run's queue (the first answer wins): By defaults to "remote"; a
 	// request decided already or unknown gives the queue's *wire.Error
 	// with code wire.CodeApprovalDecided or wire.CodeApprovalUnknown.
+	// The answer's decision is published on bus: a sink calls answer from
+	// a goroutine of its own, never from its Handle (which holds the bus).
 	// An error from Steer stops the run before the recipe starts.
 	Steer func(bus *event.Bus, answer func(ctx context.Context, a wire.AskAnswer) error) error
 	// Cleanup is the context the recipe's deferred calls run under, after
