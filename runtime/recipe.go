@@ -38,7 +38,7 @@ type recipeRun struct {
 
 // prepare compiles the recipe and sets up what it runs with. No daemon is
 // started yet: the default host connects on first use.
-func prepare(opt Options, out *output) (*recipeRun, error) {
+func prepare(opt Options, out *output, budget *Budget) (*recipeRun, error) {
 	b, err := compile(opt.Recipe, opt.Table.IsPredeclared)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,18 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 		AgentEnv: opt.AgentEnv,
 		Abort:    r.abort,
 		Shard:    opt.Shard.orWhole(),
+		Budget:   budget,
 	}
+	budget.OnExceeded(func() {
+		r.env.Loop.Post(func() {
+			// Only while the recipe runs: after it, the run fails at its
+			// end anyway, and a deferred call (a cleanup) should not be
+			// stopped by what the recipe spent.
+			if !r.env.RecipeEnded() {
+				r.abort(budget.Err())
+			}
+		})
+	})
 	r.predeclared = opt.Table.Start(r.env)
 	r.load = (&loader{b: b, predeclared: r.predeclared, done: make(map[*unit]starlark.StringDict)}).load
 	return r, nil

@@ -112,9 +112,11 @@ func TestRunFlags(t *testing.T) {
 		FakeModel         string
 		Color             colorFlag
 		Quiet, Verbose    bool
+		MaxCost           float64
 	}
 	project := func(o *RunOptions) parsed {
-		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose}
+		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose,
+			float64(o.MaxCost)}
 	}
 	env := []string{"SOUS_SOCKET=/run/sous.sock", "HOME=/home/u"}
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
@@ -138,6 +140,12 @@ func TestRunFlags(t *testing.T) {
 		{args: args("run r.star --color never -q"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "never", Quiet: true}},
 		{args: args("run r.star --color=always --verbose"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "always", Verbose: true}},
 		{args: args("run r.star -v"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Verbose: true}},
+		{args: args("run --max-cost 0.05 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", MaxCost: 0.05}},
+		{args: args("run r.star --max-cost=$2"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", MaxCost: 2}},
+		{args: args("run r.star --max-cost 0"), code: 2, err: "sous: invalid argument \"0\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --max-cost -1"), code: 2, err: "sous: invalid argument \"-1\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --max-cost lots"), code: 2, err: "sous: invalid argument \"lots\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --max-cost NaN"), code: 2, err: "sous: invalid argument \"NaN\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
 		{args: args("run r.star -q -v"), code: 2, err: "sous: run: --quiet and --verbose: choose one\n"},
 		{args: args("run r.star --color=yes"), code: 2, err: "sous: invalid argument \"yes\" for \"--color\" flag: want auto, always or never, got \"yes\"\nRun 'sous run --help' for usage.\n"},
 	})

@@ -41,6 +41,9 @@ type RunOptions struct {
 	Color colorFlag
 	// Quiet and Verbose: less or more human output (runview.go).
 	Quiet, Verbose bool
+	// MaxCost is --max-cost: the cap on what the run's agent sessions may
+	// cost, in dollars (0: none).
+	MaxCost costFlag
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
@@ -86,6 +89,13 @@ Every decision is logged on stderr (an approval event with --json).
 the items whose index % N == I, and the recipe's shard global is
 struct(index=I, count=N).
 
+--max-cost USD caps what the run's agent sessions may cost, all sessions
+together (the turns' cost_usd as the CLI reports it). Once the cap is reached
+the running turns are interrupted, new turns are refused and the run fails
+(exit code 1) saying what was spent; each session's CLI also gets
+--max-budget-usd no higher than what remains. budget() tells the recipe what
+was spent and the cap; the summary and the end event of --json show both.
+
 --fake-model SCRIPT.json serves a scripted model in sous for the run and points
 every agent session at it (ANTHROPIC_BASE_URL, a dummy ANTHROPIC_API_KEY): the
 recipe runs offline, without an API key, the same way every time. Only with the
@@ -120,6 +130,7 @@ model serve --help.`,
 	fl.StringVar(&opts.FakeModel, "fake-model", "", "agents talk to a model scripted by `SCRIPT.json`, served in sous for the run: offline, no API key (see sous model serve --help)")
 	fl.Var(&opts.Color, "color", "colour the [id] prefixes, the status area and the summary: auto, always or never (NO_COLOR turns auto off)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "show only the recipe's print, failures and the summary: no echo of processes, no status area")
+	fl.Var(&opts.MaxCost, "max-cost", "cap what the run's agent sessions may cost, in dollars: once spent, running turns are interrupted, new ones refused and the run fails (see budget())")
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also say when each process starts and ends and each agent turn ends, and print the summary off a terminal too")
 	opts.Target.register(cmd)
 	return cmd
@@ -140,6 +151,7 @@ func runRecipe(opts *RunOptions) error {
 		return refuse(err)
 	}
 	ropt.Args = args
+	ropt.MaxCost = float64(opts.MaxCost)
 	if ropt.Shard, err = parseShard(opts.Shard); err != nil {
 		return refuse(err)
 	}
