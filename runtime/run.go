@@ -12,6 +12,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/envlist"
 	"github.com/seed5ad92d46/sous/runtime/event"
+	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -70,6 +71,12 @@ type Options struct {
 	// (sous run --max-cost; 0: no cap). Once spent, the running turns
 	// are interrupted, new ones refused and the run fails (budget.go).
 	MaxCost float64
+	// Notify, with URLs, POSTs a JSON notification to each when a request
+	// waits for a person and when the run ends (sous run --notify;
+	// runtime/notify), without ever holding the run up.
+	Notify notify.Options
+	// RunID names the run in its notifications ("": a random uuid).
+	RunID string
 }
 
 // AgentEnv is environment for every agent session of a run. Its values
@@ -117,6 +124,7 @@ func Run(ctx context.Context, opt Options) error {
 	out := newOutput(opt, nil)
 	budget := NewBudget(opt.MaxCost)
 	out.bus.Subscribe(&budgetSink{budget: budget, state: out.bus.State()})
+	finishNotify := startNotify(opt, out)
 	out.start(opt)
 	r, err := prepare(opt, out, budget)
 	if err == nil {
@@ -155,6 +163,7 @@ func Run(ctx context.Context, opt Options) error {
 		end.File, end.Line, end.Col, end.Source = failurePlace(err)
 	}
 	out.end(end)
+	finishNotify()
 	if code == 0 {
 		return nil
 	}
