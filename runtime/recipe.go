@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -130,9 +131,29 @@ func (r *recipeRun) execute(ctx context.Context) error {
 	if r.abortErr != nil {
 		// Whatever the recipe was doing stopped because of the abort; the
 		// abort's error (a policy's traceback) is why the recipe failed.
-		return r.abortErr
+		return r.abortedAt(err)
 	}
 	return err
+}
+
+// abortedAt is why an aborted recipe failed, given what its thread
+// returned. A policy's error carries its own traceback. A spent budget
+// has none: it keeps the place where the recipe was stopped (the call
+// stack of the builtin it waited in) with the budget's message, so that
+// the failure names the recipe's line and says the same whichever way
+// it was stopped (the turn that spent the rest fails with the budget's
+// error too, prefixed by its builtin's name).
+func (r *recipeRun) abortedAt(threadErr error) error {
+	var be *BudgetError
+	ee := innermostEvalError(threadErr)
+	if !errors.As(r.abortErr, &be) || ee == nil {
+		return r.abortErr
+	}
+	msg := be.Error()
+	if last := len(ee.CallStack) - 1; last >= 0 && ee.CallStack[last].Pos.Filename() == "<builtin>" {
+		msg = ee.CallStack[last].Name + ": " + msg // as the builtin's own errors say it
+	}
+	return &starlark.EvalError{Msg: msg, CallStack: ee.CallStack}
 }
 
 // enter makes thread the one running, with ctx (which cancel ends) the

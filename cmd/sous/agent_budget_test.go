@@ -24,7 +24,8 @@ func pricedText(text string) fakemodel.Reply {
 
 // TestRunMaxCost: a run capped at $0.005 spends $0.003075 on its first turn
 // (budget() says so, and the cap), then its second turn reaches the cap: the
-// recipe stops there, failing with what was spent and the cap; the turn a
+// recipe stops there, failing at that line with what was spent and the
+// cap, whether the turn's send or the run's abort stopped it; the turn a
 // deferred call then tries is refused without reaching the model; the
 // summary shows the spend against the cap.
 func TestRunMaxCost(t *testing.T) {
@@ -45,7 +46,8 @@ s.send("two")
 print("not reached")
 `, "--max-cost", "0.005", "--verbose")
 			o.expect(t, 1, "after one: True True 0.003075 0.005",
-				"budget exceeded: the run's agent sessions spent $0.0062 of its --max-cost $0.0050",
+				"main.star:7:7: in <toplevel>\nError in Session.send: Session.send: budget exceeded: the run's agent sessions spent $0.0062 of its --max-cost $0.0050",
+				"failure at "+filepath.Join(w.dir, "main.star")+":7: s.send(\"two\")",
 				// The deferred turn is refused.
 				"Session.send: budget exceeded: the run's agent sessions spent $0.0062 of its --max-cost $0.0050",
 				"· 1 session · $0.0062 of $0.0050 budget")
@@ -154,5 +156,30 @@ print("not reached")
 	end := ev[len(ev)-1]
 	if end["event"] != "end" || !strings.Contains(end["error"].(string), "spent $0.0031 of its --max-cost $0.0030") {
 		t.Errorf("end event %v, want the budget error", end)
+	}
+}
+
+// TestRunMaxCostStopsTheRecipeWhereItIs: a turn started with start()
+// spends past the cap while the recipe sleeps: the recipe is stopped in
+// its sleep at once (not 30 s later), failing at that line with the
+// budget's message.
+func TestRunMaxCostStopsTheRecipeWhereItIs(t *testing.T) {
+	t.Parallel()
+	w := newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
+		return pricedText("spent")
+	}})
+	start := time.Now()
+	o := w.run(`
+s = sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]), model = "claude-sonnet-4-6")
+p = s.start("spend")
+sleep(30)
+print("not reached")
+`, "--max-cost", "0.001")
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the run took %s: the sleep was not stopped", d)
+	}
+	o.expect(t, 1, "main.star:4:6: in <toplevel>\nError in sleep: sleep: budget exceeded: the run's agent sessions spent $0.0031 of its --max-cost $0.0010")
+	if strings.Contains(o.stderr, "not reached") {
+		t.Error("the recipe went on past its budget")
 	}
 }
