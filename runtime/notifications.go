@@ -29,7 +29,7 @@ func startNotify(opt Options, out *output) (finish func()) {
 		id = uuid.NewString()
 	}
 	host, _ := os.Hostname()
-	out.bus.Subscribe(notify.NewSink(n, notify.Run{ID: id, Host: host, PID: os.Getpid()}, out.bus.State()))
+	out.bus.Subscribe(notify.NewSink(n, notify.Run{ID: id, Host: host, PID: os.Getpid()}, out.bus))
 	return func() {
 		for _, r := range n.Close() {
 			if !r.OK() {

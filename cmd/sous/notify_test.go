@@ -108,6 +108,24 @@ func TestRunNotifyFailed(t *testing.T) {
 	}
 }
 
+// TestRunNotifyRedacts: what the recipe redact()s is not in the
+// notification, though the secret came in an arg (sent with the run) and
+// is in the error.
+func TestRunNotifyRedacts(t *testing.T) {
+	t.Parallel()
+	h := newHookServer(t, false)
+	o, _ := runStar(t, "redact(args[\"token\"])\nfail(\"rejected \" + args[\"token\"])\n", "-a", "token=tok-77c1e0", "--notify", h.URL)
+	o.expect(t, 1, "rejected ***")
+	got := h.got()
+	if len(got) != 1 {
+		t.Fatalf("got %d notifications, want 1", len(got))
+	}
+	b, _ := json.Marshal(got[0])
+	if strings.Contains(string(b), "tok-77c1e0") || !strings.Contains(string(b), `"token":"***"`) {
+		t.Errorf("the notification shows the secret or not its marker: %s", b)
+	}
+}
+
 // TestRunNotifyNeverBlocks: a server that never answers holds the run up
 // by no more than --notify-timeout at its end, and a URL where nothing
 // listens not at all; neither fails the run (in --json mode too, where

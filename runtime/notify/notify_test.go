@@ -72,7 +72,7 @@ func TestSinkNotifies(t *testing.T) {
 				t.Fatal(err)
 			}
 			bus := event.New(nil)
-			bus.Subscribe(NewSink(n, Run{ID: "run-1", Host: "box", PID: 42}, bus.State()))
+			bus.Subscribe(NewSink(n, Run{ID: "run-1", Host: "box", PID: 42}, bus))
 			bus.Publish(&event.Start{Recipe: "/w/r.star", Args: map[string]string{"k": "v"}})
 			bus.Publish(&event.Pending{Approval: event.Approval{Kind: "tool", Session: "s1", Tool: "Read", ToolUseID: "t0", Summary: "/etc/hosts"}})
 			bus.Publish(&event.Approval{Kind: "tool", Session: "s1", Tool: "Read", ToolUseID: "t0", Allow: true, By: "flag"})
@@ -108,6 +108,40 @@ func TestSinkNotifies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSinkRedacts: a secret registered after the start event (as a
+// recipe's redact(args["token"]) does) is in no notification: not in the
+// run's args, which came with the start event, nor in the request's
+// summary, the error or the text.
+func TestSinkRedacts(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	n, err := New(Options{URLs: []string{rc.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "tok-3f9a1c"
+	bus := event.New(nil)
+	bus.Subscribe(NewSink(n, Run{ID: "r"}, bus))
+	bus.Publish(&event.Start{Recipe: "/w/r.star", Args: map[string]string{"token": secret, "repo": "."}})
+	bus.Redact(secret)
+	bus.Publish(&event.Pending{Approval: event.Approval{ID: "req-1", Kind: "tool", Tool: "Bash", Summary: "curl -H " + secret}})
+	bus.Publish(&event.End{Status: "failed", ExitCode: 1, Error: "bad token " + secret})
+	n.Close()
+	got := rc.got()
+	if len(got) != 2 {
+		t.Fatalf("got %d notifications, want 2", len(got))
+	}
+	for _, p := range got {
+		b, _ := json.Marshal(p)
+		if strings.Contains(string(b), secret) || !strings.Contains(string(b), "***") {
+			t.Errorf("notification with the secret or without its marker: %s", b)
+		}
+		if p["run"].(map[string]any)["args"].(map[string]any)["repo"] != "." {
+			t.Errorf("an arg that is no secret changed: %s", b)
+		}
 	}
 }
 

@@ -71,14 +71,16 @@ type End struct {
 type Sink struct {
 	n   *Notifier
 	run Run
-	// state is the bus's State, read under its lock in Handle.
+	// bus is the run's bus: its State and its redaction, used under its
+	// lock in Handle.
+	bus   *event.Bus
 	state *event.State
 }
 
-// NewSink returns the sink of n for a run named run (its Started and
-// Args come from the start event).
-func NewSink(n *Notifier, run Run, state *event.State) *Sink {
-	return &Sink{n: n, run: run, state: state}
+// NewSink returns the sink of n on bus, for a run named run (its Started
+// and Args come from the start event).
+func NewSink(n *Notifier, run Run, bus *event.Bus) *Sink {
+	return &Sink{n: n, run: run, bus: bus, state: bus.State()}
 }
 
 // Handle implements event.Sink.
@@ -134,12 +136,16 @@ func (s *Sink) endText(at time.Time, e *event.End) string {
 }
 
 // name is the recipe's file name, for the text.
-func (s *Sink) name() string { return filepath.Base(s.state.Recipe) }
+func (s *Sink) name() string { return filepath.Base(s.bus.RedactLocked(s.state.Recipe)) }
 
 func (s *Sink) send(p *Payload) {
-	p.Run, p.Recipe = s.run, s.state.Recipe
-	if p.Run.Args == nil {
-		p.Run.Args = map[string]string{}
+	// The bus redacted this event, but the args and the recipe's path
+	// came with the start event, before the recipe could redact() any of
+	// them: redact them again now, with the text built from them.
+	p.Run, p.Recipe, p.Text = s.run, s.bus.RedactLocked(s.state.Recipe), s.bus.RedactLocked(p.Text)
+	p.Run.Args = make(map[string]string, len(s.run.Args))
+	for k, v := range s.run.Args {
+		p.Run.Args[k] = s.bus.RedactLocked(v)
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
