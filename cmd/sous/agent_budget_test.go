@@ -183,3 +183,13 @@ print("not reached")
 		t.Error("the recipe went on past its budget")
 	}
 }
+
+// TestBudgetWithoutCap: without --max-cost, budget() has spent nothing
+// and has no limit; it takes no argument.
+func TestBudgetWithoutCap(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, "b = budget()\nprint(\"budget:\", b.spent, b.limit)\n")
+	o.expect(t, 0, "budget: 0.0 None")
+	o, _ = runStar(t, "budget(1)\n")
+	o.expect(t, 1, "budget: got 1 positional arguments, want at most 0")
+}
