@@ -27,7 +27,8 @@ func pricedText(text string) fakemodel.Reply {
 // recipe stops there, failing at that line with what was spent and the
 // cap, whether the turn's send or the run's abort stopped it; the turn a
 // deferred call then tries is refused without reaching the model; the
-// summary shows the spend against the cap.
+// summary shows the spend against the cap. The CLI itself was capped at
+// what remained, so it ended the second turn with error_max_budget_usd.
 func TestRunMaxCost(t *testing.T) {
 	t.Parallel()
 	for _, version := range []string{claudecli.WebSocket, claudecli.Latest} {
@@ -50,7 +51,9 @@ print("not reached")
 				"failure at "+filepath.Join(w.dir, "main.star")+":7: s.send(\"two\")",
 				// The deferred turn is refused.
 				"Session.send: budget exceeded: the run's agent sessions spent $0.0062 of its --max-cost $0.0050",
-				"· 1 session · $0.0062 of $0.0050 budget")
+				"· 1 session · $0.0062 of $0.0050 budget",
+				// The CLI had what remained as its own --max-budget-usd.
+				"turn error_max_budget_usd")
 			if strings.Contains(o.stderr, "not reached") {
 				t.Error("the recipe went on past its budget")
 			}
