@@ -478,3 +478,36 @@ func TestAskSurvivesReconnects(t *testing.T) {
 		t.Errorf("pending after the run: %v", left)
 	}
 }
+
+// TestAskNotifies: a request that starts waiting for a person is a
+// --notify "approval" message naming its id, and the run it names is the
+// run the daemon lists the request under.
+func TestAskNotifies(t *testing.T) {
+	t.Parallel()
+	w := newAskWorld(t)
+	hook := newHookServer(t, false)
+	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
+	c := dialDaemon(t, sock, "tok")
+	r := w.startRecipe(askRecipe, "-a", "n=1", "--socket", sock, "--token-file", tokenFile(t, "tok"), "--ask", "--notify", hook.URL)
+	a := waitPending(t, c, 1, r)[0]
+	if err := c.AnswerAsk(context.Background(), wire.AskAnswer{ID: a.ID, Decision: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t).expect(t, 0, "turn 0: denials 0: done 0", "approval: allow Bash touch got-0 (by remote)")
+	var approvalsSeen []map[string]any
+	for _, p := range hook.got() {
+		if p["event"] == "approval" {
+			approvalsSeen = append(approvalsSeen, p)
+		}
+	}
+	if len(approvalsSeen) != 1 {
+		t.Fatalf("approval notifications: %v", hook.got())
+	}
+	p := approvalsSeen[0]
+	if ap, _ := p["approval"].(map[string]any); ap["id"] != a.ID || ap["tool"] != "Bash" {
+		t.Errorf("the notification's approval: %v", p["approval"])
+	}
+	if run, _ := p["run"].(map[string]any); run["id"] != a.Run {
+		t.Errorf("the notification names run %v, the daemon %q", run["id"], a.Run)
+	}
+}
