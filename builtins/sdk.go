@@ -118,7 +118,7 @@ func sdkEntries() []runtime.Entry {
 		{Name: "Turn.subtype", Sig: "Turn.subtype -> string",
 			Doc:  `The result's subtype: "success", "error_during_execution" (interrupted), "error_max_turns", ...`,
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Subtype) })},
-		{Name: "Turn.cost_usd", Sig: "Turn.cost_usd -> float", Doc: "The CLI's total_cost_usd.",
+		{Name: "Turn.cost_usd", Sig: "Turn.cost_usd -> float", Doc: "The CLI's total_cost_usd: what the session's CLI has spent so far (this turn and those before it in the same CLI process), not this turn alone.",
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.Float(t.t.CostUSD) })},
 		{Name: "Turn.num_turns", Sig: "Turn.num_turns -> int", Doc: "The CLI's num_turns (model round trips).",
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.MakeInt(t.t.NumTurns) })},
@@ -339,6 +339,9 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	if err := addAgentEnv(c, &o.opt); err != nil {
 		return nil, err
 	}
+	if err := capSessionBudget(c.Env.Budget, &o.opt); err != nil {
+		return nil, c.Errorf("%v", err)
+	}
 	d, err := hostClient(c, c.Host)
 	if err != nil {
 		return nil, err
@@ -477,16 +480,20 @@ func (a *agents) Close() error {
 	return nil
 }
 
-// decided is the recipe thread's answer to one permission request.
+// decided is the recipe thread's answer to one permission request, or
+// the wait for a person that only a person can answer.
 type decided struct {
-	ans runtime.Answer
-	err error
+	ans  runtime.Answer
+	wait *runtime.Waiting
+	err  error
 }
 
 // permission is the session's agent.Options.Permission. It runs on a
 // goroutine of the engine; the approvers run on the recipe thread, at its
-// next wait, while this goroutine waits for them. A request withdrawn (or
-// a session closed) meanwhile is dropped unanswered.
+// next wait, while this goroutine waits for them. A request only a person
+// can decide is waited for here, not on the recipe thread, so that many
+// wait at once. A request withdrawn (or a session closed) meanwhile is
+// dropped unanswered.
 func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decision, error) {
 	req := &runtime.ApprovalRequest{
 		Kind: runtime.KindTool, Tool: r.Tool, Input: exactInput(r), ToolUseID: r.ToolUseID,
@@ -504,13 +511,19 @@ func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decisi
 			done <- decided{ans: ans}
 			return
 		}
-		ans, err := decide(s.env, s.thread, req, s.policy)
-		done <- decided{ans, err}
+		ans, w, err := decide(s.env, s.thread, req, s.policy)
+		done <- decided{ans, w, err}
 	}, s.env.Loop.Post)
 	select {
 	case d := <-done:
 		if d.err != nil {
 			return agent.Decision{}, d.err
+		}
+		if d.wait != nil {
+			d.ans = waitForPerson(ctx, s.env, req, d.wait)
+			if ctx.Err() != nil {
+				return agent.Deny("the request was withdrawn", false), ctx.Err()
+			}
 		}
 		return agentDecision(d.ans)
 	case <-ctx.Done():
@@ -653,6 +666,9 @@ func (s *Session) send(c *runtime.Call, prompt string, limit time.Duration) (*Tu
 	if err := agentsOf(c.Env).turnWaitRefused(); err != nil {
 		return nil, c.Errorf("%v", err)
 	}
+	if err := c.Env.Budget.Err(); err != nil {
+		return nil, c.Errorf("%v", err) // no new turn past the run's --max-cost
+	}
 	p := s.s.StartWith(prompt, agent.TurnOptions{Timeout: limit})
 	if limit == 0 {
 		limit = s.limit
@@ -676,7 +692,16 @@ func turnOutcome(env *runtime.Env, p *agent.Pending, limit time.Duration) (*Turn
 	case errors.Is(err, agent.ErrTurnTimeout):
 		return nil, fmt.Errorf("the turn ran past its timeout of %s and was interrupted", formatSeconds(limit))
 	case err != nil:
+		if berr := env.Budget.Err(); berr != nil {
+			return nil, berr // dropped because the run spent its --max-cost
+		}
 		return nil, errors.New(agentMessage(err))
+	}
+	if err := env.Budget.Err(); err != nil {
+		// The turn spent the rest of the run's --max-cost, or was
+		// interrupted because another did: the recipe fails with it
+		// rather than go on with what the turn left undone.
+		return nil, err
 	}
 	return &Turn{t: t, env: env}, nil
 }
@@ -688,6 +713,9 @@ func sessionStart(c *runtime.Call, s *Session) (starlark.Value, error) {
 	}
 	if err := s.s.Err(); err != nil {
 		return nil, c.Errorf("%s", agentMessage(err))
+	}
+	if err := c.Env.Budget.Err(); err != nil {
+		return nil, c.Errorf("%v", err) // no new turn past the run's --max-cost
 	}
 	return &Pending{env: c.Env, session: s, prompt: prompt, p: s.s.Start(prompt), limit: s.limit}, nil
 }
