@@ -219,7 +219,7 @@ func (r *Request) suggestions() starlark.Value {
 
 // permissionUpdateList binds approve's updates: a list of permission
 // updates (dicts in Claude Code's PermissionUpdate shape), each checked,
-// kept as JSON; dst holds the frozen list for Decision.updates.
+// kept as JSON; dst holds a frozen copy of the list for Decision.updates.
 func permissionUpdateList(raws *[]json.RawMessage, dst *starlark.Value) param {
 	return paramFunc(func(v starlark.Value) error {
 		if v == starlark.None {
@@ -234,6 +234,7 @@ func permissionUpdateList(raws *[]json.RawMessage, dst *starlark.Value) param {
 		if !ok {
 			return want("list of permission updates (dicts) or None", v)
 		}
+		given := make([]starlark.Value, seq.Len())
 		for i := range seq.Len() {
 			g, err := fromStarlark(seq.Index(i))
 			m, isDict := g.(map[string]any)
@@ -249,9 +250,10 @@ func permissionUpdateList(raws *[]json.RawMessage, dst *starlark.Value) param {
 				return err
 			}
 			*raws = append(*raws, b)
+			given[i] = toStarlark(g)
 		}
-		v.Freeze()
-		*dst = v
+		// A copy: freezing the recipe's own list would surprise it.
+		*dst = frozen(starlark.NewList(given))
 		return nil
 	})
 }

@@ -668,7 +668,9 @@ print(d, d.behavior, d.input, d.remember, d.message, d.interrupt)
 print(approve().input, approve().remember, type(a), type(permissions()))
 print(permissions(allow = ["Read"], deny = ["Bash(rm:*)"], ask = ["Write"]))
 print(sorted(dir(a)))
-u = approve(updates = [{"type": "addRules", "rules": ["Bash(git:*)", {"toolName": "Read"}], "behavior": "allow", "destination": "session"}])
+ups = [{"type": "addRules", "rules": ["Bash(git:*)", {"toolName": "Read"}], "behavior": "allow", "destination": "session"}]
+u = approve(updates = ups)
+ups.append("still the recipe's")
 print(u.updates, d.updates, a.updates)
 `)
 	o.expect(t, 0, `<approve> allow {"command": "ls", "n": 3, "l": [1.5, None, True]} Bash(git:*)  False`,
@@ -676,7 +678,7 @@ print(u.updates, d.updates, a.updates)
 		"None None Decision policy",
 		`<permissions allow=["Read"] deny=["Bash(rm:*)"] ask=["Write"]>`,
 		`["behavior", "input", "interrupt", "message", "remember", "updates"]`,
-		`[{"type": "addRules", "rules": ["Bash(git:*)", {"toolName": "Read"}], "behavior": "allow", "destination": "session"}] None None`)
+		`[{"behavior": "allow", "destination": "session", "rules": ["Bash(git:*)", {"toolName": "Read"}], "type": "addRules"}] None None`)
 }
 
 // gitInit makes dir a git repository with everything in it committed.
