@@ -259,6 +259,7 @@ type Session struct {
 	// can work (sdk_control.go).
 	onMessage   starlark.Callable
 	checkpoints bool
+	infoV       starlark.Value // Session.info, built on first use (recipe thread only)
 }
 
 // postOrder posts callbacks to the loop in the order of their sequence

@@ -137,12 +137,18 @@ func optString(s string) starlark.Value {
 	return starlark.String(s)
 }
 
+// infoValue is Session.info: built once, so every access sees the same
+// value (the answer never changes).
 func (s *Session) infoValue() starlark.Value {
-	info := s.s.Info()
-	if len(info) == 0 || string(info) == "null" {
-		return frozen(starlark.NewDict(0)) // a CLI that answered initialize with nothing
+	if s.infoV == nil {
+		info := s.s.Info()
+		if len(info) == 0 || string(info) == "null" {
+			s.infoV = frozen(starlark.NewDict(0)) // a CLI that answered initialize with nothing
+		} else {
+			s.infoV = jsonValue(info)
+		}
 	}
-	return jsonValue(info)
+	return s.infoV
 }
 
 func sessionControl(c *runtime.Call, s *Session) (starlark.Value, error) {

@@ -58,7 +58,8 @@ type Session struct {
 	interruptAfter map[string]bool
 	closing        bool
 	// info is the CLI's answer to initialize; version its
-	// claude_code_version from system/init (info.go).
+	// claude_code_version, from that answer (recent CLIs) or system/init
+	// (info.go).
 	info    json.RawMessage
 	version string
 
