@@ -1,0 +1,218 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"syscall"
+)
+
+// ErrBusy says another process (the run's runner) holds the journal.
+var ErrBusy = errors.New("its runner is still alive (it holds the journal's lock)")
+
+// ErrNoRun says the directory has no journal of that run.
+var ErrNoRun = errors.New("no journal of that run")
+
+// runIDPattern is what a run id may be: it names a file.
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Path is the file of run's journal in dir.
+func Path(dir, run string) string { return filepath.Join(dir, run+".journal") }
+
+// Writer appends to one run's journal. It holds an exclusive flock on the
+// file for as long as it is open: the lock says the runner is alive, and
+// the kernel releases it however the runner ends.
+type Writer struct {
+	f   *os.File
+	buf []byte
+	// CrashAfter, when > 0, kills the process with SIGKILL right after
+	// the CrashAfter-th record this Writer appends: a crash at a chosen
+	// point, for tests (sous reads it from SOUS_FAULT_JOURNAL). Torn
+	// makes that last record half written.
+	CrashAfter int
+	Torn       bool
+	appended   int
+}
+
+// Create starts the journal of a new run in dir with its KindRun record,
+// synced together with the directory entry.
+func Create(dir string, head Record) (*Writer, error) {
+	if !runIDPattern.MatchString(head.Run) {
+		return nil, fmt.Errorf("journal: bad run id %q", head.Run)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	f, err := os.OpenFile(Path(dir, head.Run), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	w := &Writer{f: f}
+	if err := w.lock(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Write([]byte(magic)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := w.Append(head); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := w.Sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Open takes over the journal of run in dir to continue it: it locks the
+// file (ErrBusy when its runner still holds it), reads its records, cuts
+// a torn last record off, and appends after the last good one.
+func Open(dir, run string) (*Writer, []Record, error) {
+	if !runIDPattern.MatchString(run) {
+		return nil, nil, fmt.Errorf("bad run id %q", run)
+	}
+	f, err := os.OpenFile(Path(dir, run), os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, ErrNoRun
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	w := &Writer{f: f}
+	if err := w.lock(); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	recs, good, err := Decode(data)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if good < len(data) {
+		if err := f.Truncate(int64(good)); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("journal: dropping a torn record: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("journal: %w", err)
+		}
+	}
+	if _, err := f.Seek(int64(good), io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	return w, recs, nil
+}
+
+// Decode reads a journal file's bytes: its records, and how many bytes
+// of data they span (less than len(data) when the last record is torn).
+// A file that does not start with the magic, or an intact frame that is
+// not a record, is an error: that is not a tear but another file.
+func Decode(data []byte) (recs []Record, good int, err error) {
+	if len(data) < len(magic) {
+		if bytes.HasPrefix([]byte(magic), data) {
+			return nil, 0, errors.New("journal: empty (its run never started)")
+		}
+		return nil, 0, errors.New("journal: not a sous journal")
+	}
+	if string(data[:len(magic)]) != magic {
+		return nil, 0, errors.New("journal: not a sous journal")
+	}
+	payloads, n := splitFrames(data[len(magic):])
+	for i, p := range payloads {
+		var r Record
+		if err := json.Unmarshal(p, &r); err != nil {
+			return nil, 0, fmt.Errorf("journal: record %d: %w", i+1, err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) == 0 || recs[0].Kind != KindRun {
+		return nil, 0, errors.New("journal: no run record (its run never started)")
+	}
+	return recs, len(magic) + n, nil
+}
+
+func (w *Writer) lock() error {
+	err := syscall.Flock(int(w.f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return ErrBusy
+	}
+	if err != nil {
+		return fmt.Errorf("journal: lock: %w", err)
+	}
+	return nil
+}
+
+// Append writes r at the end of the journal. It reaches the kernel (a
+// runner killed after it returns loses nothing) but not necessarily the
+// disk: Sync does that.
+func (w *Writer) Append(r Record) error {
+	p, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if len(p) > MaxRecord {
+		return errTooLarge
+	}
+	w.buf = appendFrame(w.buf[:0], p)
+	w.appended++
+	crash := w.CrashAfter > 0 && w.appended == w.CrashAfter
+	if crash && w.Torn {
+		w.buf = w.buf[:len(w.buf)/2]
+	}
+	if _, err := w.f.Write(w.buf); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if crash {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL is not handled: nothing after this runs
+	}
+	return nil
+}
+
+// Sync makes what was appended durable.
+func (w *Writer) Sync() error {
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("journal: sync: %w", err)
+	}
+	return nil
+}
+
+// Close syncs and closes the journal, which releases its lock.
+func (w *Writer) Close() error {
+	err := w.Sync()
+	if cerr := w.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("journal: %w", cerr)
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("journal: sync %s: %w", dir, err)
+	}
+	return nil
+}
