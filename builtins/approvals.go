@@ -313,7 +313,7 @@ func quoteList(ss []string) string {
 
 func approvalEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "approve", Sig: "approve(*, input=None, remember=None, updates=None) -> Decision",
+		{Name: "approve", Journal: runtime.JournalPure, Sig: "approve(*, input=None, remember=None, updates=None) -> Decision",
 			Doc: "What a policy returns to allow a request. input (a dict) replaces the tool's input; the default " +
 				"keeps it. remember is a rule in Claude Code syntax (\"Bash(git:*)\") sent to the agent as a " +
 				"session-scoped addRules update: whether it applies it is the CLI's decision. updates is a list of " +
@@ -325,11 +325,11 @@ func approvalEntries() []runtime.Entry {
 				"is \"session\", \"localSettings\", \"projectSettings\", \"userSettings\" or \"cliArg\" " +
 				"(Request.suggestions are in this shape). A malformed update fails approve.",
 			Fn: approveBuiltin},
-		{Name: "deny", Sig: "deny(message, *, interrupt=False) -> Decision",
+		{Name: "deny", Journal: runtime.JournalPure, Sig: "deny(message, *, interrupt=False) -> Decision",
 			Doc: "What a policy returns to refuse a request. The agent sees message as the tool's error result; " +
 				"interrupt=True also stops the turn (the CLI then shows its own interruption text instead).",
 			Fn: denyBuiltin},
-		{Name: "permissions", Sig: "permissions(allow=[], deny=[], ask=[]) -> policy",
+		{Name: "permissions", Journal: runtime.JournalPure, Sig: "permissions(allow=[], deny=[], ask=[]) -> policy",
 			Doc: "A policy from rules in Claude Code syntax: \"Read\" (any use of the tool), \"Bash(go test:*)\" " +
 				"(a command whose words start with `go test`), \"Bash(make)\" (exactly that command), " +
 				"\"Write(/abs/prefix/**)\" (a glob on file_path, path or notebook_path; ** spans directories; " +
@@ -345,7 +345,7 @@ func approvalEntries() []runtime.Entry {
 				"arithmetic, ${...} beyond a plain name, assignment, keyword, subshell or redirection to a file; " +
 				"no match returns None.",
 			Fn: permissionsBuiltin},
-		{Name: "approvals", Sig: "approvals(policy)",
+		{Name: "approvals", Journal: runtime.JournalPure, Sig: "approvals(policy)",
 			Doc: "Sets the recipe-wide approver, asked after a session's own policy for every session of the run and " +
 				"for privileged commands; None removes it. After it come sous run's --allow/--deny rules, then a " +
 				"person when one can answer (the prompt when stdin is a terminal, sous approvals with --ask, the web page " +

@@ -12,7 +12,7 @@ import (
 
 func budgetEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "budget", Sig: "budget() -> struct(spent, limit)",
+		{Name: "budget", Journal: runtime.JournalPure, Sig: "budget() -> struct(spent, limit)",
 			Doc: "What the run's agent sessions have cost so far and its cap: spent is in dollars (a float: the turns' " +
 				"cost_usd added up across every session), limit the `sous run --max-cost USD` (a float; None without the " +
 				"flag). Once spent reaches limit, the running turns are interrupted, new turns are refused (send, start, " +

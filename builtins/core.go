@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	starlarkjson "go.starlark.net/lib/json"
-	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
@@ -16,10 +15,10 @@ func coreEntries() []runtime.Entry {
 		{Name: "args", Sig: "args -> dict",
 			Doc:   "The frozen dict of string to string from `sous run R.star -a key=value` (repeatable).",
 			Value: argsValue},
-		{Name: "getenv", Sig: "getenv(name, default=None, *, secret=False) -> string",
+		{Name: "getenv", Journal: runtime.JournalAnswer, Sig: "getenv(name, default=None, *, secret=False) -> string",
 			Doc: "The runner's environment variable name, or default when it is not set. With secret=True what it " +
 				"returns (the value, or a string default) is redacted (see redact).",
-			Fn: getenv},
+			Fn: getenv, Replayed: getenvReplayed},
 		{Name: "print", Sig: "print(*values, sep=\" \")",
 			Doc: "Starlark's own: writes a line to the recipe log (stderr; a log event in --json mode)."},
 		{Name: "fail", Sig: "fail(*values, sep=\" \")",
@@ -36,7 +35,7 @@ func coreEntries() []runtime.Entry {
 		{Name: "time", Sig: "time",
 			Doc: "time.now(), time.parse_duration(d), time.time(...), time.from_timestamp(sec), time.parse_time(s) " +
 				"and the Time and Duration types (go.starlark.net/lib/time).",
-			Value: func(*runtime.Env) starlark.Value { return starlarktime.Module }},
+			Value: timeModule},
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 
 func deferEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "defer", Sig: "defer(fn, *args, **kwargs)",
+		{Name: "defer", Journal: runtime.JournalPure, Sig: "defer(fn, *args, **kwargs)",
 			Doc: "Registers fn(*args, **kwargs) to be called when the recipe ends, however it ends: when it finishes, " +
 				"fails (fail(), a failing builtin, an error) or is interrupted (Ctrl-C, SIGTERM). The deferred calls " +
 				"run newest first, after the recipe stopped and before the run's daemon connections close and the " +

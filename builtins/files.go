@@ -14,22 +14,22 @@ func filesEntries() []runtime.Entry {
 	return []runtime.Entry{
 		{Name: "files", Host: true, Sig: "files",
 			Doc: "Files on the host, read through the daemon. " + relativePathsDoc},
-		{Name: "files.stat", Host: true, Sig: "files.stat(path) -> struct(exists, is_dir, size, mode)",
+		{Name: "files.stat", Journal: runtime.JournalAnswer, Host: true, Sig: "files.stat(path) -> struct(exists, is_dir, size, mode)",
 			Doc: "Describes path; a missing path gives exists=False. mode is the ls-style string (\"-rw-r--r--\").",
 			Fn:  filesStat},
-		{Name: "files.list", Host: true, Sig: "files.list(path) -> list of struct(name, path, is_dir)",
+		{Name: "files.list", Journal: runtime.JournalAnswer, Host: true, Sig: "files.list(path) -> list of struct(name, path, is_dir)",
 			Doc: "The entries of directory path, sorted by name, hidden entries (a leading \".\") skipped. " +
 				"A missing directory fails.",
 			Fn: filesList},
-		{Name: "files.read", Host: true, Sig: "files.read(path, *, max_bytes=None) -> string or None",
+		{Name: "files.read", Journal: runtime.JournalAnswer, Host: true, Sig: "files.read(path, *, max_bytes=None) -> string or None",
 			Doc: "The contents of path, or None when it does not exist. A directory, or a file larger than max_bytes, fails. " +
 				"The protocol carries the content as text, so bytes that are not UTF-8 arrive as U+FFFD; " +
 				"for a binary file's exact bytes, `run(\"cat\", [path]).stdout`.",
 			Fn: filesRead},
-		{Name: "files.validate", Host: true, Sig: "files.validate(path) -> struct(valid, is_dir, error)",
+		{Name: "files.validate", Journal: runtime.JournalAnswer, Host: true, Sig: "files.validate(path) -> struct(valid, is_dir, error)",
 			Doc: "Whether path exists; error is the daemon's reason when it does not (\"\" otherwise).",
 			Fn:  filesValidate},
-		{Name: "extract_tar", Host: true, Sig: `extract_tar(archive, dest, *, modes="owner", keep_archive=False) -> int`,
+		{Name: "extract_tar", Journal: runtime.JournalEffect, Host: true, Sig: `extract_tar(archive, dest, *, modes="owner", keep_archive=False) -> int`,
 			Doc: "Extracts the .tar.gz archive into directory dest on the host, with the daemon's semantics: " +
 				"dest is wiped first (everything in it is deleted), the archive is consumed (deleted once opened, " +
 				"whatever the outcome), files get mode 0600 and directories 0700 whatever the archive says, and an " +

@@ -17,18 +17,18 @@ func gitEntries() []runtime.Entry {
 				"pointed at a git dir inside it). Paths default to \".\". A relative path is the recipe's: against the " +
 				"directory sous runs in when the host is on this machine (the embedded daemon, a unix:// socket); an " +
 				"ssh:// or ws:// host's daemon resolves it against its own working directory."},
-		{Name: "git.info", Host: true, Sig: `git.info(path=".") -> struct(is_repo, repo, branch, root, repo_slug, default_branch)`,
+		{Name: "git.info", Journal: runtime.JournalAnswer, Host: true, Sig: `git.info(path=".") -> struct(is_repo, repo, branch, root, repo_slug, default_branch)`,
 			Doc: "Describes the repository at path: branch (\"detached:<sha>\" when detached), root (the top level), " +
 				"repo_slug (owner/repo from origin) and default_branch (origin/HEAD's). Outside a repository is_repo " +
 				"is False and the strings are empty.",
 			Fn: gitInfo},
-		{Name: "git.status", Host: true, Sig: `git.status(path=".") -> struct(is_repo, clean, changes)`,
+		{Name: "git.status", Journal: runtime.JournalAnswer, Host: true, Sig: `git.status(path=".") -> struct(is_repo, clean, changes)`,
 			Doc: "Whether the work tree is clean; changes lists porcelain lines (\"M a.txt\", \"?? new\").",
 			Fn:  gitStatus},
-		{Name: "git.branches", Host: true, Sig: `git.branches(path=".") -> list of strings`,
+		{Name: "git.branches", Journal: runtime.JournalAnswer, Host: true, Sig: `git.branches(path=".") -> list of strings`,
 			Doc: "The local branches, sorted; empty outside a repository.",
 			Fn:  gitBranches},
-		{Name: "git.worktree_create", Host: true,
+		{Name: "git.worktree_create", Journal: runtime.JournalEffect, Host: true,
 			Sig: `git.worktree_create(branch, path, *, repo=".", source=None, include=[]) -> struct(path, branch, source_branch, new_branch)`,
 			Doc: "Adds a worktree of repo at path on branch. When branch does not exist it is created from source " +
 				"(default: repo's current branch): new_branch is True and source_branch says what it started from " +
@@ -40,7 +40,7 @@ func gitEntries() []runtime.Entry {
 				"of it not followed); it needs the daemon extension git.worktree_create.include. Fails with the " +
 				"daemon's error and errorCode (not_a_repo, worktree_add_failed, worktree_include_failed).",
 			Fn: gitWorktreeCreate},
-		{Name: "git.worktree_remove", Host: true, Sig: `git.worktree_remove(path, *, repo=".", force=False)`,
+		{Name: "git.worktree_remove", Journal: runtime.JournalEffect, Host: true, Sig: `git.worktree_remove(path, *, repo=".", force=False)`,
 			Doc: "Removes the worktree at path from repo. It refuses, deleting nothing, a worktree with uncommitted " +
 				"changes (naming them) and a path that is not a worktree of repo. force=True removes it anyway, " +
 				"as the daemon's git.worktree_remove does by default. Fails with the daemon's error when it cannot.",

@@ -16,24 +16,24 @@ const gitKillWait = 3 * time.Second
 
 func gitFinishEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "git.diff", Host: true, Sig: `git.diff(path=".", *, base=None, stat=False) -> string`,
+		{Name: "git.diff", Journal: runtime.JournalAnswer, Host: true, Sig: `git.diff(path=".", *, base=None, stat=False) -> string`,
 			Doc: "The work tree at path against base (default HEAD): committed and uncommitted changes alike, as a " +
 				"patch, or git diff --stat's summary with stat=True. Untracked files are not in it (git add them, or " +
 				"commit with all=True, first).",
 			Fn: gitDiff},
-		{Name: "git.commit", Host: true, Sig: `git.commit(path, message, *, all=True) -> string`,
+		{Name: "git.commit", Journal: runtime.JournalEffect, Host: true, Sig: `git.commit(path, message, *, all=True) -> string`,
 			Doc: "Commits the worktree at path and returns the new commit's id. all=True stages every change first " +
 				"(new, modified and deleted files: git add -A); all=False commits what is staged. Fails when there is " +
 				"nothing to commit, and with git's message when the repository has no identity (user.name, " +
 				"user.email) configured. Hooks do not run.",
 			Fn: gitCommit},
-		{Name: "git.merge", Host: true, Sig: `git.merge(branch, *, repo=".", squash=False, message=None) -> struct(ok, commit, conflicts)`,
+		{Name: "git.merge", Journal: runtime.JournalEffect, Host: true, Sig: `git.merge(branch, *, repo=".", squash=False, message=None) -> struct(ok, commit, conflicts)`,
 			Doc: "Merges branch into the branch checked out in repo: a fast-forward or a merge commit, or with " +
 				"squash=True one new commit of branch's changes (message, else git's). ok is True and commit the new " +
 				"HEAD on success. A merge that stops on conflicts is aborted, leaving repo as it was: ok is False, " +
 				"commit None and conflicts the paths. Other failures (an unknown branch, local changes in the way) fail.",
 			Fn: gitMerge},
-		{Name: "git.push", Host: true, Sig: `git.push(path=".", *, remote="origin", branch=None)`,
+		{Name: "git.push", Journal: runtime.JournalEffect, Host: true, Sig: `git.push(path=".", *, remote="origin", branch=None)`,
 			Doc: "Pushes branch (default: the one checked out at path) to the branch of the same name on remote. " +
 				"Transports file, ssh and https only (not ext::); credential helpers do not run, so https needs " +
 				"credentials in the URL or none. The pre-push hook does not run.",

@@ -27,7 +27,7 @@ func hostClient(c *runtime.Call, h *runtime.Host) (runtime.Daemon, error) {
 
 func hostEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "host", Sig: "host(target, *, token=None) -> Host",
+		{Name: "host", Journal: runtime.JournalPure, Sig: "host(target, *, token=None) -> Host",
 			Doc: "Connects to another daemon: \"embedded\" (the daemon inside sous), \"unix:///path/to.sock\", " +
 				"\"ssh://[user@]host[:port][/path/to.sock]\" (through the system ssh and the remote bridge) or " +
 				"\"ws://host:port[/path]\" (a daemon serving --listen ws://...; the token also goes as a bearer header). " +

@@ -21,7 +21,7 @@ func numberEntries() []runtime.Entry {
 				"math.hypot, the trigonometric and hyperbolic functions, math.degrees, math.radians, math.gamma " +
 				"and the constants math.pi and math.e (go.starlark.net/lib/math). Each takes ints or floats.",
 			Value: func(*runtime.Env) starlark.Value { return starlarkmath.Module }},
-		{Name: "fmt_float", Sig: "fmt_float(x, digits=2) -> string",
+		{Name: "fmt_float", Journal: runtime.JournalPure, Sig: "fmt_float(x, digits=2) -> string",
 			Doc: "x (an int or a float) in fixed-point notation with exactly digits (0 to 20) digits after the " +
 				"point, rounded to the nearest: fmt_float(0.00056, 4) == \"0.0006\", fmt_float(3) == \"3.00\". " +
 				"A float is rounded from its exact binary value, as Python's \"%.2f\" does (2.675 is just below, " +

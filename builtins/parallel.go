@@ -15,7 +15,7 @@ import (
 
 func fanoutEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "parallel", Sig: "parallel(items, fn, *, limit=None, fail_fast=False) -> list",
+		{Name: "parallel", Journal: runtime.JournalPure, Sig: "parallel(items, fn, *, limit=None, fail_fast=False) -> list",
 			Doc: "Calls fn(item) to start a task for each item of items (a list or tuple); fn returns a Process, a " +
 				"Pending turn or a finished value. At most limit tasks run at once (None: all), a task running from " +
 				"fn's call until its process exits or its turn ends. Returns, in item order, each task's outcome: a " +

@@ -13,7 +13,7 @@ import (
 
 func pipelineEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "pipeline", Host: true, Sig: "pipeline(stages, *, " + runKeywordsSig + ") -> Result",
+		{Name: "pipeline", Journal: runtime.JournalEffect, Host: true, Sig: "pipeline(stages, *, " + runKeywordsSig + ") -> Result",
 			Doc: "Runs [[cmd, arg...], ...] as a | b | c with real pipes between the stages on the host, in one process group. " +
 				"Result.stdout is the last stage's, Result.stderr and .exit_code too; Result.stages has every stage's " +
 				"exit code (128+n for a stage that signal n ended) and stderr (each capped at output_cap, all echoed live). " +

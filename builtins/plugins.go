@@ -30,7 +30,8 @@ func (cfg Config) Plugins() []runtime.Plugin {
 	return []runtime.Plugin{
 		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries(), fanoutEntries(), retryEntries(), budgetEntries())},
 		{Name: procPlugin, Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries()),
-			OnStart: func(*runtime.Env) any { return &procState{lines: cfg.Lines} }},
+			OnStart:  func(*runtime.Env) any { return &procState{lines: cfg.Lines} },
+			Decoders: map[string]runtime.Decoder{resultKind: decodeResult}},
 		{Name: "files", Entries: filesEntries()},
 		{Name: "secrets", Entries: secretsEntries()},
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},

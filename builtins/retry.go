@@ -12,7 +12,7 @@ import (
 
 func retryEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "retry", Sig: "retry(fn, *, attempts=3, backoff=1.0, max_backoff=60.0, until=None)",
+		{Name: "retry", Journal: runtime.JournalPure, Sig: "retry(fn, *, attempts=3, backoff=1.0, max_backoff=60.0, until=None)",
 			Doc: "Calls fn() until it returns without an error (a failed builtin or fail() in fn) and, with until, " +
 				"until until(value) is True; returns that value. Between attempts it waits backoff * 2**k seconds " +
 				"(k = 0, 1, ...) capped at max_backoff, jittered by ±20% (never past max_backoff), answering " +

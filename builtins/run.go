@@ -28,10 +28,10 @@ const runDoc = "Starts the command on the host, writes stdin (a string) and clos
 
 func runEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "run", Host: true, Sig: "run(cmd, args=[], *, " + runKeywordsSig + ") -> Result",
+		{Name: "run", Journal: runtime.JournalEffect, Host: true, Sig: "run(cmd, args=[], *, " + runKeywordsSig + ") -> Result",
 			Doc: "Runs a command to completion: cmd is a program or a list of program and arguments. " + runDoc,
 			Fn:  runBuiltin},
-		{Name: "sh", Host: true, Sig: "sh(script, *, " + runKeywordsSig + ") -> Result",
+		{Name: "sh", Journal: runtime.JournalEffect, Host: true, Sig: "sh(script, *, " + runKeywordsSig + ") -> Result",
 			Doc: "Runs script with sh -c. " + runDoc,
 			Fn:  shBuiltin},
 	}

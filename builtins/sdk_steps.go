@@ -22,7 +22,7 @@ import (
 
 func hookEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "hook", Sig: "hook(fn, *, matcher=None, timeout=None) -> HookDef",
+		{Name: "hook", Journal: runtime.JournalPure, Sig: "hook(fn, *, matcher=None, timeout=None) -> HookDef",
 			Doc: "A hook for sdk.session(hooks={event: [hook(...), ...]}). fn(input) is called on the recipe thread, as " +
 				"a policy is, with the CLI's hook input as a frozen dict (hook_event_name, session_id, cwd, and per event " +
 				"tool_name, tool_input, tool_use_id, tool_response, prompt, stop_hook_active, ...). It returns None (no " +

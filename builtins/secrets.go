@@ -24,17 +24,17 @@ const maxDotenvBytes = 1 << 20
 
 func secretsEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "redact", Sig: "redact(value)",
+		{Name: "redact", Journal: runtime.JournalPure, Sig: "redact(value)",
 			Doc: "Keeps value out of the run's output. " + secretsDoc + " A value of 1 to " +
 				fmt.Sprint(event.MinSecret-1) + " bytes fails; \"\" does nothing.",
 			Fn: redact},
-		{Name: "dotenv", Host: true, Sig: "dotenv(path, *, secret=True) -> dict",
+		{Name: "dotenv", Journal: runtime.JournalAnswer, Host: true, Sig: "dotenv(path, *, secret=True) -> dict",
 			Doc: "The variables of the .env file path, read through the daemon, as a dict of string to string: " +
 				"`KEY=value` lines, `export KEY=value`, values in single quotes (as written) or double quotes " +
 				"(with \\n \\t \\r \\\" \\\\ \\$ escapes; both may span lines), `#` comments and blank lines; " +
 				"nothing is expanded, and a later assignment of a key wins. A line that is none of these fails, " +
 				"naming its line. With secret=True every value is redacted (see redact). " + relativePathsDoc,
-			Fn: dotenv},
+			Fn: dotenv, Replayed: dotenvReplayed},
 	}
 }
 

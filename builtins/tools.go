@@ -20,7 +20,7 @@ import (
 
 func toolEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "tool", Sig: "tool(name, description, schema, fn) -> Tool",
+		{Name: "tool", Journal: runtime.JournalPure, Sig: "tool(name, description, schema, fn) -> Tool",
 			Doc: "A tool that sdk.session(tools=[...]) offers the agent, served by sous itself (an in-process MCP server " +
 				"named sous): the model calls it as mcp__sous__NAME, without asking for permission unless " +
 				"disallowed_tools names it. name is letters, digits, _ and -; description tells the model what it " +

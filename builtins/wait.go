@@ -67,12 +67,12 @@ func block(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) err
 
 func waitEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "wait_all", Sig: "wait_all(pendings, timeout=None) -> list",
+		{Name: "wait_all", Journal: runtime.JournalPure, Sig: "wait_all(pendings, timeout=None) -> list",
 			Doc: "Waits for every Process or Pending turn in pendings (a list) and returns their Results and Turns in the " +
 				"same order. When timeout (seconds) passes first, it fails naming what is still running; nothing is " +
 				"stopped. Permission requests of every session are answered meanwhile.",
 			Fn: waitAll},
-		{Name: "sleep", Sig: "sleep(seconds)",
+		{Name: "sleep", Journal: runtime.JournalAnswer, Sig: "sleep(seconds)",
 			Doc: "Blocks for seconds (int or float). Processes keep streaming meanwhile.",
 			Fn:  sleep},
 	}
@@ -156,6 +156,11 @@ func sleep(c *runtime.Call) (starlark.Value, error) {
 	var d time.Duration
 	if err := bind(c, 1, req("seconds", seconds(&d))); err != nil {
 		return nil, err
+	}
+	if !c.Since.IsZero() {
+		// A resumed run does again the sleep its runner died in: only
+		// what was left of it.
+		d = max(0, d-time.Since(c.Since))
 	}
 	if err := wait(c.Env, nil, &d); err != nil && !errors.Is(err, errTimeout) {
 		return nil, c.Errorf("%v", err)

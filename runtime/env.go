@@ -49,6 +49,9 @@ type Env struct {
 	// err, whatever the builtin then running returns. Ctx must end soon
 	// after, so that every wait returns. Nil: such errors only deny.
 	Abort func(err error)
+	// Journal is the journal of a durable run (sous run --journal), which
+	// every builtin call goes through; nil: the run keeps none.
+	Journal *Journal
 
 	// The plugins' states (Table.Start), by plugin name, and the names of
 	// the plugins that have one, in table order.

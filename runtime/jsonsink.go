@@ -41,7 +41,11 @@ type field struct {
 func (j *jsonSink) Handle(at time.Time, e event.Event) {
 	switch e := e.(type) {
 	case *event.Start:
-		j.event(at, "start", field{"recipe", e.Recipe}, field{"args", e.Args})
+		fields := []field{{"recipe", e.Recipe}, {"args", e.Args}}
+		if e.Run != "" {
+			fields = append(fields, field{"run", e.Run})
+		}
+		j.event(at, "start", fields...)
 	case *event.Log:
 		j.event(at, "log", field{"text", e.Text})
 	case *event.Error:

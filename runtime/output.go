@@ -31,7 +31,7 @@ func (o *output) start(opt Options) {
 	if args == nil {
 		args = map[string]string{}
 	}
-	o.bus.Publish(&event.Start{Recipe: opt.Recipe, Args: args, MaxCost: opt.MaxCost})
+	o.bus.Publish(&event.Start{Run: opt.RunID, Recipe: opt.Recipe, Args: args, MaxCost: opt.MaxCost})
 }
 
 // end closes the run: the last line of the event stream. Anything

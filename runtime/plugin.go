@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	"go.starlark.net/starlark"
@@ -30,6 +31,9 @@ type Plugin struct {
 	// still there to reap it. Close's error is reported in one line, as
 	// "sous: " and the error.
 	OnStart func(env *Env) any
+	// Decoders make the plugin's Recordable values again from a run's
+	// journal, by their Record kind (journalvalue.go).
+	Decoders map[string]Decoder
 }
 
 // Func implements a builtin function or method.
@@ -44,6 +48,10 @@ type Call struct {
 	Kwargs []starlark.Tuple
 	Host   *Host          // the host a host-bound builtin acts on
 	Recv   starlark.Value // the receiver of a method
+	// Since is when a journaled call first started, when a resumed run
+	// does again a call its runner died in (zero otherwise): sleep waits
+	// only what is left.
+	Since time.Time
 }
 
 // Errorf returns an error prefixed with the builtin's name.
@@ -72,6 +80,14 @@ type Entry struct {
 	Fn    Func
 	Attr  func(recv starlark.Value) starlark.Value
 	Value func(env *Env) starlark.Value
+	// Journal says what a durable run's journal does with a call of Fn
+	// (durable.go). The zero value, JournalLive, is the safe one: a
+	// journal holding such a call is not resumed.
+	Journal Journaling
+	// Replayed, when set, is called with a value a resumed run answered
+	// a call of Fn with from the journal: what the call would have done
+	// besides returning it (getenv(secret=True) redacts it).
+	Replayed func(c *Call, v starlark.Value)
 }
 
 // Owner is the module or type an entry belongs to ("" for a global), and

@@ -39,7 +39,7 @@ type recipeRun struct {
 
 // prepare compiles the recipe and sets up what it runs with. No daemon is
 // started yet: the default host connects on first use.
-func prepare(opt Options, out *output, budget *Budget) (*recipeRun, error) {
+func prepare(opt Options, out *output, budget *Budget, jnl *Journal) (*recipeRun, error) {
 	b, err := compile(opt.Recipe, opt.Table.IsPredeclared)
 	if err != nil {
 		return nil, err
@@ -81,6 +81,7 @@ func prepare(opt Options, out *output, budget *Budget) (*recipeRun, error) {
 		Abort:    r.abort,
 		Shard:    opt.Shard.orWhole(),
 		Budget:   budget,
+		Journal:  jnl,
 	}
 	budget.OnExceeded(func() {
 		r.env.Loop.Post(func() {
@@ -110,9 +111,13 @@ func (r *recipeRun) abort(err error) {
 
 func (r *recipeRun) newThread(name string) *starlark.Thread {
 	return &starlark.Thread{
-		Name:  name,
-		Print: func(_ *starlark.Thread, msg string) { r.out.Log(msg) },
-		Load:  r.load,
+		Name: name,
+		Print: func(_ *starlark.Thread, msg string) {
+			if !r.env.Journal.Replaying() { // shown by the run resumed
+				r.out.Log(msg)
+			}
+		},
+		Load: r.load,
 	}
 }
 

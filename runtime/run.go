@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync/atomic"
@@ -99,6 +100,9 @@ type Options struct {
 	// RunID names the run in its notifications and in the requests it
 	// publishes for a person to answer ("": 16 random hex digits).
 	RunID string
+	// Journal, when set, makes the run durable (durable.go): its builtin
+	// calls are journaled in Journal.Dir, or it resumes Journal.Resumed.
+	Journal *JournalOptions
 }
 
 // AgentEnv is environment for every agent session of a run. Its values
@@ -167,7 +171,22 @@ func Run(ctx context.Context, opt Options) error {
 		}
 	}
 	out.start(opt)
-	r, err := prepare(opt, out, budget)
+	var jnl *Journal
+	if opt.Journal != nil {
+		var err error
+		if jnl, err = startJournal(opt, out.Error); err != nil {
+			out.Error("sous: " + err.Error())
+			out.end(&event.End{Status: "failed", ExitCode: CodeFailed, Error: err.Error()})
+			finishNotify()
+			return &ExitError{Code: CodeFailed, Err: err}
+		}
+		if opt.Journal.Resumed != nil {
+			out.Error(fmt.Sprintf("sous: resuming run %s (%d calls journaled)", opt.RunID, opt.Journal.Resumed.Calls()))
+		} else {
+			out.Error("sous: run " + opt.RunID)
+		}
+	}
+	r, err := prepare(opt, out, budget, jnl)
 	if r != nil {
 		appr.Store(r.appr)
 	}
@@ -201,6 +220,16 @@ func Run(ctx context.Context, opt Options) error {
 			}
 		}
 		r.close()
+	}
+	if jnl != nil {
+		if r == nil && opt.Journal.Resumed != nil {
+			// The recipe no longer compiles: the journal stays as it was,
+			// to resume once it does.
+			jnl.changed = err
+		}
+		if jerr := jnl.end(status, code); jerr != nil {
+			out.Error("sous: " + jerr.Error())
+		}
 	}
 	end := &event.End{Status: status, ExitCode: code, Error: summary}
 	if code != 0 {
@@ -260,6 +289,7 @@ func lookupIn(environ []string) func(string) (string, bool) {
 // code, the report for stderr and the error summary for the end event.
 func outcome(ctx context.Context, err error) (status string, code int, report, summary string) {
 	var ce *CompileError
+	var changed *RecipeChangedError
 	switch {
 	case err == nil:
 		return "ok", 0, "", "" // even if a signal came as the last line finished
@@ -272,6 +302,8 @@ func outcome(ctx context.Context, err error) (status string, code int, report, s
 		return "interrupted", interruptCode(ctx), report, "interrupted"
 	case errors.As(err, &ce):
 		return "error", CodeUsage, err.Error(), err.Error()
+	case errors.As(err, &changed):
+		return "error", CodeUsage, "sous: " + changed.Msg, changed.Msg
 	}
 	if ee := innermostEvalError(err); ee != nil {
 		return "failed", CodeFailed, backtrace(ee), ee.Msg

@@ -15,19 +15,28 @@ type Table struct {
 	byName  map[string]*Entry
 	members map[string][]*Entry  // by owner, sorted by name
 	sigs    map[string]Signature // of the functions (entries with Fn), by name
+	// decoders are the plugins' Decoders, by kind.
+	decoders map[string]Decoder
 }
 
 // NewTable indexes the plugins' entries. A name defined twice, a member
 // without its owner's heading, or an entry that is both a function and a
 // value is an error: the table is the contract, so it must be exact.
 func NewTable(plugins ...Plugin) (*Table, error) {
-	t := &Table{plugins: plugins, byName: make(map[string]*Entry), members: make(map[string][]*Entry), sigs: make(map[string]Signature)}
+	t := &Table{plugins: plugins, byName: make(map[string]*Entry), members: make(map[string][]*Entry), sigs: make(map[string]Signature),
+		decoders: make(map[string]Decoder)}
 	named := make(map[string]bool)
 	for _, p := range plugins {
 		if named[p.Name] {
 			return nil, fmt.Errorf("builtins: plugin %s is defined twice", p.Name)
 		}
 		named[p.Name] = true
+		for kind, dec := range p.Decoders {
+			if _, dup := t.decoders[kind]; dup {
+				return nil, fmt.Errorf("builtins: decoder %s is defined twice (plugin %s)", kind, p.Name)
+			}
+			t.decoders[kind] = dec
+		}
 		for i := range p.Entries {
 			e := &p.Entries[i]
 			if _, dup := t.byName[e.Name]; dup {
@@ -163,7 +172,13 @@ func (t *Table) global(env *Env, e *Entry, host *Host) starlark.Value {
 
 func (t *Table) builtin(env *Env, e *Entry, host *Host, recv starlark.Value) *starlark.Builtin {
 	return starlark.NewBuiltin(e.Name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		return e.Fn(&Call{Env: env, Thread: thread, Name: e.Name, Args: args, Kwargs: kwargs, Host: host, Recv: recv})
+		c := &Call{Env: env, Thread: thread, Name: e.Name, Args: args, Kwargs: kwargs, Host: host, Recv: recv}
+		if env.Journal != nil && e.Journal != JournalPure {
+			// Every builtin call of a durable run goes through its
+			// journal: recorded, or answered from it on resume.
+			return env.Journal.call(c, e)
+		}
+		return e.Fn(c)
 	})
 }
 

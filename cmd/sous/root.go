@@ -49,6 +49,7 @@ one over a Unix socket, ssh or a WebSocket.`,
 		newCmdModel(f),
 		newCmdPs(f, nil),
 		newCmdRPC(f, nil),
+		newCmdResume(f, nil),
 		newCmdRun(f, nil),
 		newCmdVersion(f, nil),
 	)

@@ -55,6 +55,11 @@ type RunOptions struct {
 	// wait for the last ones when the run ends.
 	Notify        []string
 	NotifyTimeout time.Duration
+	// Journal is --journal DIR: the run is durable, its journal kept in
+	// DIR (durable.go). Resume is the id of the run `sous resume`
+	// continues from it ("": a new run).
+	Journal string
+	Resume  string
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
@@ -155,6 +160,15 @@ model serve --help.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&opts.Args, "arg", "a", nil, "a recipe argument `key=value`, in the recipe's args dict (repeatable)")
+	fl.StringVar(&opts.Journal, "journal", "", "journal the run in `DIR` so that sous resume continues it if its runner dies (embedded daemon; see sous resume --help)")
+	registerRunFlags(fl, opts)
+	opts.Target.register(cmd)
+	return cmd
+}
+
+// registerRunFlags registers the flags `sous run` and `sous resume` share:
+// how the run looks and is steered, not what it runs.
+func registerRunFlags(fl *pflag.FlagSet, opts *RunOptions) {
 	fl.BoolVar(&opts.JSON, "json", false, "write JSON events to stdout, one per line, instead of human output")
 	fl.StringArrayVar(&opts.Allow, "allow", nil, "an approval `RULE` to allow, e.g. \"Bash(go test:*)\" (repeatable)")
 	fl.StringArrayVar(&opts.Deny, "deny", nil, "an approval `RULE` to deny (repeatable)")
@@ -168,8 +182,6 @@ model serve --help.`,
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also say when each process starts and ends and each agent turn ends, and print the summary off a terminal too")
 	fl.BoolVar(&opts.Ask, "ask", false, "a permission request no rule decided waits for a person even without a terminal: answer it with sous approvals")
 	durationVar(fl, &opts.AskTimeout, "ask-timeout", 0, "deny a request no person answered within `D` (default: wait without bound)")
-	opts.Target.register(cmd)
-	return cmd
 }
 
 // runRecipe is run's run function.
@@ -182,11 +194,30 @@ func runRecipe(opts *RunOptions) error {
 		}
 		return refuseJSON(ropt, err)
 	}
-	args, err := parseRecipeArgs(opts.Args)
-	if err != nil {
-		return refuse(err)
+	if opts.Resume != "" {
+		res, err := runtime.OpenResume(opts.Journal, opts.Resume)
+		if err != nil {
+			return refuse(usageErrorf("resume: %v", err))
+		}
+		defer res.Close() // a no-op once the run took it over and closed it
+		ropt.Recipe, ropt.Args, ropt.Dir, ropt.RunID = res.Recipe, res.Args, res.Dir, res.Run
+		ropt.Journal = &runtime.JournalOptions{Dir: opts.Journal, Resumed: res}
+	} else {
+		args, err := parseRecipeArgs(opts.Args)
+		if err != nil {
+			return refuse(err)
+		}
+		ropt.Args = args
+		if opts.Journal != "" {
+			ropt.Journal = &runtime.JournalOptions{Dir: opts.Journal}
+		}
 	}
-	ropt.Args = args
+	if ropt.Journal != nil {
+		if err := journalFault(opts.Getenv("SOUS_FAULT_JOURNAL"), ropt.Journal); err != nil {
+			return refuse(err)
+		}
+	}
+	var err error
 	ropt.MaxCost = float64(opts.MaxCost)
 	if ropt.Notify, err = notifyOptions(opts); err != nil {
 		return refuse(err)

@@ -34,6 +34,8 @@ type Event interface{ event() }
 
 // Start opens the run.
 type Start struct {
+	// Run is the run's id (Options.RunID).
+	Run    string
 	Recipe string
 	Args   map[string]string
 	// MaxCost is the cap on what the run's agent sessions may cost (sous

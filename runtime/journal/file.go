@@ -37,6 +37,7 @@ type Writer struct {
 	CrashAfter int
 	Torn       bool
 	appended   int
+	closed     bool
 }
 
 // Create starts the journal of a new run in dir with its KindRun record,
@@ -196,8 +197,13 @@ func (w *Writer) Sync() error {
 	return nil
 }
 
-// Close syncs and closes the journal, which releases its lock.
+// Close syncs and closes the journal, which releases its lock. Closing
+// it again does nothing.
 func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
 	err := w.Sync()
 	if cerr := w.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("journal: %w", cerr)

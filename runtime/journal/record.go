@@ -58,6 +58,9 @@ type Record struct {
 	Value  json.RawMessage `json:"value,omitempty"`
 	Failed bool            `json:"failed,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// Unkept says why the value was not kept (a type the journal cannot
+	// hold): the call is not replayed, so its run is not resumed.
+	Unkept string `json:"unkept,omitempty"`
 
 	// KindEnd: how the run ended (an end event's status) and its exit code.
 	Status string `json:"status,omitempty"`

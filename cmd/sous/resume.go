@@ -1,0 +1,85 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed5ad92d46/sous/runtime"
+)
+
+// newCmdResume is `sous resume --journal DIR RUN_ID`: a durable run
+// continued after its runner died. It takes the flags of sous run that say
+// how the run looks and is steered; the recipe and its args are the
+// journal's.
+func newCmdResume(f *Factory, runF func(*RunOptions) error) *cobra.Command {
+	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto"}
+	cmd := &cobra.Command{
+		Use:   "resume --journal DIR RUN_ID [flags]",
+		Short: "Continue a durable run whose runner died",
+		Long: `Resume continues a run started with sous run --journal DIR, whose runner died
+(killed, crashed, its machine lost) before the run ended. It runs the recipe
+again from the top with the run's args, in the directory it ran in, and
+answers every builtin call the journal holds from the journal, without doing
+it again: commands run, files read, git, extract_tar, getenv, time.now() and
+sleep. What the run printed is not printed again. Once the journal ends the
+run goes on live, journaling as before, so it can be resumed again.
+
+A call the runner died in (recorded as started, with no answer) is done
+again, with a notice on stderr: the embedded daemon's processes died with the
+runner, so a command cut off in the middle runs again from its start; a sleep
+waits only what was left of it.
+
+Resume refuses (exit code 2): a run that finished (ok, failed or interrupted:
+its deferred calls ran); a run whose runner is still alive (it holds the
+journal's lock); a journal holding a call whose answer is a live object (spawn,
+reattach, sdk sessions and turns, a Process's or a Session's methods), which
+this version does not take over yet; and a recipe that was changed so that it
+no longer makes the journal's calls:
+
+  recipe changed since run RUN_ID: line N calls X, the journal has Y
+
+Nothing has run again when it says so, and the journal is left as it was.
+The rules a recipe follows to be resumable: docs/RECIPES.md, "Durable runs".`,
+		Example: `  sous run --journal .sous/runs release.star -a version=1.2.0
+  # sous: run 3f9c2a7b1d0e4c55   (on stderr; then the runner dies)
+  sous resume --journal .sous/runs 3f9c2a7b1d0e4c55
+  sous resume --journal .sous/runs 3f9c2a7b1d0e4c55 --json --quiet`,
+		Args: exactArgs(1, "resume --journal DIR RUN_ID [flags]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Resume = args[0]
+			if opts.Journal == "" {
+				return usageErrorf("resume: --journal DIR is required (the journal of a standalone daemon is not supported yet)")
+			}
+			if opts.Quiet && opts.Verbose {
+				return usageErrorf("resume: --quiet and --verbose: choose one")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRecipe(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Journal, "journal", "", "the `DIR` the run was journaled in (its sous run --journal)")
+	registerRunFlags(fl, opts)
+	opts.Target.register(cmd)
+	return cmd
+}
+
+// journalFault reads SOUS_FAULT_JOURNAL, a crash at a chosen point for the
+// tests: "N" kills sous with SIGKILL right after the N-th journal record it
+// appends, "N:torn" half way through writing it.
+func journalFault(spec string, jo *runtime.JournalOptions) error {
+	if spec == "" {
+		return nil
+	}
+	n, torn := strings.CutSuffix(spec, ":torn")
+	after, err := strconv.Atoi(n)
+	if err != nil || after < 1 {
+		return usageErrorf("SOUS_FAULT_JOURNAL=%q: want N or N:torn, N >= 1", spec)
+	}
+	jo.CrashAfter, jo.Torn = after, torn
+	return nil
+}
