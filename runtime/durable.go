@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.starlark.net/starlark"
 
@@ -330,6 +331,9 @@ func callerPlace(thread *starlark.Thread) (string, int) {
 	return pos.Filename(), int(pos.Line)
 }
 
+// maxShow bounds the rendering of a call's arguments in a journal.
+const maxShow = 100
+
 // callKey is what identifies a call's arguments in the journal: a hash of
 // them, and a short rendering for messages.
 func callKey(c *Call) (hash, show string) {
@@ -354,8 +358,12 @@ func callKey(c *Call) (hash, show string) {
 	}
 	sum := sha256.Sum256([]byte(c.Name + "\x00" + b.String()))
 	show = b.String()
-	if len(show) > 60 {
-		show = show[:57] + "..."
+	if len(show) > maxShow {
+		cut := maxShow
+		for cut > 0 && !utf8.RuneStart(show[cut]) {
+			cut--
+		}
+		show = show[:cut] + "..."
 	}
 	return hex.EncodeToString(sum[:16]), show
 }

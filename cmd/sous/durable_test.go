@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,8 +16,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime/journal"
 )
 
@@ -263,4 +266,188 @@ func resumeUntilDone(t *testing.T, dir string, env []string, id string) outcome 
 	}
 	o.expect(t, 0, "sous: resuming run "+id)
 	return o
+}
+
+// durableKilled runs recipe in a fresh durableDir with the runner killed
+// after its point-th journal record, and returns the dir and the run's id.
+func durableKilled(t *testing.T, recipe string, point int) (dir, id string) {
+	t.Helper()
+	dir = durableDir(t, recipe)
+	o, killed := durableRun(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", point)},
+		"run", "--journal", "j", "main.star", "-a", "dir="+dir)
+	if !killed {
+		t.Fatalf("not killed: exit %d\n%s", o.code, o.stderr)
+	}
+	return dir, runIDOf(t, o)
+}
+
+const stepsRecipe = `d = args["dir"]
+def step(name):
+    sh("echo %s >> %s/count/%s" % (name, d, name))
+for s in ["a", "b", "c", "d", "e", "f"]:
+    step(s)
+`
+
+// TestDurableJournalCutAtRandomByte cuts a journal at a random byte of
+// what a crash can lose (what was appended after the last sync, which
+// comes before each command starts): the resume recovers and exits 0,
+// every command ran once, but the last one the journal had started,
+// whose answer was cut off, which runs again with a notice.
+func TestDurableJournalCutAtRandomByte(t *testing.T) {
+	seed := faultproxy.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for i := range 6 {
+		// 2 + 2k records: the run, then k calls with their answers.
+		dir, id := durableKilled(t, stepsRecipe, 3+2*rng.IntN(5))
+		path := journal.Path(filepath.Join(dir, "j"), id)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The last sync: right after the last call record (each step is
+		// an effect). Find where it ends.
+		recs, _, _ := journal.Decode(data)
+		lastCall := len(recs) - 1
+		for recs[lastCall].Kind != journal.KindCall {
+			lastCall--
+		}
+		synced := 0
+		for n := range len(data) + 1 {
+			if got, _, err := journal.Decode(data[:n]); err == nil && len(got) == lastCall+1 {
+				synced = n
+				break
+			}
+		}
+		cut := synced + rng.IntN(len(data)-synced+1)
+		if err := os.WriteFile(path, data[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 0)
+		again := recs[lastCall].Seq // the step whose answer may be gone
+		redone := cut < len(data)   // the answer was cut (or torn)
+		for s, name := range []string{"a", "b", "c", "d", "e", "f"} {
+			data, _ := os.ReadFile(filepath.Join(dir, "count", name))
+			want := name + "\n"
+			if redone && s+1 == again {
+				want += name + "\n"
+			}
+			if string(data) != want {
+				t.Errorf("round %d (cut %d of %d): count/%s is %q, want %q\n%s", i, cut, len(data), name, data, want, o.stderr)
+			}
+		}
+		if notice := fmt.Sprintf("sh at line 3 was under way when run %s's runner died: it runs again", id); redone != strings.Contains(o.stderr, notice) {
+			t.Errorf("round %d: answer cut %t, but the notice is there: %t\n%s", i, redone, !redone, o.stderr)
+		}
+	}
+}
+
+func TestDurableResumeRefusals(t *testing.T) {
+	t.Run("finished", func(t *testing.T) {
+		dir := durableDir(t, stepsRecipe)
+		o, _ := durableRun(t, dir, nil, "run", "--journal", "j", "main.star", "-a", "dir="+dir)
+		o.expect(t, 0)
+		id := runIDOf(t, o)
+		o, _ = durableRun(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 2, "sous: resume: run "+id+": finished (ok, exit code 0): there is nothing to resume")
+	})
+	t.Run("no such run", func(t *testing.T) {
+		dir := t.TempDir()
+		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", "0123456789abcdef")
+		o.expect(t, 2, "run 0123456789abcdef: no journal in j")
+	})
+	t.Run("recipe changed", func(t *testing.T) {
+		dir, id := durableKilled(t, stepsRecipe, 6) // steps a and b done, c recorded
+		journalBefore, _ := os.ReadFile(journal.Path(filepath.Join(dir, "j"), id))
+		changed := strings.Replace(stepsRecipe, `"echo %s >> %s/count/%s"`, `"echo %s >>%s/count/%s"`, 1)
+		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(changed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 2, "sous: recipe changed since run "+id+": line 3 calls sh with other arguments (\"echo a >>/",
+			", the journal has sh(\"echo a >> /")
+		after, _ := os.ReadFile(journal.Path(filepath.Join(dir, "j"), id))
+		if !bytes.Equal(after, journalBefore) {
+			t.Error("the refused resume changed the journal")
+		}
+		if data, _ := os.ReadFile(filepath.Join(dir, "count", "a")); string(data) != "a\n" {
+			t.Errorf("count/a is %q: something ran again", data)
+		}
+		// The recipe as it was resumes.
+		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(stepsRecipe), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o, _ = durableRun(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 0)
+		for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+			if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != name+"\n" {
+				t.Errorf("count/%s is %q", name, data)
+			}
+		}
+	})
+	t.Run("another builtin", func(t *testing.T) {
+		dir, id := durableKilled(t, stepsRecipe, 4)
+		changed := strings.Replace(stepsRecipe, "for s in", "files.stat(d)\nfor s in", 1)
+		os.WriteFile(filepath.Join(dir, "main.star"), []byte(changed), 0o644)
+		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 2, "recipe changed since run "+id+": line 4 calls files.stat(\"/", "), the journal has sh(\"echo a")
+	})
+	t.Run("runner alive", func(t *testing.T) {
+		dir := durableDir(t, "sleep(30)\n")
+		cmd := exec.Command(sousBinary(t), "run", "--journal", "j", "main.star")
+		cmd.Dir, cmd.Env = dir, cleanEnv()
+		var stderr testutil.SyncBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		var id string
+		for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if m := runIDLine.FindStringSubmatch(stderr.String()); m != nil {
+				id = m[1]
+			}
+		}
+		if id == "" {
+			t.Fatalf("no run id:\n%s", stderr.String())
+		}
+		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 2, "run "+id+": its runner is still alive")
+	})
+	t.Run("live call", func(t *testing.T) {
+		recipe := "spawn(\"true\").wait()\nsh(\"echo x >> count/x\")\n"
+		dir, id := durableKilled(t, recipe, 3)
+		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 2, "run "+id+": cannot be resumed: line 1 called spawn, whose process, session or turn a resumed run does not take over yet")
+	})
+}
+
+// TestDurableSleepWaitsWhatWasLeft: a resumed run that died in a sleep
+// waits only what was left of it.
+func TestDurableSleepWaitsWhatWasLeft(t *testing.T) {
+	dir, id := durableKilled(t, "sleep(4)\nsh(\"echo x >> count/x\")\n", 2) // killed once sleep's call is recorded
+	time.Sleep(2500 * time.Millisecond)
+	start := time.Now()
+	o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
+	took := time.Since(start)
+	o.expect(t, 0)
+	if took > 3500*time.Millisecond {
+		t.Errorf("the resume took %s: it slept the whole 4s again", took)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "count", "x")); string(data) != "x\n" {
+		t.Errorf("count/x is %q", data)
+	}
+}
+
+// TestDurableRunIDInStartEvent: --json's start event carries the run id
+// that stderr names.
+func TestDurableRunIDInStartEvent(t *testing.T) {
+	dir := durableDir(t, "print('hi')\n")
+	o, _ := durableRun(t, dir, nil, "run", "--journal", "j", "--json", "main.star")
+	o.expect(t, 0)
+	id := runIDOf(t, o)
+	var start struct{ Event, Run string }
+	if err := json.Unmarshal([]byte(o.stdoutLines()[0]), &start); err != nil || start.Event != "start" || start.Run != id {
+		t.Errorf("start event %q (%v), want run %q", o.stdoutLines()[0], err, id)
+	}
 }
