@@ -129,6 +129,12 @@ background and never hold the run up: each gives up after --notify-timeout
 says on stderr what was not delivered. A notification that fails never fails
 the run. Redirects are followed only with 307 or 308 to the same host.
 
+--journal DIR makes the run durable: every builtin call with an effect or an
+answer from outside is journaled in DIR, and if the runner dies (killed, crashed)
+sous resume --journal DIR RUN_ID continues the run without doing again what was
+done (see sous resume --help). The run's id is printed on stderr at start
+(sous: run RUN_ID).
+
 --fake-model SCRIPT.json serves a scripted model in sous for the run and points
 every agent session at it (ANTHROPIC_BASE_URL, a dummy ANTHROPIC_API_KEY): the
 recipe runs offline, without an API key, the same way every time. Only with the
