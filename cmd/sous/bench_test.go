@@ -57,3 +57,41 @@ func realPython() string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// BenchmarkJournalCost runs a recipe of 1,000 run("true") calls with and
+// without --journal, alternating so that both see the same machine, and
+// reports what the journal adds (journal/plain) and its size per call.
+func BenchmarkJournalCost(b *testing.B) {
+	bin := sousBinary(b)
+	dir := b.TempDir()
+	star := filepath.Join(dir, "many.star")
+	if err := os.WriteFile(star, []byte("for i in range(1000):\n    run(\"true\", echo=False)\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var plain, journaled time.Duration
+	var size int64
+	for b.Loop() {
+		start := time.Now()
+		if out, err := exec.Command(bin, "run", star).CombinedOutput(); err != nil {
+			b.Fatalf("sous run: %v\n%s", err, out)
+		}
+		plain += time.Since(start)
+		jdir := filepath.Join(dir, "j")
+		os.RemoveAll(jdir)
+		start = time.Now()
+		if out, err := exec.Command(bin, "run", "--journal", jdir, star).CombinedOutput(); err != nil {
+			b.Fatalf("sous run --journal: %v\n%s", err, out)
+		}
+		journaled += time.Since(start)
+		files, _ := filepath.Glob(filepath.Join(jdir, "*.journal"))
+		if len(files) == 1 {
+			if st, err := os.Stat(files[0]); err == nil {
+				size = st.Size()
+			}
+		}
+	}
+	b.ReportMetric(float64(plain.Nanoseconds())/float64(b.N)/1000, "plain-ns/call")
+	b.ReportMetric(float64(journaled.Nanoseconds())/float64(b.N)/1000, "journal-ns/call")
+	b.ReportMetric(float64(journaled)/float64(plain), "journal/plain")
+	b.ReportMetric(float64(size)/1000, "journal-bytes/call")
+}
