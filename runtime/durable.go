@@ -295,6 +295,17 @@ func (j *Journal) replay(c *Call, e *Entry, rc replayCall) (starlark.Value, erro
 	return v, nil
 }
 
+// changedErr is the error of a resume whose recipe changed, nil if it
+// did not: it stops the run whatever the recipe made of it (a retry() or
+// parallel() that caught it).
+func (j *Journal) changedErr() error {
+	var rc *RecipeChangedError
+	if j != nil && errors.As(j.changed, &rc) {
+		return rc
+	}
+	return nil
+}
+
 // end closes the journal with how the run ended, unless the recipe
 // changed (then the journal stays as it was, to resume with the recipe
 // it was made by).
@@ -355,6 +366,13 @@ func callKey(c *Call) (hash, show string) {
 	if c.Recv != nil {
 		b.WriteString("; on ")
 		b.WriteString(c.Recv.String())
+	}
+	if c.Host != nil && c.Host.target != c.Env.Hosts.DefaultTarget() {
+		// h.run(...) on a host the recipe named: another host is
+		// another call. (The default host is left out: a resume may
+		// reach the same daemon by another flag.)
+		b.WriteString("; host ")
+		b.WriteString(c.Host.target)
 	}
 	sum := sha256.Sum256([]byte(c.Name + "\x00" + b.String()))
 	show = b.String()

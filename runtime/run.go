@@ -192,6 +192,9 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	if err == nil {
 		err = r.execute(ctx)
+		if cerr := jnl.changedErr(); cerr != nil {
+			err = cerr
+		}
 	}
 	if err == nil {
 		// The turn that spent the rest may have ended as the recipe did,

@@ -392,6 +392,22 @@ func TestDurableResumeRefusals(t *testing.T) {
 		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
 		o.expect(t, 2, "recipe changed since run "+id+": line 4 calls files.stat(\"/", "), the journal has sh(\"echo a")
 	})
+	t.Run("recipe changed inside retry", func(t *testing.T) {
+		// retry() catches its function's errors: the resume still stops
+		// with exit 2, and the retries run nothing.
+		recipe := `d = args["dir"]
+def step():
+    sh("echo a >> %s/count/a" % d)
+retry(step, attempts=3, backoff=0.01)
+`
+		dir, id := durableKilled(t, recipe, 3) // the sh answered
+		os.WriteFile(filepath.Join(dir, "main.star"), []byte(strings.Replace(recipe, ">> %s", ">>%s", 1)), 0o644)
+		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 2, "sous: recipe changed since run "+id+": line 3 calls sh with other arguments")
+		if data, _ := os.ReadFile(filepath.Join(dir, "count", "a")); string(data) != "a\n" {
+			t.Errorf("count/a is %q: something ran again", data)
+		}
+	})
 	t.Run("runner alive", func(t *testing.T) {
 		dir := durableDir(t, "sleep(30)\n")
 		cmd := exec.Command(sousBinary(t), "run", "--journal", "j", "main.star")
