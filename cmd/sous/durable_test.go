@@ -355,6 +355,8 @@ func TestDurableResumeRefusals(t *testing.T) {
 		dir := t.TempDir()
 		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", "0123456789abcdef")
 		o.expect(t, 2, "run 0123456789abcdef: no journal in j")
+		o, _ = durableRun(t, dir, nil, "resume", "0123456789abcdef")
+		o.expect(t, 2, "resume: --journal DIR is required")
 	})
 	t.Run("recipe changed", func(t *testing.T) {
 		dir, id := durableKilled(t, stepsRecipe, 6) // steps a and b done, c recorded
@@ -409,24 +411,7 @@ retry(step, attempts=3, backoff=0.01)
 		}
 	})
 	t.Run("runner alive", func(t *testing.T) {
-		dir := durableDir(t, "sleep(30)\n")
-		cmd := exec.Command(sousBinary(t), "run", "--journal", "j", "main.star")
-		cmd.Dir, cmd.Env = dir, cleanEnv()
-		var stderr testutil.SyncBuffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cmd.Process.Kill(); cmd.Wait() }()
-		var id string
-		for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if m := runIDLine.FindStringSubmatch(stderr.String()); m != nil {
-				id = m[1]
-			}
-		}
-		if id == "" {
-			t.Fatalf("no run id:\n%s", stderr.String())
-		}
+		dir, id := startDurableSleeper(t)
 		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
 		o.expect(t, 2, "run "+id+": its runner is still alive")
 	})
@@ -466,4 +451,64 @@ func TestDurableRunIDInStartEvent(t *testing.T) {
 	if err := json.Unmarshal([]byte(o.stdoutLines()[0]), &start); err != nil || start.Event != "start" || start.Run != id {
 		t.Errorf("start event %q (%v), want run %q", o.stdoutLines()[0], err, id)
 	}
+}
+
+// startDurableSleeper starts a durable run of sleep(30) in a fresh dir,
+// killed when the test ends, and returns the dir and its id once it runs.
+func startDurableSleeper(t *testing.T) (dir, id string) {
+	t.Helper()
+	dir = durableDir(t, "sleep(30)\n")
+	cmd := exec.Command(sousBinary(t), "run", "--journal", "j", "main.star")
+	cmd.Dir, cmd.Env = dir, cleanEnv()
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := runIDLine.FindStringSubmatch(stderr.String()); m != nil {
+			return dir, m[1]
+		}
+	}
+	t.Fatalf("no run id:\n%s", stderr.String())
+	return "", ""
+}
+
+// TestDurableRunsList: sous runs tells a running, a finished, a
+// resumable and a stopped run apart, with their steps.
+func TestDurableRunsList(t *testing.T) {
+	dir, running := startDurableSleeper(t)
+	fin := writeAndRun(t, dir, "ok.star", "sh(\"true\")\nsh(\"true\")\n", "")
+	resumable := writeAndRun(t, dir, "killed.star", "sh(\"true\")\nsh(\"true\")\n", "SOUS_FAULT_JOURNAL=4")
+	stuck := writeAndRun(t, dir, "spawn.star", "spawn(\"true\").wait()\n", "SOUS_FAULT_JOURNAL=3")
+	o, _ := durableRun(t, dir, nil, "runs", "--journal", "j")
+	o.expect(t, 0)
+	for _, want := range []string{
+		running + `\s+\S+main.star\s+running\s+.*\s+1$`,
+		fin + `\s+\S+ok.star\s+finished ok\s+.*\s+2$`,
+		resumable + `\s+\S+killed.star\s+resumable\s+.*\s+2$`,
+		stuck + `\s+\S+spawn.star\s+stopped \(line 1 called spawn\)\s+.*\s+2$`,
+	} {
+		if !regexp.MustCompile("(?m)^" + want).MatchString(o.stdout) {
+			t.Errorf("no line matching %s:\n%s", want, o.stdout)
+		}
+	}
+	o, _ = durableRun(t, dir, nil, "runs")
+	o.expect(t, 2, "--journal DIR is required")
+}
+
+// writeAndRun writes a recipe into dir and runs it with --journal j and
+// the environment fault ("": none); it returns the run's id.
+func writeAndRun(t *testing.T, dir, name, recipe, fault string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(recipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	if fault != "" {
+		env = append(env, fault)
+	}
+	o, _ := durableRun(t, dir, env, "run", "--journal", "j", name)
+	return runIDOf(t, o)
 }

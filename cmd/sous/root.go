@@ -51,6 +51,7 @@ one over a Unix socket, ssh or a WebSocket.`,
 		newCmdRPC(f, nil),
 		newCmdResume(f, nil),
 		newCmdRun(f, nil),
+		newCmdRuns(f, nil),
 		newCmdVersion(f, nil),
 	)
 	refuseUnknownSubcommands(root)
