@@ -82,6 +82,7 @@ type Resumed struct {
 	Args             map[string]string
 	w                *journal.Writer
 	calls            []replayCall
+	printed          int // the lines the run printed
 }
 
 // replayCall is a call of the journal and its answer (nil: none).
@@ -134,6 +135,8 @@ func OpenResume(dir, run string) (*Resumed, error) {
 					place(res.calls[i].call), r.Fn, r.Unkept)
 			}
 			res.calls[i].answer = &r
+		case journal.KindPrint:
+			res.printed++
 		case journal.KindEnd:
 			return refuse("finished (%s, exit code %d): there is nothing to resume", r.Status, r.Code)
 		}
@@ -162,6 +165,9 @@ type Journal struct {
 	changed error
 	// notice writes a line on stderr.
 	notice func(string)
+	// unshown is how many of the lines the recipe prints the run before
+	// printed already: they are not printed again.
+	unshown int
 }
 
 // startJournal creates the journal of a new run, or takes over a
@@ -169,7 +175,7 @@ type Journal struct {
 func startJournal(opt Options, notice func(string)) (*Journal, error) {
 	jo := opt.Journal
 	if r := jo.Resumed; r != nil {
-		j := &Journal{w: r.w, run: r.Run, calls: r.calls, notice: notice}
+		j := &Journal{w: r.w, run: r.Run, calls: r.calls, notice: notice, unshown: r.printed}
 		for _, c := range r.calls {
 			j.seq = max(j.seq, c.call.Seq)
 		}
@@ -197,9 +203,18 @@ func startJournal(opt Options, notice func(string)) (*Journal, error) {
 	return &Journal{w: w, run: opt.RunID, notice: notice}, nil
 }
 
-// Replaying reports whether the run is still answering from the journal:
-// what the recipe prints meanwhile was shown already.
-func (j *Journal) Replaying() bool { return j != nil && j.next < len(j.calls) }
+// Print shows a line the recipe printed with show, unless the run before
+// showed it, and journals that it was shown. A runner that dies between
+// the two shows it once more; never less.
+func (j *Journal) Print(msg string, show func(string)) {
+	if j.unshown > 0 {
+		j.unshown--
+		return
+	}
+	show(msg)
+	// An error here is the next call's error too: that one fails the run.
+	_ = j.w.Append(journal.Record{Kind: journal.KindPrint})
+}
 
 // RecipeChangedError says a resumed recipe made another call than the
 // journal holds: the resume stops (exit code 2) before anything runs.

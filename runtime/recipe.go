@@ -113,9 +113,11 @@ func (r *recipeRun) newThread(name string) *starlark.Thread {
 	return &starlark.Thread{
 		Name: name,
 		Print: func(_ *starlark.Thread, msg string) {
-			if !r.env.Journal.Replaying() { // shown by the run resumed
-				r.out.Log(msg)
+			if r.env.Journal != nil {
+				r.env.Journal.Print(msg, r.out.Log)
+				return
 			}
+			r.out.Log(msg)
 		},
 		Load: r.load,
 	}

@@ -13,6 +13,9 @@ const (
 	KindCall   = "call"
 	KindAnswer = "answer"
 	KindEnd    = "end"
+	// KindPrint follows each line the recipe printed: a resumed run
+	// does not print again as many lines as the journal has of them.
+	KindPrint = "print"
 )
 
 // What a journaled call is, said in its KindCall record.
