@@ -14,6 +14,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/runtime/journal"
 )
 
@@ -216,11 +217,14 @@ func (j *Journal) Print(msg string, show func(string)) {
 	_ = j.w.Append(journal.Record{Kind: journal.KindPrint})
 }
 
-// RecipeChangedError says a resumed recipe made another call than the
-// journal holds: the resume stops (exit code 2) before anything runs.
-type RecipeChangedError struct{ Msg string }
+// ResumeStopped says a resume cannot go on without doing again what may
+// have been done: the recipe made another call than the journal holds,
+// or the runner died in a call whose work may still go on elsewhere. The
+// resume stops (exit code 2) before anything runs, and leaves the journal
+// as it was.
+type ResumeStopped struct{ Msg string }
 
-func (e *RecipeChangedError) Error() string { return e.Msg }
+func (e *ResumeStopped) Error() string { return e.Msg }
 
 // call makes or replays one builtin call.
 func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
@@ -237,7 +241,7 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 			if rc.call.Fn == c.Name {
 				got, had = c.Name+" with other arguments ("+show+")", rc.call.Fn+"("+rc.call.Show+")"
 			}
-			j.changed = &RecipeChangedError{Msg: fmt.Sprintf("recipe changed since run %s: line %d calls %s, the journal has %s",
+			j.changed = &ResumeStopped{Msg: fmt.Sprintf("recipe changed since run %s: line %d calls %s, the journal has %s",
 				j.run, line, got, had)}
 			return nil, j.changed
 		}
@@ -245,7 +249,14 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 		if rc.answer != nil {
 			return j.replay(c, e, rc)
 		}
-		// The runner died in this call: it runs again.
+		// The runner died in this call: it runs again, unless it acted on
+		// a daemon that outlives the runner, where its process (or its
+		// git or files call) may still be going on.
+		if kind == JournalEffect && rc.call.Host != "" {
+			j.changed = &ResumeStopped{Msg: fmt.Sprintf("run %s died in %s at line %d on %s, which may still be doing it: "+
+				"a resume does not take it over yet", j.run, c.Name, line, rc.call.Host)}
+			return nil, j.changed
+		}
 		c.Since = rc.call.At
 		if kind == JournalEffect {
 			j.notice(fmt.Sprintf("sous: %s at line %d was under way when run %s's runner died: it runs again",
@@ -255,7 +266,7 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 	}
 	j.seq++
 	rec := journal.Record{Kind: journal.KindCall, Seq: j.seq, Fn: c.Name, File: file, Line: line, Hash: hash,
-		Show: show, Call: kind.record(), At: time.Now().UTC()}
+		Show: show, Call: kind.record(), Host: outliving(c.Host), At: time.Now().UTC()}
 	if err := j.w.Append(rec); err != nil {
 		return nil, c.Errorf("%v", err)
 	}
@@ -314,7 +325,7 @@ func (j *Journal) replay(c *Call, e *Entry, rc replayCall) (starlark.Value, erro
 // did not: it stops the run whatever the recipe made of it (a retry() or
 // parallel() that caught it).
 func (j *Journal) changedErr() error {
-	var rc *RecipeChangedError
+	var rc *ResumeStopped
 	if j != nil && errors.As(j.changed, &rc) {
 		return rc
 	}
@@ -355,6 +366,19 @@ func callerPlace(thread *starlark.Thread) (string, int) {
 	}
 	pos := thread.CallFrame(1).Pos
 	return pos.Filename(), int(pos.Line)
+}
+
+// outliving is the target of h when its daemon outlives the runner (a
+// socket, ssh or ws daemon), "" for the embedded daemon, whose processes
+// die with the runner, and for no host.
+func outliving(h *Host) string {
+	if h == nil {
+		return ""
+	}
+	if kind, _, _ := client.Kind(h.target); kind == "embedded" {
+		return ""
+	}
+	return h.target
 }
 
 // maxShow bounds the rendering of a call's arguments in a journal.

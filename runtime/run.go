@@ -292,7 +292,7 @@ func lookupIn(environ []string) func(string) (string, bool) {
 // code, the report for stderr and the error summary for the end event.
 func outcome(ctx context.Context, err error) (status string, code int, report, summary string) {
 	var ce *CompileError
-	var changed *RecipeChangedError
+	var changed *ResumeStopped
 	switch {
 	case err == nil:
 		return "ok", 0, "", "" // even if a signal came as the last line finished

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime/journal"
@@ -515,4 +516,38 @@ func writeAndRun(t *testing.T, dir, name, recipe, fault string) string {
 	}
 	o, _ := durableRun(t, dir, env, "run", "--journal", "j", name)
 	return runIDOf(t, o)
+}
+
+// TestDurableResumeStopsAtACallOnAnOutlivingDaemon: a runner that died
+// in a command on a socket daemon, which outlives it and may still run
+// the command, is not resumed by running it again: exit 2, nothing run,
+// the journal as it was. A command that answered is replayed as usual.
+func TestDurableResumeStopsAtACallOnAnOutlivingDaemon(t *testing.T) {
+	sock, _ := socketDaemon(t, "tok", daemon.Config{Env: []string{"PATH=" + os.Getenv("PATH")}})
+	recipe := `d = args["dir"]
+sh("echo a >> %s/count/a" % d)
+sh("echo b >> %s/count/b" % d)
+`
+	dir := durableDir(t, recipe)
+	target := []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}
+	// Killed once the second sh is recorded, before it starts.
+	o, killed := durableRun(t, dir, []string{"SOUS_FAULT_JOURNAL=4"},
+		append([]string{"run", "--journal", "j", "main.star", "-a", "dir=" + dir}, target...)...)
+	if !killed {
+		t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+	}
+	id := runIDOf(t, o)
+	before, _ := os.ReadFile(journal.Path(filepath.Join(dir, "j"), id))
+	o, _ = durableRun(t, dir, nil, append([]string{"resume", "--journal", "j", id}, target...)...)
+	o.expect(t, 2, "sous: run "+id+" died in sh at line 3 on unix://"+sock+", which may still be doing it: a resume does not take it over yet")
+	after, _ := os.ReadFile(journal.Path(filepath.Join(dir, "j"), id))
+	if !bytes.Equal(before, after) {
+		t.Error("the stopped resume changed the journal")
+	}
+	for _, name := range []string{"a", "b"} {
+		want := map[string]string{"a": "a\n", "b": ""}[name]
+		if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
+			t.Errorf("count/%s is %q, want %q", name, data, want)
+		}
+	}
 }

@@ -35,8 +35,9 @@ Resume refuses (exit code 2): a run that finished (ok, failed or interrupted:
 its deferred calls ran); a run whose runner is still alive (it holds the
 journal's lock); a journal holding a call whose answer is a live object (spawn,
 reattach, sdk sessions and turns, a Process's or a Session's methods), which
-this version does not take over yet; and a recipe that was changed so that it
-no longer makes the journal's calls:
+this version does not take over yet; a runner that died in a command on a
+daemon that outlives it (--socket, --remote, host()), which may still run it;
+and a recipe that was changed so that it no longer makes the journal's calls:
 
   recipe changed since run RUN_ID: line N calls X, the journal has Y
 

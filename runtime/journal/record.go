@@ -55,6 +55,9 @@ type Record struct {
 	Hash string `json:"hash,omitempty"`
 	Show string `json:"show,omitempty"`
 	Call string `json:"call,omitempty"`
+	// Host is the daemon the call acted on when that daemon outlives the
+	// runner (a socket, ssh or ws target); "" for the embedded daemon.
+	Host string `json:"host,omitempty"`
 
 	// KindAnswer: the value returned (see runtime's value codec), or the
 	// error's message when Failed.
