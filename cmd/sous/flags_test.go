@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -551,5 +552,34 @@ func TestMiscFlags(t *testing.T) {
 			{args: args("completion tcsh"), code: 2,
 				err: "sous: unknown command \"tcsh\" for \"sous completion\"\n\nDid you mean this?\n\tbash\n\tfish\n\tzsh\nRun 'sous completion --help' for usage.\n"},
 		})
+	})
+}
+
+func TestDurableFlags(t *testing.T) {
+	type parsed struct {
+		Recipe, Resume, Journal string
+		Args                    []string
+		JSON, Quiet             bool
+		URL                     string
+	}
+	project := func(o *RunOptions) parsed {
+		return parsed{o.Recipe, o.Resume, o.Journal, o.Args, o.JSON, o.Quiet, targetURL(o.Target)}
+	}
+	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
+		{args: args("run --journal .sous/runs r.star -a k=v"), want: parsed{Recipe: "r.star", Journal: ".sous/runs", Args: []string{"k=v"}, URL: "embedded"}},
+		{args: args("run r.star --journal"), code: 2, err: "sous: flag needs an argument: --journal\nRun 'sous run --help' for usage.\n"},
+	})
+	testFlags(t, []string{"resume"}, newCmdResume, project, []flagCase[parsed]{
+		{args: args("resume --journal j 3f9c2a7b1d0e4c55 --json -q"), want: parsed{Resume: "3f9c2a7b1d0e4c55", Journal: "j", JSON: true, Quiet: true, URL: "embedded"}},
+		{args: args("resume 3f9c2a7b1d0e4c55 --journal j --socket /run/s.sock"), want: parsed{Resume: "3f9c2a7b1d0e4c55", Journal: "j", URL: "unix:///run/s.sock"}},
+		{args: args("resume 3f9c2a7b1d0e4c55"), code: 2, err: "sous: resume: --journal DIR is required (the journal of a standalone daemon is not supported yet)\n"},
+		{args: args("resume --journal j"), code: 2, err: "sous: resume: want 1 argument(s), got 0 (usage: sous resume --journal DIR RUN_ID [flags])\n"},
+		{args: args("resume --journal j 3f9c2a7b1d0e4c55 -a k=v"), code: 2, err: "sous: unknown shorthand flag: 'a' in -a\nRun 'sous resume --help' for usage.\n"},
+		{args: args("resume --journal j ID -q -v"), code: 2, err: "sous: resume: --quiet and --verbose: choose one\n"},
+	})
+	testFlags(t, []string{"runs"}, newCmdRuns, func(o *RunsOptions) [2]string { return [2]string{o.Journal, strconv.FormatBool(o.JSON)} }, []flagCase[[2]string]{
+		{args: args("runs --journal j --json"), want: [2]string{"j", "true"}},
+		{args: args("runs"), code: 2, err: "sous: runs: --journal DIR is required (the runs of a standalone daemon are not listed yet)\n"},
+		{args: args("runs extra --journal j"), code: 2, err: "sous: unknown command \"extra\" for \"sous runs\"\n"},
 	})
 }
