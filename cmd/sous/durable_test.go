@@ -434,7 +434,9 @@ func TestDurableSleepWaitsWhatWasLeft(t *testing.T) {
 	dir, id := durableKilled(t, "sleep(4)\nsh(\"echo x >> count/x\")\n", 2) // killed once sleep's call is recorded
 	time.Sleep(2500 * time.Millisecond)
 	start := time.Now()
-	o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
+	// From another directory: the run goes on in the one it ran in, where
+	// its relative paths lead.
+	o, _ := durableRun(t, t.TempDir(), nil, "resume", "--journal", filepath.Join(dir, "j"), id)
 	took := time.Since(start)
 	o.expect(t, 0)
 	if took > 3500*time.Millisecond {
