@@ -34,7 +34,7 @@ func (cfg Config) Plugins() []runtime.Plugin {
 		{Name: "files", Entries: filesEntries()},
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},
 		{Name: "hosts", Entries: hostEntries()},
-		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries()),
+		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries(), agentDefEntries()),
 			OnStart: func(*runtime.Env) any { return &agents{} }},
 	}
 }

@@ -213,6 +213,27 @@ func (opt Options) prepare(local bool) (Options, error) {
 	return opt, nil
 }
 
+// CheckCLIOptions makes Start's checks of the options that configure the
+// CLI itself (Agents, MCPServers, AddDirs, Settings, SettingSources,
+// FallbackModel, ExtraFlags) without starting anything, for a caller that
+// wants their errors before it reaches a daemon. Start checks them again.
+func (opt Options) CheckCLIOptions() error {
+	p, err := opt.prepareCLIOptions()
+	if err != nil {
+		return err
+	}
+	// Which flags the command line has is what matters here, not their
+	// values.
+	if p.OutputSchema != nil {
+		p.schemaJSON = "{}"
+	}
+	if len(p.CLI) == 0 {
+		p.CLI = []string{"claude"}
+	}
+	p.ExtraFlags = nil
+	return checkExtraFlags(opt.ExtraFlags, buildArgs(p))
+}
+
 // prepareCLIOptions checks the options that map to the CLI's own flags
 // and configuration: subagents, MCP servers, directories and settings.
 func (opt Options) prepareCLIOptions() (Options, error) {
