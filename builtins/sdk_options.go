@@ -68,7 +68,7 @@ const cliOptionsDoc = "agents (a dict name: agent(...)) defines subagents, sent 
 	"turn started. extra_args is a dict flag: value or None for flags sous has no keyword for, the flag without its " +
 	"dashes: {\"max-turns\": \"1\"} is passed as --max-turns 1, None as a bare flag; a flag sous passes itself (the " +
 	"stream-json protocol's, --session-id, --resume, --continue, and those of the keywords given) is refused. " +
-	"Relative paths in add_dirs and settings are the recipe's, as cwd's."
+	"Relative paths in add_dirs and settings are taken from the recipe's working directory, as cwd's."
 
 // cliOptions are the keywords of this file.
 type cliOptions struct {
