@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The checks and the command line of the options that configure the CLI
@@ -178,5 +180,28 @@ func TestAgentsInInitialize(t *testing.T) {
 		if _, err := (Options{Agents: map[string]AgentDef{"x": tc.def}}).prepare(true); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("agent %+v: %v, want %q", tc.def, err, tc.want)
 		}
+	}
+}
+
+// TestSubagentsNotTaken: a CLI whose answer to initialize does not list
+// the session's subagents (the fake CLI answers {}, as a CLI too old to
+// read them would list none) fails Start with an error naming its version
+// and the subagents, at once rather than at the first Task call.
+func TestSubagentsNotTaken(t *testing.T) {
+	t.Parallel()
+	opt := fakeOptions("chatty")
+	opt.Agents = map[string]AgentDef{"reviewer": {Description: "Reviews", Prompt: "Be strict."}, "helper": {Description: "Helps", Prompt: "Help."}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Start(ctx, embedded(t), opt)
+	if err == nil {
+		s.Close()
+		t.Fatal("a CLI that did not take the subagents started")
+	}
+	if want := "Claude Code 0.9.1 did not take the subagents helper, reviewer of initialize"; !strings.Contains(err.Error(), want) {
+		t.Errorf("start: %v, want %q", err, want)
+	}
+	if got := agentsNotTaken(opt.Agents, json.RawMessage(`{"agents":[{"name":"reviewer"},{"name":"Explore"}]}`)); !slices.Equal(got, []string{"helper"}) {
+		t.Errorf("not taken: %q, want helper", got)
 	}
 }

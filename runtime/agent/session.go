@@ -95,10 +95,11 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 
 	sctx, cancel := context.WithTimeout(ctx, opt.StartTimeout)
 	defer cancel()
-	s.tr, err = startTransport(sctx, opt.Transport, launch{
+	l := launch{
 		client: c, cli: opt.CLI, args: buildArgs(opt), cwd: opt.Cwd, env: opt.Env,
 		processID: opt.ProcessID, to: s,
-	})
+	}
+	s.tr, err = startTransport(sctx, opt.Transport, l)
 	if err != nil {
 		s.cancel()
 		return nil, err
@@ -106,8 +107,14 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 	go s.loop()
 	go s.writer()
 
-	if _, err := s.control(sctx, "initialize", initializeRequest(opt, s.hooks.config)); err != nil {
+	resp, err := s.control(sctx, "initialize", initializeRequest(opt, s.hooks.config))
+	if err != nil {
 		return nil, s.startFailed(err)
+	}
+	if missing := agentsNotTaken(opt.Agents, resp); len(missing) > 0 {
+		s.Close()
+		return nil, fmt.Errorf("agent: start %s: Claude Code %s did not take the subagents %s of initialize (its answer does not list them): "+
+			"subagents need a CLI that reads them there, as 2.1.81 and later do", strings.Join(opt.CLI, " "), cliVersion(l), strings.Join(missing, ", "))
 	}
 	return s, nil
 }

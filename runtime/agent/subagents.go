@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -62,4 +63,31 @@ func agentsField(agents map[string]AgentDef) map[string]any {
 		out[name] = def
 	}
 	return out
+}
+
+// agentsNotTaken are the names of agents that the CLI's answer to
+// initialize does not list: a CLI too old to read initialize's agents
+// ignores them, and a later Task call for one would fail obscurely. Both
+// 2.1.81 and 2.1.332 list every agent they know, theirs and the session's.
+func agentsNotTaken(agents map[string]AgentDef, resp json.RawMessage) []string {
+	if len(agents) == 0 {
+		return nil
+	}
+	var answer struct {
+		Agents []struct {
+			Name string `json:"name"`
+		} `json:"agents"`
+	}
+	json.Unmarshal(resp, &answer)
+	known := make(map[string]bool, len(answer.Agents))
+	for _, a := range answer.Agents {
+		known[a.Name] = true
+	}
+	var missing []string
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		if !known[name] {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
