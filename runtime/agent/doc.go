@@ -288,6 +288,10 @@
 //     one, the session keeps that conversation's id and history.
 //     --max-turns 1 ends a turn that used a tool with error_max_turns
 //     after the tool ran, without a second model request.
+//   - --fallback-model: after three 529 overloaded answers in a row the
+//     CLI asks the fallback model instead. 2.1.81 does so only when the
+//     main model is an Opus one (claude-opus-4-6, ...) or
+//     FALLBACK_FOR_ALL_PRIMARY_MODELS is set; 2.1.332 for any model.
 //   - 2.1.330's npm package is a native binary; its bin/claude.exe is a stub
 //     until the postinstall script copies the platform package's binary
 //     over it (npm may skip install scripts). It needs no node.

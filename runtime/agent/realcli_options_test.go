@@ -304,3 +304,33 @@ func TestContinueConversation(t *testing.T) {
 		})
 	}
 }
+
+// TestFallbackModel: when the model answers "overloaded" (529) three
+// times in a row, the CLI switches to the fallback model and the turn
+// succeeds. 2.1.81 falls back only from an Opus model (or with
+// FALLBACK_FOR_ALL_PRIMARY_MODELS set), hence the main model's name.
+func TestFallbackModel(t *testing.T) {
+	for _, tc := range stdioCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, tc.version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
+				if req.Parsed.Model == "claude-opus-4-6" {
+					return fakemodel.APIError(529, "overloaded_error", "Overloaded")
+				}
+				return fakemodel.Text("answered by " + req.Parsed.Model)
+			}})
+			s := w.start(embedded(t), tc.transport, Options{Model: "claude-opus-4-6", FallbackModel: "claude-fallback-test"})
+			turn := send(t, s, "hello")
+			if turn.Text != "answered by claude-fallback-test" {
+				t.Errorf("turn %s text %q, want the fallback model's answer", turn.Subtype, turn.Text)
+			}
+			var models []string
+			for _, r := range w.api.Scripted() {
+				models = append(models, r.Parsed.Model)
+			}
+			if len(models) < 2 || models[0] != "claude-opus-4-6" || models[len(models)-1] != "claude-fallback-test" {
+				t.Errorf("models asked: %v, want the main one, then the fallback", models)
+			}
+		})
+	}
+}
