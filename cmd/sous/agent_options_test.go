@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,24 +130,41 @@ print("stops:", stops)
 }
 
 // TestAgentExtraArgs: extra_args reach the CLI ({"max-turns": "1"} stops
-// the turn after one model request), and a flag sous passes itself is
-// refused before the CLI starts, naming the keyword that sets it.
+// the turn after one model request); a session with
+// continue_conversation=True continues that conversation (its id is
+// learned with its first turn); a flag sous passes itself is refused
+// before the CLI starts, naming the keyword that sets it.
 func TestAgentExtraArgs(t *testing.T) {
 	t.Parallel()
 	w := newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
-		return fakemodel.ToolUse("Bash", map[string]any{"command": "echo round"})
+		// The continued session's prompt joins the user message that holds
+		// the first turn's last tool result, so it is looked for in the
+		// whole request.
+		if n == 0 {
+			return fakemodel.ToolUse("Bash", map[string]any{"command": "echo round"})
+		}
+		body := string(req.Body)
+		if !strings.Contains(body, "and now?") {
+			return fakemodel.Text("unexpected request")
+		}
+		return fakemodel.Text(fmt.Sprintf("history has go round: %v", strings.Contains(body, "go round")))
 	}})
 	o := w.run(`
 def allow(req):
     return approve()
 
 t = sdk.send("go round", cwd = args["dir"], cli = json.decode(args["cli"]), policy = allow, extra_args = {"max-turns": "1"})
-print("turn:", t.ok, t.subtype, t.num_turns)
+print("turn:", t.ok, t.subtype)
+s = sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]), continue_conversation = True)
+before = s.id
+t2 = s.send("and now?")
+print("continued:", before, s.id == t.session_id, t2.session_id == t.session_id, t2.text)
+s.close()
 sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]), model = "haiku", extra_args = {"model": "opus"})
 `)
-	o.expect(t, 1, "turn: False error_max_turns",
+	o.expect(t, 1, "turn: False error_max_turns", "continued: None True True history has go round: true",
 		`Error in sdk.session: sdk.session: extra_args: "model": sous already passes --model for this session: it is set by model`)
-	if n := len(w.api.Scripted()); n != 1 {
-		t.Errorf("the model got %d requests, want 1", n)
+	if n := len(w.api.Scripted()); n != 2 {
+		t.Errorf("the model got %d requests, want 2", n)
 	}
 }
