@@ -2,9 +2,10 @@
 // answers "echo: TEXT" (prefixed with "[TAG] " when MCPECHO_TAG is set in
 // its environment, so a test can tell an env reached it). It speaks
 // JSON-RPC 2.0 over stdio (newline-delimited messages, as Claude Code's
-// stdio MCP client does: the cmd/mcpecho program) and over streamable HTTP
-// (Handler: a POST of one message answered with one JSON body), the two
-// ways an MCP server of --mcp-config is reached.
+// stdio MCP client does: the cmd/mcpecho program), over streamable HTTP
+// (Handler: a POST of one message answered with one JSON body) and over
+// the older HTTP+SSE transport (SSEHandler): the three ways an MCP server
+// of --mcp-config is reached.
 package mcpecho
 
 import (

@@ -277,7 +277,9 @@
 //   - --mcp-config '{"mcpServers": {...}}': both versions start a stdio
 //     server with its env, reach a streamable HTTP one (a POST per
 //     message answered with a JSON body; 405 for the GET stream is
-//     fine), and ask can_use_tool for mcp__NAME__TOOL as for any tool.
+//     fine) and an HTTP+SSE one (a GET stream whose "endpoint" event
+//     names where to POST), and ask can_use_tool for mcp__NAME__TOOL as
+//     for any tool.
 //   - --add-dir: the model is told of the directory under "Additional
 //     working directories" (2.1.81 in the system prompt, 2.1.332 in the
 //     first user message); a directory inside the cwd is not listed.

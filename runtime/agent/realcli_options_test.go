@@ -211,20 +211,25 @@ func TestSubagents(t *testing.T) {
 }
 
 // TestMCPServers: the CLI starts a stdio MCP server of mcp_servers (with
-// its env) and reaches an http one; the model calls both servers' echo
-// tool and their results reach its next request.
+// its env) and reaches an http one and an sse one; the model calls the
+// three servers' echo tool and their results reach its next request.
 func TestMCPServers(t *testing.T) {
 	bin := mcpecho.Build(t)
 	for _, tc := range stdioCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// Closed after the session (cleanups run last first): Close
+			// waits for the CLI's open event stream.
 			web := httptest.NewServer(mcpecho.Handler("web"))
-			defer web.Close()
+			t.Cleanup(web.Close)
+			events := httptest.NewServer(mcpecho.SSEHandler("sse"))
+			t.Cleanup(events.Close)
 			w := newWorld(t, tc.version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
 				if n == 0 {
 					return fakemodel.Blocks(
 						fakemodel.ToolUseBlock("mcp__local__echo", map[string]any{"text": "hello over stdio"}),
 						fakemodel.ToolUseBlock("mcp__remote__echo", map[string]any{"text": "hello over http"}),
+						fakemodel.ToolUseBlock("mcp__events__echo", map[string]any{"text": "hello over sse"}),
 					)
 				}
 				return fakemodel.Text("echoed")
@@ -234,6 +239,7 @@ func TestMCPServers(t *testing.T) {
 				MCPServers: map[string]MCPServer{
 					"local":  {Command: bin, Env: map[string]string{"MCPECHO_TAG": "stdio"}},
 					"remote": {Type: MCPHTTP, URL: web.URL + "/mcp"},
+					"events": {Type: MCPSSE, URL: events.URL + "/sse"},
 				},
 				StrictMCPConfig: true,
 				Permission:      rec.callback,
@@ -249,7 +255,7 @@ func TestMCPServers(t *testing.T) {
 			for _, tr := range reqs[1].ToolResults() {
 				got = append(got, tr.Content)
 			}
-			want := []string{"[stdio] echo: hello over stdio", "[web] echo: hello over http"}
+			want := []string{"[stdio] echo: hello over stdio", "[web] echo: hello over http", "[sse] echo: hello over sse"}
 			if !slices.Equal(got, want) {
 				t.Errorf("tool results %q, want %q", got, want)
 			}
@@ -257,7 +263,7 @@ func TestMCPServers(t *testing.T) {
 			for _, r := range rec.requests() {
 				tools = append(tools, r.Tool)
 			}
-			if !slices.Equal(tools, []string{"mcp__local__echo", "mcp__remote__echo"}) {
+			if !slices.Equal(tools, []string{"mcp__local__echo", "mcp__remote__echo", "mcp__events__echo"}) {
 				t.Errorf("permission requests for %v", tools)
 			}
 		})
