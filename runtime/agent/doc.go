@@ -279,7 +279,9 @@
 //     message answered with a JSON body; 405 for the GET stream is
 //     fine) and an HTTP+SSE one (a GET stream whose "endpoint" event
 //     names where to POST), and ask can_use_tool for mcp__NAME__TOOL as
-//     for any tool.
+//     for any tool. system/init's mcp_servers lists them (and a project
+//     .mcp.json's, enabled by enableAllProjectMcpServers in --settings);
+//     with --strict-mcp-config the .mcp.json ones are left out.
 //   - --add-dir: the model is told of the directory under "Additional
 //     working directories" (2.1.81 in the system prompt, 2.1.332 in the
 //     first user message); a directory inside the cwd is not listed.

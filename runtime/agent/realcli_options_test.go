@@ -340,3 +340,52 @@ func TestFallbackModel(t *testing.T) {
 		})
 	}
 }
+
+// TestStrictMCPConfig: a project's .mcp.json server (enabled by the
+// settings) is connected beside mcp_servers, unless StrictMCPConfig makes
+// mcp_servers the only ones: system/init's mcp_servers tells.
+func TestStrictMCPConfig(t *testing.T) {
+	bin := mcpecho.Build(t)
+	for _, tc := range stdioCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, tc.version, fakemodel.Options{Func: func(*fakemodel.Request, int) fakemodel.Reply { return fakemodel.Text("hi") }})
+			project, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"project": map[string]any{"type": "stdio", "command": bin}}})
+			if err := os.WriteFile(filepath.Join(w.work, ".mcp.json"), project, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := embedded(t)
+			for _, strict := range []bool{false, true} {
+				s := w.start(c, tc.transport, Options{
+					MCPServers:      map[string]MCPServer{"local": {Command: bin}},
+					StrictMCPConfig: strict,
+					Settings:        `{"enableAllProjectMcpServers": true}`,
+				})
+				turn := send(t, s, "hi")
+				var servers []string
+				for _, m := range turn.Messages {
+					var init struct {
+						Subtype    string `json:"subtype"`
+						MCPServers []struct {
+							Name string `json:"name"`
+						} `json:"mcp_servers"`
+					}
+					if json.Unmarshal(m, &init) == nil && init.Subtype == "init" {
+						for _, srv := range init.MCPServers {
+							servers = append(servers, srv.Name)
+						}
+					}
+				}
+				slices.Sort(servers)
+				want := []string{"local", "project"}
+				if strict {
+					want = []string{"local"}
+				}
+				if !slices.Equal(servers, want) {
+					t.Errorf("strict %v: system/init lists MCP servers %q, want %q", strict, servers, want)
+				}
+				s.Close()
+			}
+		})
+	}
+}
