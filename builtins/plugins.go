@@ -34,7 +34,7 @@ func (cfg Config) Plugins() []runtime.Plugin {
 		{Name: "files", Entries: filesEntries()},
 		{Name: "secrets", Entries: secretsEntries()},
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},
-		{Name: "hosts", Entries: hostEntries()},
+		{Name: "hosts", Entries: slices.Concat(hostEntries(), poolEntries())},
 		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries()),
 			OnStart: func(env *runtime.Env) any {
 				a := &agents{}

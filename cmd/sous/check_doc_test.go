@@ -139,6 +139,9 @@ func TestDocOfOneName(t *testing.T) {
 		{"approvals", []string{"approvals(policy)", "Sets the recipe-wide approver"}},
 		{"Request.kind", []string{"Request.kind -> string", `"privileged"`}},
 		{"defer", []string{"defer(fn, *args, **kwargs)", "newest first"}},
+		{"hosts", []string{"hosts(targets, *, slots=4, token=None) -> Pool", "at most slots at once on each host", "lost for good"}},
+		{"Pool", []string{"Pool.hosts -> list of Host", "Pool.lost -> list of string", "Pool.slots -> int", "Pool.targets -> list of string"}},
+		{"parallel", []string{"hosts=None) -> list", "fn(item, host)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
