@@ -20,7 +20,7 @@ func docBlock(t *testing.T, name, mark string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range regexp.MustCompile("(?s)```[a-z]*\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+	for _, m := range regexp.MustCompile("(?s)```[a-z]*\n(.*?)\n```\n").FindAllStringSubmatch(string(b), -1) {
 		if strings.Contains(m[1], mark) {
 			return m[1]
 		}
