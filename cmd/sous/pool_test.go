@@ -241,11 +241,17 @@ print(pool)
 			t.Errorf("%s ran at most %d at once, want 2 (its slots)", d.target, most[d.target])
 		}
 	}
-	// The spawn events say where each task ran: the pool spreads them.
-	for host, n := range spawnsByHost(events) {
-		if n != 6 {
-			t.Errorf("%s ran %d tasks, want 6: %v", host, n, spawnsByHost(events))
+	// The spawn events say where each task ran: the pool spreads them
+	// (6 each, unless one host ran a whole wave of tasks ahead).
+	byHost, sum := spawnsByHost(events), 0
+	for _, d := range daemons {
+		if byHost[d.target] < 4 {
+			t.Errorf("%s ran %d tasks, want about 6: %v", d.target, byHost[d.target], byHost)
 		}
+		sum += byHost[d.target]
+	}
+	if sum != 18 {
+		t.Errorf("%d tasks spawned, want 18: %v", sum, byHost)
 	}
 	var last map[string]any
 	for _, ev := range events {
@@ -297,10 +303,10 @@ print(pool.lost == [args["c"]], pool.targets == [args["a"], args["b"]])
 		!strings.Contains(lost[0]["error"].(string), "connection to the daemon lost") {
 		t.Errorf("lost_host in the parallel events: %v", lost)
 	}
-	// The victim spawned 2; the others the other 10 and the 2 moved.
+	// Every item spawned once, and the 2 moved once more.
 	byHost := spawnsByHost(events)
-	if byHost[victim.target] != 2 || byHost[daemons[0].target]+byHost[daemons[1].target] != 12 {
-		t.Errorf("spawns by host: %v", byHost)
+	if byHost[victim.target] < 2 || byHost[victim.target]+byHost[daemons[0].target]+byHost[daemons[1].target] != 14 {
+		t.Errorf("spawns by host: %v, want 14 in all", byHost)
 	}
 	for _, d := range daemons[:2] {
 		if most[d.target] > 2 {
