@@ -113,13 +113,20 @@ type Approval struct {
 	Tool      string
 	ToolUseID string
 	Summary   string // what was asked, in one line
-	Allow     bool
-	By        string
-	Message   string // the deny message
+	// Description and Input are the request's own: what the CLI says the
+	// tool use does, and the tool's input (for the web page).
+	Description string
+	Input       map[string]any
+	Allow       bool
+	By          string
+	Message     string // the deny message
 }
 
 // Pending is a permission request that waits for a decision (the
-// Approval with the same Kind, Session, Tool and ToolUseID ends it).
+// Approval with the same ID, else the same Kind, Session, Tool and
+// ToolUseID, ends it). A request is pending first without an ID while the
+// recipe's policies run, then again with its ID when it starts waiting for
+// a person: the second updates the first.
 type Pending struct{ Approval }
 
 // Tool is one call of a recipe's tool by an agent.
