@@ -102,9 +102,13 @@ type Approval struct {
 	Tool      string
 	ToolUseID string
 	Summary   string // what was asked, in one line
-	Allow     bool
-	By        string
-	Message   string // the deny message
+	// Description is the agent's own words on the request; Input the
+	// tool's input as the agent gave it (the web page shows both).
+	Description string
+	Input       map[string]any
+	Allow       bool
+	By          string
+	Message     string // the deny message
 }
 
 // Pending is a permission request that waits for a decision (the
