@@ -242,6 +242,51 @@ func TestControlFlags(t *testing.T) {
 				err: "sous: invalid argument \"soon\" for \"--grace\" flag: want a duration such as 30s, 1m30s or 250ms, or a number of seconds such as 1 or 0.5\nRun 'sous kill --help' for usage.\n"},
 		})
 	})
+	t.Run("approvals", func(t *testing.T) {
+		type parsed struct {
+			JSON bool
+			URL  string
+		}
+		project := func(o *ApprovalsOptions) parsed { return parsed{o.JSON, targetURL(o.Target)} }
+		testFlags(t, []string{"approvals"}, newCmdApprovals, project, []flagCase[parsed]{
+			{args: args("approvals --socket /run/sous.sock"), want: parsed{URL: "unix:///run/sous.sock"}},
+			{args: args("approvals --json"), env: []string{"SOUS_REMOTE=ssh://build"}, want: parsed{JSON: true, URL: "ssh://build"}},
+			{args: args("approvals --remote ws://127.0.0.1:8003 --token-file tok --json"), want: parsed{JSON: true, URL: "ws://127.0.0.1:8003"}},
+			// The embedded daemon holds no other run's requests: an
+			// empty list there would read as "nothing waits".
+			{args: args("approvals"), code: 2,
+				err: "sous: approvals: pass --socket PATH or --remote URL (or set SOUS_SOCKET or SOUS_REMOTE): the requests wait on the daemon the run uses, and sous's embedded daemon holds none\n"},
+			{args: args("approvals --socket a.sock --remote ssh://h"), code: 2, err: "sous: use either --socket or --remote, not both\n"},
+			{args: args("approvals alow a1 --socket s"), code: 2,
+				err: "sous: unknown command \"alow\" for \"sous approvals\"\n\nDid you mean this?\n\tallow\nRun 'sous approvals --help' for usage.\n"},
+			{args: args("approvals --bogus"), code: 2, err: "sous: unknown flag: --bogus\nRun 'sous approvals --help' for usage.\n"},
+		})
+	})
+	t.Run("approvals allow and deny", func(t *testing.T) {
+		type parsed struct {
+			ID, Decision, Message, URL string
+		}
+		project := func(o *ApprovalAnswerOptions) parsed { return parsed{o.ID, o.Decision, o.Message, targetURL(o.Target)} }
+		testFlags(t, []string{"approvals", "allow"}, newCmdApprovalsAllow, project, []flagCase[parsed]{
+			{args: args("approvals allow a1 --socket /run/sous.sock"), want: parsed{ID: "a1", Decision: "allow", URL: "unix:///run/sous.sock"}},
+			// The group's target flags may come before the subcommand.
+			{args: []string{"approvals", "--remote", "ws://build:8003", "allow", "a1", "-m", "fine, once"},
+				want: parsed{ID: "a1", Decision: "allow", Message: "fine, once", URL: "ws://build:8003"}},
+			{args: args("approvals allow a1"), code: 2,
+				err: "sous: approvals allow: pass --socket PATH or --remote URL (or set SOUS_SOCKET or SOUS_REMOTE): the requests wait on the daemon the run uses, and sous's embedded daemon holds none\n"},
+			{args: args("approvals allow --socket s"), code: 2, err: "sous: allow: want 1 argument(s), got 0 (usage: sous approvals allow ID)\n"},
+			{args: args("approvals allow a1 a2 --socket s"), code: 2, err: "sous: allow: want 1 argument(s), got 2 (usage: sous approvals allow ID)\n"},
+			{args: []string{"approvals", "allow", "", "--socket", "s"}, code: 2, err: "sous: approvals allow: the ID is empty (sous approvals lists the pending ones)\n"},
+			{args: args("approvals allow a1 --message"), code: 2, err: "sous: flag needs an argument: --message\nRun 'sous approvals allow --help' for usage.\n"},
+		})
+		testFlags(t, []string{"approvals", "deny"}, newCmdApprovalsDeny, project, []flagCase[parsed]{
+			{args: []string{"approvals", "deny", "a1", "--message", "not on main", "--socket", "/run/sous.sock"},
+				want: parsed{ID: "a1", Decision: "deny", Message: "not on main", URL: "unix:///run/sous.sock"}},
+			{args: args("approvals deny a1"), env: []string{"SOUS_SOCKET=/run/sous.sock"}, want: parsed{ID: "a1", Decision: "deny", URL: "unix:///run/sous.sock"}},
+			{args: args("approvals deny a1"), code: 2,
+				err: "sous: approvals deny: pass --socket PATH or --remote URL (or set SOUS_SOCKET or SOUS_REMOTE): the requests wait on the daemon the run uses, and sous's embedded daemon holds none\n"},
+		})
+	})
 	t.Run("rpc", func(t *testing.T) {
 		type parsed struct {
 			Method, Params string

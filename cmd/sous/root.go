@@ -36,6 +36,7 @@ one over a Unix socket, ssh or a WebSocket.`,
 		return &flagError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})
 	root.AddCommand(
+		newCmdApprovals(f, nil),
 		newCmdAttach(f, nil),
 		newCmdCheck(f, nil),
 		newCmdCompletion(f, nil),

@@ -28,6 +28,13 @@ func shellWord(s string) string {
 	case printable(s):
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
+	return dollarQuote(s)
+}
+
+// dollarQuote writes s as $'...', with escapes for control characters,
+// invisible ones and bytes that are not UTF-8, as bash, zsh and ksh read
+// it: what a table shows of s then fits on its line and says what s holds.
+func dollarQuote(s string) string {
 	var b strings.Builder
 	b.WriteString("$'")
 	for i := 0; i < len(s); {
