@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func Listen(addr, token string, hub *Hub, answer AnswerFunc) (*Server, error) {
 	host, _, _ := net.SplitHostPort(addr)
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	s := &Server{hub: hub, token: token, answer: answer, ln: ln,
-		url: "http://" + net.JoinHostPort(host, port) + "/#token=" + token}
+		url: "http://" + net.JoinHostPort(host, port) + "/#token=" + url.QueryEscape(token)}
 	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
 		// A page elsewhere whose name resolves to 127.0.0.1 (DNS
 		// rebinding) sends its own name as Host: refused.

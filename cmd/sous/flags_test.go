@@ -353,9 +353,10 @@ func TestDaemonFlags(t *testing.T) {
 			Listen            []string
 			LoginPath         bool
 			Environ           []string
+			UI                string
 		}
 		project := func(o *DaemonServeOptions) parsed {
-			return parsed{o.Socket, o.TokenFile, o.TokenFD, o.RetainFor, o.Listen, o.LoginPath, o.Environ}
+			return parsed{o.Socket, o.TokenFile, o.TokenFD, o.RetainFor, o.Listen, o.LoginPath, o.Environ, o.UI}
 		}
 		withSocket := append([]string{"SOUS_SOCKET=/run/sous.sock"}, home...)
 		testFlags(t, []string{"daemon", "serve"}, newCmdDaemonServe, project, []flagCase[parsed]{
@@ -373,6 +374,12 @@ func TestDaemonFlags(t *testing.T) {
 			{args: []string{"daemon", "serve", "--socket", ""}, code: 2, err: "sous: --socket \"\" needs a --listen ws://HOST:PORT to serve on\n"},
 			{args: args("daemon serve --allow-command rel/git"), code: 2,
 				err: "sous: --allow-command: allowed command \"rel/git\": want a program name (git) or an absolute path (/usr/bin/git)\n"},
+			{args: []string{"daemon", "serve", "--token-fd", "0", "--ui", ":8080"}, env: home,
+				want: parsed{Socket: homeSocket, TokenFD: 0, RetainFor: time.Hour, LoginPath: true, Environ: home, UI: ":8080"}},
+			{args: args("daemon serve --ui 8080"), code: 2,
+				err: "sous: --ui \"8080\": want HOST:PORT or :PORT (e.g. 127.0.0.1:0): address 8080: missing port in address\n"},
+			{args: args("daemon serve --ui :http"), code: 2,
+				err: "sous: --ui \":http\": the port must be a number from 0 to 65535\n"},
 		})
 	})
 	t.Run("start", func(t *testing.T) {
