@@ -159,15 +159,17 @@ const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 // and sees none twice.
 func (h *Hub) subscribe() (*subscriber, []byte) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s := newSubscriber()
-	first := eventFrame("state", h.now(), "state", h.snapshotLocked())
+	now, snap := h.now(), h.snapshotLocked()
 	if h.closed {
 		s.finish(false)
 	} else {
 		h.subs[s] = struct{}{}
 	}
-	return s, first
+	h.mu.Unlock()
+	// The snapshot is a copy (what it shares, no event changes): it is
+	// encoded without holding up the run.
+	return s, eventFrame("state", now, "state", snap)
 }
 
 func (h *Hub) unsubscribe(s *subscriber) {
