@@ -63,6 +63,7 @@ func (o *recordingOutput) Approval(a runtime.ApprovalInfo)       { o.approvals =
 func (o *recordingOutput) Hook(runtime.HookInfo)                 {}
 func (o *recordingOutput) Tool(string, string, bool)             {}
 func (o *recordingOutput) Progress(runtime.ProgressInfo)         {}
+func (o *recordingOutput) Redact(string) bool                    { return true }
 
 type noHosts struct{}
 

@@ -32,6 +32,7 @@ func (cfg Config) Plugins() []runtime.Plugin {
 		{Name: procPlugin, Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries()),
 			OnStart: func(*runtime.Env) any { return &procState{lines: cfg.Lines} }},
 		{Name: "files", Entries: filesEntries()},
+		{Name: "secrets", Entries: secretsEntries()},
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},
 		{Name: "hosts", Entries: hostEntries()},
 		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries()),

@@ -86,3 +86,41 @@ func BenchmarkEchoWrite(b *testing.B) {
 		})
 	}
 }
+
+// TestEchoWriteWithSecretsAllocatesNothing: with secrets to redact, a
+// chunk still costs no allocation once the redaction's buffers have grown
+// (and with none, TestEchoWriteAllocatesNothing: the redaction is not
+// even looked at).
+func TestEchoWriteWithSecretsAllocatesNothing(t *testing.T) {
+	for _, m := range echoModes() {
+		o, e := startEcho(m.opt, m.prefixed)
+		o.Redact("sous/runtime/vie") // a match on every line
+		o.Redact("ghp_notInTheOutput0123")
+		for range 3 {
+			e.Write(wire.Stdout, echoChunk)
+		}
+		if n := testing.AllocsPerRun(200, func() { e.Write(wire.Stdout, echoChunk) }); n != 0 {
+			t.Errorf("%s: %.1f allocations per chunk, want none", m.name, n)
+		}
+		o.end(&event.End{Status: "ok"})
+	}
+}
+
+// BenchmarkEchoWriteRedacted is BenchmarkEchoWrite with two secrets to
+// redact, one on every line.
+func BenchmarkEchoWriteRedacted(b *testing.B) {
+	for _, m := range echoModes() {
+		b.Run(m.name, func(b *testing.B) {
+			o, e := startEcho(m.opt, m.prefixed)
+			o.Redact("sous/runtime/vie")
+			o.Redact("ghp_notInTheOutput0123")
+			b.SetBytes(int64(len(echoChunk)))
+			b.ReportAllocs()
+			for b.Loop() {
+				e.Write(wire.Stdout, echoChunk)
+			}
+			b.StopTimer()
+			o.end(&event.End{Status: "ok"})
+		})
+	}
+}

@@ -112,6 +112,10 @@ type Output interface {
 	Tool(session, tool string, ok bool)
 	// Progress is where a parallel() fan-out stands (progress.go).
 	Progress(ProgressInfo)
+	// Redact replaces secret with event.Marker in everything the run
+	// writes from now on (redact.go). It reports false, doing nothing,
+	// for a value shorter than event.MinSecret.
+	Redact(secret string) bool
 }
 
 // SpawnInfo describes a process the run started or reattached to.

@@ -130,7 +130,7 @@ func TestDocOfOneName(t *testing.T) {
 		{"Process.lines", []string{"each lines() call iterates from the first", "use read_line()"}},
 		{"Process.read_line", []string{`Process.read_line(stream="stdout", timeout=None) -> string or None`, "passes before a whole line arrives, read_line fails"}},
 		{"Result.stages", []string{"Result.stages -> list of struct(exit_code, stderr)"}},
-		{"Host", []string{"Methods and modules: extract_tar, files, git, pipeline, reattach, run, sdk, sh, spawn"}},
+		{"Host", []string{"Methods and modules: dotenv, extract_tar, files, git, pipeline, reattach, run, sdk, sh, spawn"}},
 		{"Host.run", []string{"Host.run: run, acting on the host.", "run(cmd, args=[], *, cwd=None"}},
 		{"sdk", []string{`sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, resume=None, fork=False, timeout=None, tools=[], output_schema=None, hooks=None, max_budget_usd=None) -> Session`, "sdk.send(prompt, **session_kwargs) -> Turn"}},
 		{"tool", []string{"tool(name, description, schema, fn) -> Tool", "mcp__sous__NAME", "error result carrying its message"}},

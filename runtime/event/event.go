@@ -13,6 +13,14 @@
 // was a bus. Output events are the hot path (a recipe that echoes a GiB):
 // the echo reuses one *Output for all its chunks, each chunk holds many
 // lines, and the bus allocates nothing to hand it on.
+//
+// The bus is also where secrets are kept out of the run's outputs
+// (Bus.Redact, redact.go): every event's text is redacted before the
+// State or any sink sees it, so an output added later (a web page, a
+// notification) cannot forget to. A run without secrets pays one length
+// check per event; with some, an output chunk is redacted into the bus's
+// own buffers, and the end of a chunk that may begin a secret waits for
+// the stream's next chunk.
 package event
 
 import (
