@@ -158,6 +158,31 @@ func (b *Bus) redactEvent(e Event) Event {
 }
 
 func redactApproval(s *secrets, a Approval) Approval {
-	a.Summary, a.Message = s.String(a.Summary), s.String(a.Message)
+	a.Summary, a.Message, a.Description = s.String(a.Summary), s.String(a.Message), s.String(a.Description)
+	if a.Input != nil {
+		a.Input = redactValue(s, a.Input).(map[string]any)
+	}
 	return a
+}
+
+// redactValue is a copy of a decoded JSON value (a tool's input) with the
+// secrets in its strings, keys included, replaced.
+func redactValue(s *secrets, v any) any {
+	switch v := v.(type) {
+	case string:
+		return s.String(v)
+	case map[string]any:
+		c := make(map[string]any, len(v))
+		for k, x := range v {
+			c[s.String(k)] = redactValue(s, x)
+		}
+		return c
+	case []any:
+		c := make([]any, len(v))
+		for i, x := range v {
+			c[i] = redactValue(s, x)
+		}
+		return c
+	}
+	return v
 }
