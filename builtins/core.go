@@ -17,8 +17,8 @@ func coreEntries() []runtime.Entry {
 			Doc:   "The frozen dict of string to string from `sous run R.star -a key=value` (repeatable).",
 			Value: argsValue},
 		{Name: "getenv", Sig: "getenv(name, default=None, *, secret=False) -> string",
-			Doc: "The runner's environment variable name, or default when it is not set. With secret=True the " +
-				"variable's value (not the default) is redacted (see redact).",
+			Doc: "The runner's environment variable name, or default when it is not set. With secret=True what it " +
+				"returns (the value, or a string default) is redacted (see redact).",
 			Fn: getenv},
 		{Name: "print", Sig: "print(*values, sep=\" \")",
 			Doc: "Starlark's own: writes a line to the recipe log (stderr; a log event in --json mode)."},
@@ -66,6 +66,9 @@ func getenv(c *runtime.Call) (starlark.Value, error) {
 			c.Env.Output.Redact(v) // a short value stays: see event.MinSecret
 		}
 		return starlark.String(v), nil
+	}
+	if s, ok := def.(starlark.String); ok && secret {
+		c.Env.Output.Redact(string(s)) // the contract: what it returns
 	}
 	return def, nil
 }

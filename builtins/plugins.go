@@ -28,7 +28,7 @@ func Plugins() []runtime.Plugin { return Config{}.Plugins() }
 // what a plugin keeps for a run is made by its OnStart for that run.
 func (cfg Config) Plugins() []runtime.Plugin {
 	return []runtime.Plugin{
-		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries(), fanoutEntries(), retryEntries())},
+		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries(), fanoutEntries(), retryEntries(), budgetEntries())},
 		{Name: procPlugin, Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries()),
 			OnStart: func(*runtime.Env) any { return &procState{lines: cfg.Lines} }},
 		{Name: "files", Entries: filesEntries()},
@@ -36,7 +36,11 @@ func (cfg Config) Plugins() []runtime.Plugin {
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},
 		{Name: "hosts", Entries: hostEntries()},
 		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries()),
-			OnStart: func(*runtime.Env) any { return &agents{} }},
+			OnStart: func(env *runtime.Env) any {
+				a := &agents{}
+				env.Budget.OnExceeded(a.stopTurns)
+				return a
+			}},
 	}
 }
 

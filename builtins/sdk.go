@@ -111,7 +111,7 @@ func sdkEntries() []runtime.Entry {
 		{Name: "Turn.subtype", Sig: "Turn.subtype -> string",
 			Doc:  `The result's subtype: "success", "error_during_execution" (interrupted), "error_max_turns", ...`,
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Subtype) })},
-		{Name: "Turn.cost_usd", Sig: "Turn.cost_usd -> float", Doc: "The CLI's total_cost_usd.",
+		{Name: "Turn.cost_usd", Sig: "Turn.cost_usd -> float", Doc: "The CLI's total_cost_usd: what the session's CLI has spent so far (this turn and those before it in the same CLI process), not this turn alone.",
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.Float(t.t.CostUSD) })},
 		{Name: "Turn.num_turns", Sig: "Turn.num_turns -> int", Doc: "The CLI's num_turns (model round trips).",
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.MakeInt(t.t.NumTurns) })},
@@ -325,6 +325,9 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	}
 	if err := addAgentEnv(c, &o.opt); err != nil {
 		return nil, err
+	}
+	if err := capSessionBudget(c.Env.Budget, &o.opt); err != nil {
+		return nil, c.Errorf("%v", err)
 	}
 	d, err := hostClient(c, c.Host)
 	if err != nil {
@@ -630,6 +633,9 @@ func (s *Session) send(c *runtime.Call, prompt string, limit time.Duration) (*Tu
 	if err := agentsOf(c.Env).turnWaitRefused(); err != nil {
 		return nil, c.Errorf("%v", err)
 	}
+	if err := c.Env.Budget.Err(); err != nil {
+		return nil, c.Errorf("%v", err) // no new turn past the run's --max-cost
+	}
 	p := s.s.StartWith(prompt, agent.TurnOptions{Timeout: limit})
 	if limit == 0 {
 		limit = s.limit
@@ -653,7 +659,16 @@ func turnOutcome(env *runtime.Env, p *agent.Pending, limit time.Duration) (*Turn
 	case errors.Is(err, agent.ErrTurnTimeout):
 		return nil, fmt.Errorf("the turn ran past its timeout of %s and was interrupted", formatSeconds(limit))
 	case err != nil:
+		if berr := env.Budget.Err(); berr != nil {
+			return nil, berr // dropped because the run spent its --max-cost
+		}
 		return nil, errors.New(agentMessage(err))
+	}
+	if err := env.Budget.Err(); err != nil {
+		// The turn spent the rest of the run's --max-cost, or was
+		// interrupted because another did: the recipe fails with it
+		// rather than go on with what the turn left undone.
+		return nil, err
 	}
 	return &Turn{t: t, env: env}, nil
 }
@@ -665,6 +680,9 @@ func sessionStart(c *runtime.Call, s *Session) (starlark.Value, error) {
 	}
 	if err := s.s.Err(); err != nil {
 		return nil, c.Errorf("%s", agentMessage(err))
+	}
+	if err := c.Env.Budget.Err(); err != nil {
+		return nil, c.Errorf("%v", err) // no new turn past the run's --max-cost
 	}
 	return &Pending{env: c.Env, session: s, prompt: prompt, p: s.s.Start(prompt), limit: s.limit}, nil
 }

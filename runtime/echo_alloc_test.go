@@ -44,7 +44,8 @@ var echoChunk = append(bytes.Repeat([]byte("ok  	github.com/seed5ad92d46/sous/ru
 // buffers have grown.
 func startEcho(opt Options, prefixed bool) (*output, Echo) {
 	o := newOutput(opt, func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) })
-	o.start("r.star", nil)
+	opt.Recipe = "r.star"
+	o.start(opt)
 	o.Spawned(SpawnInfo{ID: "a", Command: []string{"make"}, Host: "embedded"})
 	e := o.Echo("a")
 	if prefixed {

@@ -16,11 +16,19 @@ import (
 // still go to stderr as they are.
 type jsonSink struct {
 	stdout, stderr io.Writer
+	state          *event.State // the run so far (the end event's budget)
 	buf            []byte
 	// The time of the last event, formatted: every line of a chunk of
 	// output is an event of the same time.
 	lastAt   time.Time
 	lastTime []byte
+}
+
+// budgetJSON is the end event's budget: what the sessions spent and the
+// --max-cost, in dollars.
+type budgetJSON struct {
+	Spent float64 `json:"spent"`
+	Limit float64 `json:"limit"`
 }
 
 // field is one member of an event after "event" and "time".
@@ -95,7 +103,12 @@ func (j *jsonSink) Handle(at time.Time, e event.Event) {
 		if e.Error != "" {
 			errValue = e.Error
 		}
-		j.event(at, "end", field{"status", e.Status}, field{"exit_code", e.ExitCode}, field{"error", errValue})
+		fields := []field{{"status", e.Status}, {"exit_code", e.ExitCode}, {"error", errValue}}
+		if j.state != nil && j.state.MaxCost > 0 {
+			// What budget() says at the end (sous run --max-cost).
+			fields = append(fields, field{"budget", budgetJSON{Spent: j.state.Cost(), Limit: j.state.MaxCost}})
+		}
+		j.event(at, "end", fields...)
 	}
 }
 

@@ -26,11 +26,12 @@ func newOutput(opt Options, now func() time.Time) *output {
 }
 
 // start opens the run: the first line of the event stream.
-func (o *output) start(recipe string, args map[string]string) {
+func (o *output) start(opt Options) {
+	args := opt.Args
 	if args == nil {
 		args = map[string]string{}
 	}
-	o.bus.Publish(&event.Start{Recipe: recipe, Args: args})
+	o.bus.Publish(&event.Start{Recipe: opt.Recipe, Args: args, MaxCost: opt.MaxCost})
 }
 
 // end closes the run: the last line of the event stream. Anything

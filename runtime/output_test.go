@@ -87,7 +87,7 @@ func TestJSONEvents(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	o := testOutput(&stdout, &stderr, true)
-	o.start("r.star", map[string]string{"k": "v"})
+	o.start(Options{Recipe: "r.star", Args: map[string]string{"k": "v"}})
 	o.Log("hello <world>")
 	o.Spawned(SpawnInfo{ID: "p", Pid: 42, Command: []string{"echo", "hi"}, Host: "embedded"})
 	e := o.Echo("p")

@@ -17,7 +17,7 @@ func TestEchoRedactsAcrossTheLongLineCut(t *testing.T) {
 	for _, json := range []bool{false, true} {
 		var stdout, stderr bytes.Buffer
 		o := testOutput(&stdout, &stderr, json)
-		o.start("r.star", nil)
+		o.start(Options{Recipe: "r.star"})
 		if !o.Redact(secret) {
 			t.Fatal("Redact refused the secret")
 		}

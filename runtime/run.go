@@ -12,6 +12,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/envlist"
 	"github.com/seed5ad92d46/sous/runtime/event"
+	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -66,6 +67,16 @@ type Options struct {
 	// gets, whatever its own env= says (sous run --fake-model: the
 	// scripted model's URL).
 	AgentEnv *AgentEnv
+	// MaxCost caps what the run's agent sessions may cost, in dollars
+	// (sous run --max-cost; 0: no cap). Once spent, the running turns
+	// are interrupted, new ones refused and the run fails (budget.go).
+	MaxCost float64
+	// Notify, with URLs, POSTs a JSON notification to each when a request
+	// waits for a person and when the run ends (sous run --notify;
+	// runtime/notify), without ever holding the run up.
+	Notify notify.Options
+	// RunID names the run in its notifications ("": a random uuid).
+	RunID string
 }
 
 // AgentEnv is environment for every agent session of a run. Its values
@@ -111,10 +122,18 @@ const (
 // else an *ExitError.
 func Run(ctx context.Context, opt Options) error {
 	out := newOutput(opt, nil)
-	out.start(opt.Recipe, opt.Args)
-	r, err := prepare(opt, out)
+	budget := NewBudget(opt.MaxCost)
+	out.bus.Subscribe(&budgetSink{budget: budget, state: out.bus.State()})
+	finishNotify := startNotify(opt, out)
+	out.start(opt)
+	r, err := prepare(opt, out, budget)
 	if err == nil {
 		err = r.execute(ctx)
+	}
+	if err == nil {
+		// The turn that spent the rest may have ended as the recipe did,
+		// before its abort could stop it: the run still failed.
+		err = budget.Err()
 	}
 	status, code, report, summary := outcome(ctx, err)
 	if report != "" {
@@ -125,7 +144,11 @@ func Run(ctx context.Context, opt Options) error {
 		if cleanup == nil {
 			cleanup = context.WithoutCancel(ctx)
 		}
-		if cerr := r.cleanup(cleanup); cerr != nil && code == 0 {
+		cerr := r.cleanup(cleanup)
+		if cerr == nil && code == 0 {
+			cerr = budget.Err() // spent by a deferred call
+		}
+		if cerr != nil && code == 0 {
 			// The recipe finished; its cleanup did not.
 			err = cerr
 			status, code, summary = "failed", CodeFailed, cerr.Error()
@@ -140,6 +163,7 @@ func Run(ctx context.Context, opt Options) error {
 		end.File, end.Line, end.Col, end.Source = failurePlace(err)
 	}
 	out.end(end)
+	finishNotify()
 	if code == 0 {
 		return nil
 	}
@@ -152,7 +176,7 @@ func Run(ctx context.Context, opt Options) error {
 // stream always has both. It returns the *ExitError (code 2).
 func Refuse(opt Options, err error) error {
 	out := newOutput(opt, nil)
-	out.start(opt.Recipe, opt.Args)
+	out.start(opt)
 	out.Error("sous: " + err.Error())
 	out.end(&event.End{Status: "error", ExitCode: CodeUsage, Error: err.Error()})
 	return &ExitError{Code: CodeUsage, Err: err}

@@ -112,32 +112,46 @@ func TestRunFlags(t *testing.T) {
 		FakeModel         string
 		Color             colorFlag
 		Quiet, Verbose    bool
+		MaxCost           float64
+		Notify            []string
+		NotifyTimeout     time.Duration
 	}
 	project := func(o *RunOptions) parsed {
-		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose}
+		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose,
+			float64(o.MaxCost), o.Notify, o.NotifyTimeout}
 	}
 	env := []string{"SOUS_SOCKET=/run/sous.sock", "HOME=/home/u"}
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
-		{args: args("run r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto"}},
+		{args: args("run r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", NotifyTimeout: 5 * time.Second}},
 		{args: []string{"run", "r.star", "-a", "k=v", "--arg", "task=make it pass", "--json", "--allow", "Bash(go test:*)", "--deny", "Bash(git push:*)"},
 			want: parsed{Recipe: "r.star", Args: []string{"k=v", "task=make it pass"}, JSON: true,
-				Allow: []string{"Bash(go test:*)"}, Deny: []string{"Bash(git push:*)"}, URL: "embedded", Color: "auto"}},
+				Allow: []string{"Bash(go test:*)"}, Deny: []string{"Bash(git push:*)"}, URL: "embedded", Color: "auto", NotifyTimeout: 5 * time.Second}},
 		// The target's defaults and the recipe's environment are the
 		// factory's.
-		{args: args("run r.star"), env: env, want: parsed{Recipe: "r.star", URL: "unix:///run/sous.sock", Environ: env, Color: "auto"}},
-		{args: args("run --remote ws://127.0.0.1:8003 r.star"), env: env, want: parsed{Recipe: "r.star", URL: "ws://127.0.0.1:8003", Environ: env, Color: "auto"}},
-		{args: args("run --shard 1/4 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Shard: "1/4", Color: "auto"}},
-		{args: args("run r.star --socket rel.sock"), want: parsed{Recipe: "r.star", URL: "unix://" + abs(t, "rel.sock"), Color: "auto"}},
-		{args: args("run r.star"), env: []string{"SOUS_REMOTE=ssh://build"}, want: parsed{Recipe: "r.star", URL: "ssh://build", Environ: []string{"SOUS_REMOTE=ssh://build"}, Color: "auto"}},
-		{args: args("run --fake-model triage.fake.json r.star"), want: parsed{Recipe: "r.star", URL: "embedded", FakeModel: "triage.fake.json", Color: "auto"}},
-		{args: args("run r.star --fake-model=s.json --socket /run/s.sock"), want: parsed{Recipe: "r.star", URL: "unix:///run/s.sock", FakeModel: "s.json", Color: "auto"}},
+		{args: args("run r.star"), env: env, want: parsed{Recipe: "r.star", URL: "unix:///run/sous.sock", Environ: env, Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run --remote ws://127.0.0.1:8003 r.star"), env: env, want: parsed{Recipe: "r.star", URL: "ws://127.0.0.1:8003", Environ: env, Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run --shard 1/4 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Shard: "1/4", Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --socket rel.sock"), want: parsed{Recipe: "r.star", URL: "unix://" + abs(t, "rel.sock"), Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star"), env: []string{"SOUS_REMOTE=ssh://build"}, want: parsed{Recipe: "r.star", URL: "ssh://build", Environ: []string{"SOUS_REMOTE=ssh://build"}, Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run --fake-model triage.fake.json r.star"), want: parsed{Recipe: "r.star", URL: "embedded", FakeModel: "triage.fake.json", Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --fake-model=s.json --socket /run/s.sock"), want: parsed{Recipe: "r.star", URL: "unix:///run/s.sock", FakeModel: "s.json", Color: "auto", NotifyTimeout: 5 * time.Second}},
 		{args: args("run r.star --fake-model"), code: 2, err: "sous: flag needs an argument: --fake-model\nRun 'sous run --help' for usage.\n"},
 		{args: args("run"), code: 2, err: "sous: run: want 1 argument(s), got 0 (usage: sous run RECIPE.star [-a key=value]... [flags])\n"},
 		{args: args("run a.star b.star"), code: 2, err: "sous: run: want 1 argument(s), got 2 (usage: sous run RECIPE.star [-a key=value]... [flags])\n"},
 		{args: args("run --bogus x.star"), code: 2, err: "sous: unknown flag: --bogus\nRun 'sous run --help' for usage.\n"},
-		{args: args("run r.star --color never -q"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "never", Quiet: true}},
-		{args: args("run r.star --color=always --verbose"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "always", Verbose: true}},
-		{args: args("run r.star -v"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Verbose: true}},
+		{args: args("run r.star --color never -q"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "never", Quiet: true, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --color=always --verbose"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "always", Verbose: true, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star -v"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Verbose: true, NotifyTimeout: 5 * time.Second}},
+		{args: args("run --max-cost 0.05 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", MaxCost: 0.05, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --max-cost=$2"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", MaxCost: 2, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --max-cost 0"), code: 2, err: "sous: invalid argument \"0\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --max-cost -1"), code: 2, err: "sous: invalid argument \"-1\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --max-cost lots"), code: 2, err: "sous: invalid argument \"lots\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --max-cost NaN"), code: 2, err: "sous: invalid argument \"NaN\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --notify http://127.0.0.1:8080/hook --notify https://hooks.example.com/x --notify-timeout 2"),
+			want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Notify: []string{"http://127.0.0.1:8080/hook", "https://hooks.example.com/x"},
+				NotifyTimeout: 2 * time.Second}},
+		{args: args("run r.star --notify"), code: 2, err: "sous: flag needs an argument: --notify\nRun 'sous run --help' for usage.\n"},
 		{args: args("run r.star -q -v"), code: 2, err: "sous: run: --quiet and --verbose: choose one\n"},
 		{args: args("run r.star --color=yes"), code: 2, err: "sous: invalid argument \"yes\" for \"--color\" flag: want auto, always or never, got \"yes\"\nRun 'sous run --help' for usage.\n"},
 	})

@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/runtime"
+	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -41,6 +43,13 @@ type RunOptions struct {
 	Color colorFlag
 	// Quiet and Verbose: less or more human output (runview.go).
 	Quiet, Verbose bool
+	// MaxCost is --max-cost: the cap on what the run's agent sessions may
+	// cost, in dollars (0: none).
+	MaxCost costFlag
+	// Notify are the --notify URLs; NotifyTimeout bounds each POST and the
+	// wait for the last ones when the run ends.
+	Notify        []string
+	NotifyTimeout time.Duration
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
@@ -86,6 +95,24 @@ Every decision is logged on stderr (an approval event with --json).
 the items whose index % N == I, and the recipe's shard global is
 struct(index=I, count=N).
 
+--max-cost USD caps what the run's agent sessions may cost, all sessions
+together (the turns' cost_usd as the CLI reports it). Once the cap is reached
+the running turns are interrupted, new turns are refused and the run fails
+(exit code 1) saying what was spent; each session's CLI also gets
+--max-budget-usd no higher than what remains. budget() tells the recipe what
+was spent and the cap; the summary and the end event of --json show both.
+
+--notify URL (repeatable) POSTs a JSON object to URL when a permission
+request waits for a person (event "approval", with its id, session, tool and
+summary) and when the run ends: event "end" when it finished, "failed" when it
+did not (failed, interrupted or refused; end.status says which). One of the two
+ends every run, never both. Every payload has event, time, run (id, host, pid,
+started, args), recipe, and text, a line for a person. The POSTs run in the
+background and never hold the run up: each gives up after --notify-timeout
+(default 5s); at the end sous waits at most that long for the last ones, then
+says on stderr what was not delivered. A notification that fails never fails
+the run. Redirects are followed only with 307 or 308 to the same host.
+
 --fake-model SCRIPT.json serves a scripted model in sous for the run and points
 every agent session at it (ANTHROPIC_BASE_URL, a dummy ANTHROPIC_API_KEY): the
 recipe runs offline, without an API key, the same way every time. Only with the
@@ -120,6 +147,9 @@ model serve --help.`,
 	fl.StringVar(&opts.FakeModel, "fake-model", "", "agents talk to a model scripted by `SCRIPT.json`, served in sous for the run: offline, no API key (see sous model serve --help)")
 	fl.Var(&opts.Color, "color", "colour the [id] prefixes, the status area and the summary: auto, always or never (NO_COLOR turns auto off)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "show only the recipe's print, failures and the summary: no echo of processes, no status area")
+	fl.Var(&opts.MaxCost, "max-cost", "cap what the run's agent sessions may cost, in dollars: once spent, running turns are interrupted, new ones refused and the run fails (see budget())")
+	fl.StringArrayVar(&opts.Notify, "notify", nil, "POST a JSON notification to `URL` when a request waits for a person and when the run ends (repeatable; see --help)")
+	durationVar(fl, &opts.NotifyTimeout, "notify-timeout", notify.DefaultTimeout, "give up on a --notify POST after `D`; the run waits at most this long for the last ones when it ends")
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also say when each process starts and ends and each agent turn ends, and print the summary off a terminal too")
 	opts.Target.register(cmd)
 	return cmd
@@ -140,6 +170,10 @@ func runRecipe(opts *RunOptions) error {
 		return refuse(err)
 	}
 	ropt.Args = args
+	ropt.MaxCost = float64(opts.MaxCost)
+	if ropt.Notify, err = notifyOptions(opts); err != nil {
+		return refuse(err)
+	}
 	if ropt.Shard, err = parseShard(opts.Shard); err != nil {
 		return refuse(err)
 	}

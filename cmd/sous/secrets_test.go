@@ -139,6 +139,16 @@ redact("abc")
 	o.expect(t, 1, "empty is fine\n", "redact: a value of 3 bytes would match all over the output; a secret has at least 4")
 }
 
+// TestGetenvSecretDefault: getenv(secret=True) redacts what it returns,
+// the default too when the variable is not set.
+func TestGetenvSecretDefault(t *testing.T) {
+	t.Parallel()
+	o, _ := runStar(t, `t = getenv("SOUS_TEST_UNSET_VARIABLE", "dev-token-123", secret = True)
+print("token", t)
+`)
+	o.expect(t, 0, "token ***\n")
+}
+
 // TestDotenvErrors: a missing file and a bad line fail the recipe with
 // the path and the line number; secret=False leaves the values shown.
 func TestDotenvErrors(t *testing.T) {

@@ -287,3 +287,29 @@ func (s *Session) result(line []byte) {
 		s.sendTurn(next)
 	}
 }
+
+// StopTurns ends the session's work without ending the session: the turns
+// waiting their turn are dropped (their Pending ends with why), and the
+// running one is interrupted (its Pending ends with the CLI's result, as
+// after Interrupt). It returns at once: the interrupt is sent on a
+// goroutine of its own.
+func (s *Session) StopTurns(why error) {
+	s.mu.Lock()
+	var dropped []*turnState
+	running := false
+	if len(s.turns) > 0 {
+		first := 0
+		if s.turns[0].sent {
+			running, first = s.dead == nil, 1
+		}
+		dropped = append(dropped, s.turns[first:]...)
+		s.turns = s.turns[:first]
+	}
+	s.mu.Unlock()
+	for _, ts := range dropped {
+		ts.pending.finish(nil, fmt.Errorf("agent: turn dropped before it started: %w", why))
+	}
+	if running {
+		go s.sendInterrupt()
+	}
+}

@@ -36,6 +36,9 @@ type Event interface{ event() }
 type Start struct {
 	Recipe string
 	Args   map[string]string
+	// MaxCost is the cap on what the run's agent sessions may cost (sous
+	// run --max-cost), 0 when there is none.
+	MaxCost float64
 }
 
 // Log is a line of the recipe's print.

@@ -19,6 +19,12 @@ func (b *Bus) Redact(secret string, forms ...string) bool {
 	return b.secrets.add(secret, forms...)
 }
 
+// RedactLocked returns s with the registered secrets replaced, for a sink
+// that writes text it kept from an earlier event (the run's args, from
+// its start event, published before the recipe could register any):
+// call it with the lock held, in the sink's Handle.
+func (b *Bus) RedactLocked(s string) string { return b.secrets.String(s) }
+
 // streamKey names one output stream of one process.
 type streamKey struct {
 	id     string

@@ -40,8 +40,13 @@ type State struct {
 	// lays the state out now and then does it at once when it moved.
 	Version uint64
 
+	// MaxCost is the run's cap on its sessions' cost (sous run --max-cost),
+	// 0 when there is none.
+	MaxCost float64
+
 	procs    map[string]*Proc
 	sessions map[string]*Session
+	cost     float64 // every session's Cost, added up as results come
 }
 
 // Proc is one process of the run.
@@ -85,9 +90,13 @@ type Session struct {
 	// LastText is the first line of the agent's last text.
 	LastText string
 	Turns    int
-	// Cost adds up the turns' cost_usd; Duration their duration_ms.
+	// Cost is what the session's turns cost (their results' cost_usd is
+	// the CLI's running total: see turnCost); Duration adds up their
+	// duration_ms.
 	Cost     float64
 	Duration time.Duration
+	// cliTotal is the last result's total_cost_usd.
+	cliTotal float64
 	// Subtype and OK are the last turn's.
 	Subtype string
 	OK      bool
@@ -118,13 +127,7 @@ func (s *State) Proc(id string) *Proc { return s.procs[id] }
 func (s *State) Session(id string) *Session { return s.sessions[id] }
 
 // Cost adds up every session's cost.
-func (s *State) Cost() float64 {
-	var c float64
-	for _, ss := range s.Sessions {
-		c += ss.Cost
-	}
-	return c
-}
+func (s *State) Cost() float64 { return s.cost }
 
 func (s *State) apply(at time.Time, e Event) {
 	switch e.(type) {
@@ -134,7 +137,7 @@ func (s *State) apply(at time.Time, e Event) {
 	}
 	switch e := e.(type) {
 	case *Start:
-		s.Recipe, s.Started = e.Recipe, at
+		s.Recipe, s.Started, s.MaxCost = e.Recipe, at, e.MaxCost
 	case *Spawn:
 		p := &Proc{ID: e.ID, Command: e.Command, Host: e.Host, Pid: e.Pid, Reattached: e.Reattached, Started: at,
 			Color: s.freeColor(e.ID)}

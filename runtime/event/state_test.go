@@ -27,7 +27,9 @@ func agentMsg(t *testing.T, v map[string]any) json.RawMessage {
 
 // TestStateFollowsSessions: a session shows from its first message with
 // an id, is in a turn until its result, says which tool it uses, and adds
-// up the turns' cost_usd (per session and for the run); a decision ends
+// up the turns' cost (per session and for the run: a result's
+// total_cost_usd is the CLI's running total, which starts again at 0 in a
+// new CLI process); a decision ends
 // the request it answers, and a denial counts for its session.
 func TestStateFollowsSessions(t *testing.T) {
 	b := clockBus()
@@ -71,6 +73,12 @@ func TestStateFollowsSessions(t *testing.T) {
 	}
 	if s.Cost() != 0.875 {
 		t.Errorf("the run's cost %v, want 0.875", s.Cost())
+	}
+	// A third turn in the same CLI: its total includes the 0.125 before.
+	b.Publish(&Agent{Session: "s1", Dir: "in", Message: agentMsg(t, map[string]any{"type": "result", "subtype": "success",
+		"total_cost_usd": 0.375})})
+	if ss.Cost != 0.625 || s.Cost() != 1.125 {
+		t.Errorf("after a turn whose total was 0.375 (0.25 of it its own): session %v, run %v; want 0.625 and 1.125", ss.Cost, s.Cost())
 	}
 }
 
