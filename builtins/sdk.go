@@ -466,16 +466,20 @@ func (a *agents) Close() error {
 	return nil
 }
 
-// decided is the recipe thread's answer to one permission request.
+// decided is the recipe thread's answer to one permission request, or
+// the wait for a person that only a person can answer.
 type decided struct {
-	ans runtime.Answer
-	err error
+	ans  runtime.Answer
+	wait *runtime.Waiting
+	err  error
 }
 
 // permission is the session's agent.Options.Permission. It runs on a
 // goroutine of the engine; the approvers run on the recipe thread, at its
-// next wait, while this goroutine waits for them. A request withdrawn (or
-// a session closed) meanwhile is dropped unanswered.
+// next wait, while this goroutine waits for them. A request only a person
+// can decide is waited for here, not on the recipe thread, so that many
+// wait at once. A request withdrawn (or a session closed) meanwhile is
+// dropped unanswered.
 func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decision, error) {
 	req := &runtime.ApprovalRequest{
 		Kind: runtime.KindTool, Tool: r.Tool, Input: exactInput(r), ToolUseID: r.ToolUseID,
@@ -492,13 +496,19 @@ func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decisi
 			done <- decided{ans: ans}
 			return
 		}
-		ans, err := decide(s.env, s.thread, req, s.policy)
-		done <- decided{ans, err}
+		ans, w, err := decide(s.env, s.thread, req, s.policy)
+		done <- decided{ans, w, err}
 	}, s.env.Loop.Post)
 	select {
 	case d := <-done:
 		if d.err != nil {
 			return agent.Decision{}, d.err
+		}
+		if d.wait != nil {
+			d.ans = waitForPerson(ctx, s.env, req, d.wait)
+			if ctx.Err() != nil {
+				return agent.Deny("the request was withdrawn", false), ctx.Err()
+			}
 		}
 		return agentDecision(d.ans)
 	case <-ctx.Done():

@@ -81,7 +81,22 @@ func (j *jsonSink) Handle(at time.Time, e event.Event) {
 		if !e.Allow {
 			fields = append(fields, field{"message", e.Message})
 		}
+		if e.ID != "" {
+			fields = append(fields, field{"id", e.ID})
+		}
 		j.event(at, "approval", fields...)
+	case *event.Pending:
+		// Only a request that waits for a person: one a policy decides at
+		// once would be noise. Its id is what `sous approvals` answers by.
+		if e.ID != "" {
+			input := e.Input
+			if input == nil {
+				input = map[string]any{}
+			}
+			j.event(at, "pending", field{"id", e.ID}, field{"session", nullable(e.Session)}, field{"tool", e.Tool},
+				field{"kind", e.Kind}, field{"tool_use_id", e.ToolUseID}, field{"summary", e.Summary},
+				field{"description", e.Description}, field{"input", input})
+		}
 	case *event.Hook:
 		// "hook_event" names the hook event: "event" is the line's own kind.
 		var output any // null: no opinion

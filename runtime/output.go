@@ -93,8 +93,8 @@ func (o *output) Approval(a ApprovalInfo) {
 }
 
 func approvalEvent(a ApprovalInfo) event.Approval {
-	return event.Approval{Kind: a.Kind, Session: a.Session, Tool: a.Tool, ToolUseID: a.ToolUseID,
-		Summary: a.Summary, Allow: a.Allow, By: a.By, Message: a.Message}
+	return event.Approval{ID: a.ID, Kind: a.Kind, Session: a.Session, Tool: a.Tool, ToolUseID: a.ToolUseID,
+		Summary: a.Summary, Description: a.Description, Input: a.Input, Allow: a.Allow, By: a.By, Message: a.Message}
 }
 
 // Hook implements Output.

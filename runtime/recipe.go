@@ -63,7 +63,8 @@ func prepare(opt Options, out *output, budget *Budget) (*recipeRun, error) {
 	if r.hosts == nil {
 		r.hosts = newHosts(host)
 	}
-	r.appr = &approver{rules: opt.Approvals}
+	r.appr = &approver{rules: opt.Approvals, ask: opt.Ask, ui: opt.UI, timeout: opt.AskTimeout,
+		run: opt.RunID, recipe: opt.Recipe, hosts: r.hosts, bus: out.bus}
 	if opt.Prompt != nil {
 		r.appr.prompt = newPrompter(out, opt.Prompt)
 	}
@@ -163,13 +164,16 @@ func (r *recipeRun) enter(ctx context.Context, cancel context.CancelFunc, thread
 	r.thread, r.cancel, r.abortErr = thread, cancel, nil
 }
 
-// close ends what the plugins hold for the run (agent sessions), then its
-// daemon connections: the sessions end while their daemons are still there
-// to reap them.
+// close ends what the plugins hold for the run (agent sessions), then the
+// requests still waiting for a person, then its daemon connections: the
+// sessions end while their daemons are still there to reap them.
 func (r *recipeRun) close() {
 	if err := r.env.closeStates(); err != nil {
 		r.out.Error(fmt.Sprintf("sous: %v", err))
 	}
+	// The sessions are gone: what still waits for a person is denied and
+	// withdrawn from the daemon's queue while the connection is up.
+	r.appr.close()
 	if r.stopBuiltins != nil {
 		r.stopBuiltins()
 	}

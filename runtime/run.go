@@ -5,12 +5,15 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/envlist"
+	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/runtime/event"
 	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
@@ -53,9 +56,27 @@ type Options struct {
 	// the recipe's policies.
 	Approvals rules.Set
 	// Prompt, when set, is the terminal to read answers from when no rule
-	// decided a permission request (the question goes to Stderr). Nil: such
-	// requests are denied.
+	// decided a permission request (the question goes to Stderr).
 	Prompt io.Reader
+	// Ask says a person answers the requests no rule decided from
+	// elsewhere (sous run --ask): `sous approvals` against the run's
+	// default daemon. UI says a web page of the run can answer them (sous
+	// run --ui). With neither and no Prompt, such requests are denied at
+	// once by "default": a CI job never hangs.
+	Ask, UI bool
+	// AskTimeout bounds the wait for a person (--ask-timeout); then
+	// "default" denies. 0: no bound.
+	AskTimeout time.Duration
+	// Steer, when set, is called once the run's event bus exists, before
+	// its first event, so that a sink (the web page) can Subscribe to it.
+	// answer answers a request that waits for a person, by id, through the
+	// run's queue (the first answer wins): By defaults to "remote"; a
+	// request decided already or unknown gives the queue's *wire.Error
+	// with code wire.CodeApprovalDecided or wire.CodeApprovalUnknown.
+	// The answer's decision is published on bus: a sink calls answer from
+	// a goroutine of its own, never from its Handle (which holds the bus).
+	// An error from Steer stops the run before the recipe starts.
+	Steer func(bus *event.Bus, answer func(ctx context.Context, a wire.AskAnswer) error) error
 	// Cleanup is the context the recipe's deferred calls run under, after
 	// the recipe ended: it ends when they are to be abandoned (a second
 	// Ctrl-C). Nil: they run to the end.
@@ -75,7 +96,8 @@ type Options struct {
 	// waits for a person and when the run ends (sous run --notify;
 	// runtime/notify), without ever holding the run up.
 	Notify notify.Options
-	// RunID names the run in its notifications ("": a random uuid).
+	// RunID names the run in its notifications and in the requests it
+	// publishes for a person to answer ("": 16 random hex digits).
 	RunID string
 }
 
@@ -121,12 +143,34 @@ const (
 // stopped. It returns nil when the recipe and its deferred calls finished,
 // else an *ExitError.
 func Run(ctx context.Context, opt Options) error {
+	if opt.RunID == "" {
+		opt.RunID = newRunID()
+	}
 	out := newOutput(opt, nil)
 	budget := NewBudget(opt.MaxCost)
 	out.bus.Subscribe(&budgetSink{budget: budget, state: out.bus.State()})
 	finishNotify := startNotify(opt, out)
+	var appr atomic.Pointer[approver]
+	if opt.Steer != nil {
+		answer := func(ctx context.Context, a wire.AskAnswer) error {
+			if ap := appr.Load(); ap != nil {
+				return ap.answer(ctx, a)
+			}
+			return wire.Errorf(wire.CodeApprovalUnknown, "no pending request %q (the run has not started)", a.ID)
+		}
+		if err := opt.Steer(out.bus, answer); err != nil {
+			out.start(opt)
+			out.Error("sous: " + err.Error())
+			out.end(&event.End{Status: "failed", ExitCode: CodeFailed, Error: err.Error()})
+			finishNotify()
+			return &ExitError{Code: CodeFailed, Err: err}
+		}
+	}
 	out.start(opt)
 	r, err := prepare(opt, out, budget)
+	if r != nil {
+		appr.Store(r.appr)
+	}
 	if err == nil {
 		err = r.execute(ctx)
 	}

@@ -112,13 +112,15 @@ func TestRunFlags(t *testing.T) {
 		FakeModel         string
 		Color             colorFlag
 		Quiet, Verbose    bool
+		Ask               bool
+		AskTimeout        time.Duration
 		MaxCost           float64
 		Notify            []string
 		NotifyTimeout     time.Duration
 	}
 	project := func(o *RunOptions) parsed {
 		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose,
-			float64(o.MaxCost), o.Notify, o.NotifyTimeout}
+			o.Ask, o.AskTimeout, float64(o.MaxCost), o.Notify, o.NotifyTimeout}
 	}
 	env := []string{"SOUS_SOCKET=/run/sous.sock", "HOME=/home/u"}
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
@@ -153,6 +155,12 @@ func TestRunFlags(t *testing.T) {
 				NotifyTimeout: 2 * time.Second}},
 		{args: args("run r.star --notify"), code: 2, err: "sous: flag needs an argument: --notify\nRun 'sous run --help' for usage.\n"},
 		{args: args("run r.star -q -v"), code: 2, err: "sous: run: --quiet and --verbose: choose one\n"},
+		{args: args("run r.star --ask"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Ask: true, NotifyTimeout: 5 * time.Second}},
+		{args: args("run --ask --ask-timeout 10m r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Ask: true, AskTimeout: 10 * time.Minute, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --ask-timeout=300ms"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", AskTimeout: 300 * time.Millisecond, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --ask-timeout 1.5"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", AskTimeout: 1500 * time.Millisecond, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --ask-timeout=-1s"), code: 2, err: "sous: run: --ask-timeout: want a duration >= 0, got -1s\n"},
+		{args: args("run r.star --ask-timeout soon"), code: 2, err: "sous: invalid argument \"soon\" for \"--ask-timeout\" flag: want a duration such as 30s, 1m30s or 250ms, or a number of seconds such as 1 or 0.5\nRun 'sous run --help' for usage.\n"},
 		{args: args("run r.star --color=yes"), code: 2, err: "sous: invalid argument \"yes\" for \"--color\" flag: want auto, always or never, got \"yes\"\nRun 'sous run --help' for usage.\n"},
 	})
 }

@@ -43,6 +43,11 @@ type RunOptions struct {
 	Color colorFlag
 	// Quiet and Verbose: less or more human output (runview.go).
 	Quiet, Verbose bool
+	// Ask (--ask): a permission request no rule decided waits for a person
+	// even without a terminal (sous approvals answers it); AskTimeout
+	// (--ask-timeout) bounds that wait.
+	Ask        bool
+	AskTimeout time.Duration
 	// MaxCost is --max-cost: the cap on what the run's agent sessions may
 	// cost, in dollars (0: none).
 	MaxCost costFlag
@@ -88,8 +93,14 @@ is appended to $GITHUB_STEP_SUMMARY (docs/CI.md).
 Permission requests of agent sessions (and privileged commands) go to the
 session's policy, then the recipe's approvals(policy), then the --allow and
 --deny rules (Claude Code syntax, e.g. "Bash(go test:*)", "Write(/src/**)";
-deny wins), then a prompt when stdin is a terminal; otherwise they are denied.
-Every decision is logged on stderr (an approval event with --json).
+deny wins), then a person, when one can answer: stdin is a terminal (a
+prompt), or --ask is given; otherwise they are denied at once, so a CI job
+never hangs. A request waiting for a person has an id and is published to the
+default daemon (a --socket or --remote daemon with the approval.queue feature),
+where sous approvals lists and answers it from another shell; the first answer
+wins, the terminal's or a remote one. --ask-timeout D denies what no one
+answered within D. Every decision is logged on stderr (an approval event with
+--json; a pending event, with the id, when a request starts waiting).
 
 --shard I/N runs one part of a CI matrix of N jobs: parallel() starts only
 the items whose index % N == I, and the recipe's shard global is
@@ -125,12 +136,16 @@ model serve --help.`,
   NO_COLOR=1 sous run recipes/build-and-test.star -a module=.    # the status area, no colours
   sous run deploy.star --json -a env=staging --socket /run/sous.sock
   sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"
-  sous run --fake-model recipes/agent-triage.fake.json recipes/agent-triage.star -a repo=.`,
+  sous run --fake-model recipes/agent-triage.fake.json recipes/agent-triage.star -a repo=.
+  sous run --socket /run/sous.sock --ask --ask-timeout 10m agent-fix.star   # answer with sous approvals`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Recipe = args[0]
 			if opts.Quiet && opts.Verbose {
 				return usageErrorf("run: --quiet and --verbose: choose one")
+			}
+			if opts.AskTimeout < 0 {
+				return usageErrorf("run: --ask-timeout: want a duration >= 0, got %s", opts.AskTimeout)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -151,6 +166,8 @@ model serve --help.`,
 	fl.StringArrayVar(&opts.Notify, "notify", nil, "POST a JSON notification to `URL` when a request waits for a person and when the run ends (repeatable; see --help)")
 	durationVar(fl, &opts.NotifyTimeout, "notify-timeout", notify.DefaultTimeout, "give up on a --notify POST after `D`; the run waits at most this long for the last ones when it ends")
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also say when each process starts and ends and each agent turn ends, and print the summary off a terminal too")
+	fl.BoolVar(&opts.Ask, "ask", false, "a permission request no rule decided waits for a person even without a terminal: answer it with sous approvals")
+	durationVar(fl, &opts.AskTimeout, "ask-timeout", 0, "deny a request no person answered within `D` (default: wait without bound)")
 	opts.Target.register(cmd)
 	return cmd
 }
@@ -203,6 +220,7 @@ func runRecipe(opts *RunOptions) error {
 	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
 	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
 	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, opts.Environ, builtins.DefaultTable(), approvals, prompt
+	ropt.Ask, ropt.AskTimeout = opts.Ask, opts.AskTimeout
 	if opts.FakeModel != "" {
 		model, err := startRunModel(opts.FakeModel, target.URL)
 		if err != nil {

@@ -113,8 +113,8 @@ type Approval struct {
 	Tool      string
 	ToolUseID string
 	Summary   string // what was asked, in one line
-	// Description is the agent's own words on the request; Input the
-	// tool's input as the agent gave it (the web page shows both).
+	// Description and Input are the request's own: what the CLI says the
+	// tool use does, and the tool's input (for the web page).
 	Description string
 	Input       map[string]any
 	Allow       bool
@@ -123,7 +123,10 @@ type Approval struct {
 }
 
 // Pending is a permission request that waits for a decision (the
-// Approval with the same Kind, Session, Tool and ToolUseID ends it).
+// Approval with the same ID, else the same Kind, Session, Tool and
+// ToolUseID, ends it). A request is pending first without an ID while the
+// recipe's policies run, then again with its ID when it starts waiting for
+// a person: the second updates the first.
 type Pending struct{ Approval }
 
 // Tool is one call of a recipe's tool by an agent.

@@ -166,29 +166,48 @@ func (b *Bus) redactEvent(e Event) Event {
 func redactApproval(s *secrets, a Approval) Approval {
 	a.Summary, a.Message, a.Description = s.String(a.Summary), s.String(a.Message), s.String(a.Description)
 	if a.Input != nil {
-		a.Input = redactValue(s, a.Input).(map[string]any)
+		a.Input, _ = redactValue(s, a.Input).(map[string]any)
 	}
 	return a
 }
 
-// redactValue is a copy of a decoded JSON value (a tool's input) with the
-// secrets in its strings, keys included, replaced.
+// redactValue is a JSON-like value (a tool's input) with the secrets in
+// its strings replaced: a copy, the original left as it is.
 func redactValue(s *secrets, v any) any {
-	switch v := v.(type) {
+	if s.empty() {
+		return v
+	}
+	switch x := v.(type) {
 	case string:
-		return s.String(v)
+		return s.String(x)
 	case map[string]any:
-		c := make(map[string]any, len(v))
-		for k, x := range v {
-			c[s.String(k)] = redactValue(s, x)
+		c := make(map[string]any, len(x))
+		for k, e := range x {
+			c[s.String(k)] = redactValue(s, e)
 		}
 		return c
 	case []any:
-		c := make([]any, len(v))
-		for i, x := range v {
-			c[i] = redactValue(s, x)
+		c := make([]any, len(x))
+		for i, e := range x {
+			c[i] = redactValue(s, e)
 		}
 		return c
 	}
 	return v
+}
+
+// RedactText is s with the secrets registered so far replaced, for what
+// the run shows outside its events (a request published to a daemon).
+func (b *Bus) RedactText(s string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.secrets.String(s)
+}
+
+// RedactValue is RedactText for a JSON-like value (a tool's input): a
+// copy when it holds a secret.
+func (b *Bus) RedactValue(v any) any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return redactValue(&b.secrets, v)
 }

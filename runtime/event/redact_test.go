@@ -121,9 +121,11 @@ func TestRedactEvents(t *testing.T) {
 	b.Publish(&Agent{Session: "s", Dir: "in", Message: msg})
 	b.Publish(&Agent{Session: "s", Dir: "in", Message: json.RawMessage(`{"n": s3cr"et}`)})
 	b.Publish(&Approval{Tool: "Bash", Summary: "echo " + secret, Message: secret})
+	input := map[string]any{"command": "echo " + secret, "env": []any{secret, 1}}
+	b.Publish(&Pending{Approval{ID: "a1", Tool: "Bash", Summary: "echo", Description: "print " + secret, Input: input}})
 	b.Publish(&Hook{Event: "Stop", Summary: secret, Output: msg})
 	b.Publish(&End{Status: "failed", Error: "fail: " + secret, Source: "fail(" + secret + ")"})
-	if log.Text != "the token "+secret {
+	if log.Text != "the token "+secret || input["command"] != "echo "+secret {
 		t.Errorf("the publisher's event changed: %q", log.Text)
 	}
 	all, err := json.Marshal(o.events)
@@ -135,8 +137,8 @@ func TestRedactEvents(t *testing.T) {
 			t.Errorf("%q is in the events: %s", form, all)
 		}
 	}
-	if n := strings.Count(string(all), Marker); n < 12 {
-		t.Errorf("%d markers in the events, want at least 12: %s", n, all)
+	if n := strings.Count(string(all), Marker); n < 15 {
+		t.Errorf("%d markers in the events, want at least 15: %s", n, all)
 	}
 	if a := o.events[4].(*Agent); !json.Valid(a.Message) {
 		t.Errorf("agent message is no longer JSON: %s", a.Message)

@@ -164,6 +164,10 @@ func (s *State) apply(at time.Time, e Event) {
 	case *Agent:
 		s.noteAgent(at, e)
 	case *Pending:
+		if p := s.pendingOf(&e.Approval); p != nil && e.ID != "" {
+			p.Approval = e.Approval // now waiting for a person, with its id
+			break
+		}
 		s.Pending = append(s.Pending, &PendingRequest{Approval: e.Approval, Since: at})
 	case *Approval:
 		s.decided(e)
@@ -200,15 +204,39 @@ func (s *State) freeColor(id string) int {
 	return want
 }
 
-// decided ends the newest pending request the decision answers, and keeps
-// a denial.
-func (s *State) decided(a *Approval) {
+// pendingIndex is the newest pending request a is about: the one with its
+// ID, else (a has none, or no request has it yet) the newest without an
+// ID of the same kind, session, tool and tool use; -1 when none is.
+func (s *State) pendingIndex(a *Approval) int {
+	if a.ID != "" {
+		for i, p := range s.Pending {
+			if p.ID == a.ID {
+				return i
+			}
+		}
+	}
 	for i := len(s.Pending) - 1; i >= 0; i-- {
 		p := s.Pending[i]
-		if p.Kind == a.Kind && p.Session == a.Session && p.Tool == a.Tool && p.ToolUseID == a.ToolUseID {
-			s.Pending = append(s.Pending[:i], s.Pending[i+1:]...)
-			break
+		if (p.ID == "" || p.ID == a.ID) && p.Kind == a.Kind && p.Session == a.Session && p.Tool == a.Tool && p.ToolUseID == a.ToolUseID {
+			return i
 		}
+	}
+	return -1
+}
+
+// pendingOf is the pending request a is about, or nil.
+func (s *State) pendingOf(a *Approval) *PendingRequest {
+	if i := s.pendingIndex(a); i >= 0 {
+		return s.Pending[i]
+	}
+	return nil
+}
+
+// decided ends the pending request the decision answers, and keeps a
+// denial.
+func (s *State) decided(a *Approval) {
+	if i := s.pendingIndex(a); i >= 0 {
+		s.Pending = append(s.Pending[:i], s.Pending[i+1:]...)
 	}
 	if a.Allow {
 		return

@@ -177,3 +177,24 @@ func TestStateColours(t *testing.T) {
 		t.Errorf("alone, %s got colour %d, want its own %d", second, c, ColorOf(second))
 	}
 }
+
+// TestStatePendingForAPerson: a request pending while the policies run
+// (no id) and again once it waits for a person (with its id) is one
+// pending request, updated; the decision with the id ends it, and a
+// request of another tool use stays.
+func TestStatePendingForAPerson(t *testing.T) {
+	b := clockBus()
+	s := b.State()
+	b.Publish(&Pending{Approval{Kind: "tool", Session: "s1", Tool: "Bash", ToolUseID: "t1", Summary: "make"}})
+	b.Publish(&Pending{Approval{Kind: "tool", Session: "s1", Tool: "Bash", ToolUseID: "t2", Summary: "make x"}})
+	since := s.Pending[0].Since
+	b.Publish(&Pending{Approval{ID: "a1b2c3d4", Kind: "tool", Session: "s1", Tool: "Bash", ToolUseID: "t1", Summary: "make",
+		Input: map[string]any{"command": "make"}}})
+	if len(s.Pending) != 2 || s.Pending[0].ID != "a1b2c3d4" || s.Pending[0].Input["command"] != "make" || !s.Pending[0].Since.Equal(since) {
+		t.Fatalf("pending after the id came: %+v", s.Pending)
+	}
+	b.Publish(&Approval{ID: "a1b2c3d4", Kind: "tool", Session: "s1", Tool: "Bash", ToolUseID: "t1", By: "remote", Message: "no"})
+	if len(s.Pending) != 1 || s.Pending[0].ToolUseID != "t2" || len(s.Denials) != 1 || s.Denials[0].ID != "a1b2c3d4" {
+		t.Fatalf("after the decision: pending %+v, denials %+v", s.Pending, s.Denials)
+	}
+}
