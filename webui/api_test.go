@@ -272,6 +272,9 @@ func TestEventStream(t *testing.T) {
 	}
 	p.bus.Publish(&event.Pending{Approval: event.Approval{ID: "a1", Kind: "tool", Session: "s1", Tool: "Bash",
 		Summary: "rm -rf /", Input: map[string]any{"command": "rm -rf /"}}})
+	if got := s.next(t, 5*time.Second); !strings.HasPrefix(got, `{"event":"pending"`) || !strings.Contains(got, `"id":"a1"`) {
+		t.Errorf("the --json stream's pending event: %s", got)
+	}
 	var ev struct {
 		Event     string           `json:"event"`
 		Approvals []webui.Approval `json:"approvals"`
@@ -281,7 +284,8 @@ func TestEventStream(t *testing.T) {
 		t.Fatalf("after a request: %+v (%v)", ev, err)
 	}
 	p.bus.Publish(&event.Approval{ID: "a1", Kind: "tool", Session: "s1", Tool: "Bash", By: "remote"})
-	if got := s.next(t, 5*time.Second); !strings.Contains(got, `"event":"approval"`) || !strings.Contains(got, `"by":"remote"`) {
+	if got := s.next(t, 5*time.Second); !strings.Contains(got, `"event":"approval"`) || !strings.Contains(got, `"by":"remote"`) ||
+		!strings.Contains(got, `"id":"a1"`) {
 		t.Errorf("the decision: %s", got)
 	}
 	if got := s.next(t, 5*time.Second); got != `{"approvals":[],"event":"approvals","time":`+got[strings.Index(got, `"time":`)+7:] {

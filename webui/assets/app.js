@@ -369,7 +369,7 @@
     head.textContent = [a.kind === "privileged" ? "privileged command" : a.tool,
       a.session ? "session " + a.session : "", a.recipe || "", a.id].filter(Boolean).join(" · ");
     card.appendChild(el("div", "what", a.summary || a.tool));
-    if (a.description) card.appendChild(el("div", "description", a.description));
+    if (a.description && a.description !== a.summary) card.appendChild(el("div", "description", a.description));
     if (a.input && Object.keys(a.input).length) {
       const d = card.appendChild(el("details"));
       d.appendChild(el("summary", "meta", "input"));
