@@ -378,3 +378,47 @@ func TestSlowPageDropped(t *testing.T) {
 		t.Errorf("the slow page got %d bytes, more than its queue and the socket's buffers", n)
 	}
 }
+
+// TestConnectionBound: peers that connect and say nothing take at most
+// MaxConnections; one more is closed at once, and once they go the API
+// answers again.
+func TestConnectionBound(t *testing.T) {
+	p := startRunPage(t, webui.QueueAnswer(approvals.New(nil, 0)))
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range webui.MaxConnections {
+		c, err := net.Dial("tcp", p.srv.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	time.Sleep(100 * time.Millisecond) // accepted
+	extra, err := net.Dial("tcp", p.srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("connection %d: read %v, want it closed (EOF)", webui.MaxConnections+1, err)
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	idle = nil
+	waitFor(t, "the API to answer again", func() bool {
+		req, _ := http.NewRequest("GET", p.base+"/api/state", nil)
+		req.Header.Set("Authorization", "Bearer "+p.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}

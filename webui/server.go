@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed5ad92d46/sous/daemon/netlimit"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -24,6 +25,12 @@ var assets embed.FS
 // *wire.Error with wire.CodeApprovalDecided whose message says by whom; an
 // unknown id, wire.CodeApprovalUnknown.
 type AnswerFunc func(ctx context.Context, a wire.AskAnswer) error
+
+// MaxConnections bounds the connections the server holds at once (pages,
+// their event streams, API clients, peers that connect and say nothing);
+// one more is closed as soon as accepted. A browser needs a few; a
+// script that answers a hundred requests at once, a hundred.
+const MaxConnections = 256
 
 // Server serves one page and its API.
 type Server struct {
@@ -62,7 +69,7 @@ func Listen(addr, token string, hub *Hub, answer AnswerFunc) (*Server, error) {
 	}
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	go s.http.Serve(ln)
+	go s.http.Serve(netlimit.New(ln, MaxConnections, netlimit.Counters{}))
 	return s, nil
 }
 
