@@ -235,6 +235,8 @@ type Decision struct {
 	input     starlark.Value // the replacement input as given (None: unchanged)
 	goInput   map[string]any
 	remember  string
+	updates   []json.RawMessage // approve(updates=...), checked (sdk_control.go)
+	updatesV  starlark.Value    // the same as given, frozen; None when not given
 	message   string
 	interrupt bool
 	env       *runtime.Env
@@ -243,7 +245,7 @@ type Decision struct {
 var _ starlark.HasAttrs = (*Decision)(nil)
 
 func (d *Decision) answer() runtime.Answer {
-	return runtime.Answer{Allow: d.allow, Input: d.goInput, Remember: d.remember, Message: d.message, Interrupt: d.interrupt}
+	return runtime.Answer{Allow: d.allow, Input: d.goInput, Remember: d.remember, Updates: d.updates, Message: d.message, Interrupt: d.interrupt}
 }
 
 func (d *Decision) String() string {
@@ -311,10 +313,17 @@ func quoteList(ss []string) string {
 
 func approvalEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "approve", Sig: "approve(*, input=None, remember=None) -> Decision",
+		{Name: "approve", Sig: "approve(*, input=None, remember=None, updates=None) -> Decision",
 			Doc: "What a policy returns to allow a request. input (a dict) replaces the tool's input; the default " +
 				"keeps it. remember is a rule in Claude Code syntax (\"Bash(git:*)\") sent to the agent as a " +
-				"session-scoped addRules update: whether it applies it is the CLI's decision.",
+				"session-scoped addRules update: whether it applies it is the CLI's decision. updates is a list of " +
+				"permission updates sent with the allow as the CLI's updatedPermissions, each a dict: {\"type\": " +
+				"\"addRules\"|\"replaceRules\"|\"removeRules\", \"rules\": [\"Bash(git:*)\" or {\"toolName\": ..., " +
+				"\"ruleContent\": ...}], \"behavior\": \"allow\"|\"deny\"|\"ask\", \"destination\": ...}, " +
+				"{\"type\": \"setMode\", \"mode\": ..., \"destination\": ...} or {\"type\": " +
+				"\"addDirectories\"|\"removeDirectories\", \"directories\": [...], \"destination\": ...}; destination " +
+				"is \"session\", \"localSettings\", \"projectSettings\", \"userSettings\" or \"cliArg\" " +
+				"(Request.suggestions are in this shape). A malformed update fails approve.",
 			Fn: approveBuiltin},
 		{Name: "deny", Sig: "deny(message, *, interrupt=False) -> Decision",
 			Doc: "What a policy returns to refuse a request. The agent sees message as the tool's error result; " +
@@ -388,10 +397,11 @@ func approvalEntries() []runtime.Entry {
 func approveBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var input starlark.Value = starlark.None
 	var remember string
-	if err := bind(c, 0, opt("input", value(&input)), opt("remember", optStr(&remember))); err != nil {
+	d := &Decision{allow: true, input: starlark.None, updatesV: starlark.None, env: c.Env}
+	if err := bind(c, 0, opt("input", value(&input)), opt("remember", optStr(&remember)),
+		opt("updates", permissionUpdateList(&d.updates, &d.updatesV))); err != nil {
 		return nil, err
 	}
-	d := &Decision{allow: true, input: starlark.None, env: c.Env}
 	if input != starlark.None {
 		dict, ok := input.(*starlark.Dict)
 		if !ok {

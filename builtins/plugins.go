@@ -35,7 +35,7 @@ func (cfg Config) Plugins() []runtime.Plugin {
 		{Name: "secrets", Entries: secretsEntries()},
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},
 		{Name: "hosts", Entries: hostEntries()},
-		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries()),
+		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries(), controlEntries()),
 			OnStart: func(env *runtime.Env) any {
 				a := &agents{}
 				env.Budget.OnExceeded(a.stopTurns)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,7 +35,8 @@ const controlTimeout = 30 * time.Second
 
 const sessionSig = `sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, ` +
 	`allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, ` +
-	`resume=None, fork=False, timeout=None, tools=[], output_schema=None, hooks=None, max_budget_usd=None) -> Session`
+	`resume=None, fork=False, timeout=None, tools=[], output_schema=None, hooks=None, max_budget_usd=None, ` +
+	`checkpoints=False, on_message=None) -> Session`
 
 func sdkEntries() []runtime.Entry {
 	return []runtime.Entry{
@@ -64,6 +66,11 @@ func sdkEntries() []runtime.Entry {
 				"(PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, PreCompact, Notification) to a list of " +
 				"hook(...) values, registered with the CLI and called on the recipe thread (see hook). max_budget_usd " +
 				"maps to --max-budget-usd: a turn that spends past it ends with subtype \"error_max_budget_usd\" (not ok). " +
+				"checkpoints=True turns on the CLI's file checkpoints (see Session.rewind_files). on_message(msg) is " +
+				"called on the recipe thread, like a policy, with every protocol message from the CLI as it arrives " +
+				"(a frozen dict; keep_alive left out), the partial stream_event messages included " +
+				"(--include-partial-messages); those of a turn all run before its send or wait returns; one that " +
+				"fails fails the recipe with its traceback. " +
 				"The CLI's process tree is ended by close(), when the recipe ends, fails or is interrupted.",
 			Fn: sdkSession},
 		{Name: "sdk.send", Sig: "sdk.send(prompt, **session_kwargs) -> Turn",
@@ -136,7 +143,8 @@ type sessionOptions struct {
 	timeout  *time.Duration
 	maxTurns *int64
 	tools    []*Tool
-	steps    stepOptions // output_schema, hooks, max_budget_usd (sdk_steps.go)
+	steps    stepOptions    // output_schema, hooks, max_budget_usd (sdk_steps.go)
+	control  controlOptions // checkpoints, on_message (sdk_control.go)
 }
 
 func newSessionOptions() *sessionOptions {
@@ -161,7 +169,7 @@ func (o *sessionOptions) bindings() []binding {
 		opt("fork", boolean(&o.opt.Fork)),
 		opt("timeout", optSeconds(&o.timeout)),
 		opt("tools", toolList(&o.tools)),
-	}, o.steps.bindings()...)
+	}, slices.Concat(o.steps.bindings(), o.control.bindings())...)
 }
 
 // check validates what binding could not.
@@ -184,6 +192,7 @@ func (o *sessionOptions) check(c *runtime.Call) error {
 	}
 	o.opt.Tools = agentTools(o.tools)
 	o.steps.apply(&o.opt)
+	o.control.apply(&o.opt)
 	return nil
 }
 
@@ -246,6 +255,11 @@ type Session struct {
 	hooked postOrder
 	// tools are the session's own tools by name (tools.go).
 	tools map[string]*Tool
+	// onMessage sees every message from the CLI; checkpoints says rewind_files
+	// can work (sdk_control.go).
+	onMessage   starlark.Callable
+	checkpoints bool
+	infoV       starlark.Value // Session.info, built on first use (recipe thread only)
 }
 
 // postOrder posts callbacks to the loop in the order of their sequence
@@ -340,7 +354,8 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	if o.opt.Cwd, err = hostPath(c, o.opt.Cwd); err != nil { // a relative cwd is the recipe's
 		return nil, err
 	}
-	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, limit: o.opt.TurnTimeout}
+	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, limit: o.opt.TurnTimeout,
+		onMessage: o.control.onMessage, checkpoints: o.control.checkpoints}
 	if len(o.tools) > 0 {
 		s.tools = make(map[string]*Tool, len(o.tools))
 		for _, t := range o.tools {
@@ -484,6 +499,7 @@ func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decisi
 	req := &runtime.ApprovalRequest{
 		Kind: runtime.KindTool, Tool: r.Tool, Input: exactInput(r), ToolUseID: r.ToolUseID,
 		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd.Load().(string), Local: s.host.Local(),
+		Suggestions: r.Suggestions, BlockedPath: r.BlockedPath, DecisionReason: r.DecisionReason, AgentID: r.AgentID,
 	}
 	done := make(chan decided, 1)
 	s.asked.post(r.Seq, func() {
@@ -546,7 +562,11 @@ func agentDecision(a runtime.Answer) (agent.Decision, error) {
 		}
 		perms = append(perms, u)
 	}
-	return agent.Allow(a.Input, perms...), nil
+	updates, err := permissionUpdates(a.Updates) // sdk_control.go
+	if err != nil {
+		return agent.Decision{}, err
+	}
+	return agent.Allow(a.Input, append(perms, updates...)...), nil
 }
 
 // observe is the session's agent.Options.Observer: protocol messages become
@@ -555,6 +575,10 @@ func agentDecision(a runtime.Answer) (agent.Decision, error) {
 func (s *Session) observe(e agent.Event) {
 	if e.Type == "permission" || e.Type == "tool" || e.Type == "keep_alive" {
 		return
+	}
+	s.deliverMessage(e) // on_message (sdk_control.go)
+	if e.Type == "stream_event" {
+		return // partial messages are on_message's alone: they would flood --json and the views
 	}
 	sid, _ := s.sid.Load().(string)
 	if e.Dir == agent.In && e.Type == "system" {

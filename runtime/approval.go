@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/seed5ad92d46/sous/runtime/rules"
+import (
+	"encoding/json"
+
+	"github.com/seed5ad92d46/sous/runtime/rules"
+)
 
 // Approvals: a permission request from an agent, or a privileged command,
 // goes through a chain of approvers until one decides:
@@ -67,6 +71,13 @@ type ApprovalRequest struct {
 	// ID names the request once it waits for a person (Approve sets it):
 	// what `sous approvals` and the web page answer by. "" before.
 	ID string
+	// Suggestions, BlockedPath, DecisionReason and AgentID are what the
+	// agent's CLI sent with the request (permission_suggestions as sent,
+	// blocked_path, decision_reason, agent_id); empty when it sent none.
+	Suggestions    json.RawMessage
+	BlockedPath    string
+	DecisionReason string
+	AgentID        string
 }
 
 // RuleRequest is the request as rules see it.
@@ -81,6 +92,9 @@ type Answer struct {
 	Input map[string]any
 	// Remember is a rule the agent may apply for the rest of its session.
 	Remember string
+	// Updates are permission updates sent with an allow (Claude Code's
+	// PermissionUpdate objects as JSON, checked by whoever built them).
+	Updates []json.RawMessage
 	// Message tells the agent why it was denied; Interrupt also stops the
 	// turn.
 	Message   string

@@ -34,6 +34,9 @@ type Turn struct {
 	// Messages are every protocol message the CLI sent during the turn, in
 	// order, the result last. keep_alive messages are left out.
 	Messages []json.RawMessage
+	// UserMessageID is the uuid of the user message sous sent for the
+	// turn: the checkpoint RewindFiles restores.
+	UserMessageID string
 }
 
 // OK says whether the turn succeeded: not is_error and not an error_*
@@ -262,6 +265,7 @@ func (s *Session) result(line []byte) {
 	t := &Turn{
 		Subtype: r.Subtype, IsError: r.IsError, CostUSD: r.TotalCostUSD, NumTurns: r.NumTurns,
 		DurationMs: r.DurationMs, SessionID: r.SessionID, Usage: r.Usage, Messages: msgs,
+		UserMessageID: ts.uuid,
 	}
 	if r.Result != nil {
 		t.Text = *r.Result
