@@ -169,6 +169,9 @@ func TestConcurrentAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.bus.Publish(&event.Pending{Approval: a})
+		if i%10 == 0 {
+			p.bus.Publish(&event.Pending{Approval: a}) // published again: still one request
+		}
 	}
 	st := p.state(t)
 	if len(st.Approvals) != n || st.Approvals[7].Session != "s7" || st.Approvals[7].Input["command"] != "echo req-07" {

@@ -107,7 +107,7 @@ func (h *Hub) Handle(at time.Time, e event.Event) {
 		h.noteAgent(e)
 	case *event.Pending:
 		if e.ID != "" {
-			h.approvals = append(h.approvals, approvalOf(e.Approval, at))
+			h.pending(approvalOf(e.Approval, at))
 			approvalsMoved = true
 		}
 	case *event.Approval:
@@ -173,6 +173,20 @@ func (h *Hub) addProc(p *procView) {
 	if h.procIndex[old.id] == old {
 		delete(h.procIndex, old.id)
 	}
+}
+
+// pending adds a request that waits for a person; one with the id of a
+// request already there (published again) replaces it and keeps its
+// place and its since.
+func (h *Hub) pending(a Approval) {
+	for i := range h.approvals {
+		if h.approvals[i].ID == a.ID {
+			a.Since = h.approvals[i].Since
+			h.approvals[i] = a
+			return
+		}
+	}
+	h.approvals = append(h.approvals, a)
 }
 
 // decided ends the pending request a decision answers: by its id, or for
