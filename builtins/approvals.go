@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -20,7 +21,8 @@ import (
 // functions, so the chain runs on the recipe thread: agent sessions post
 // their requests to the event loop (see Session.permission), and a
 // privileged run, already on the recipe thread, calls approvePrivileged.
-// What no policy decided goes to the run's Env.Approver.
+// What no policy decided goes to the run's Env.Approver; what only a
+// person can decide is waited for off the recipe thread.
 
 // Summary renders what a request asks for in one line, for the log and the
 // prompt: the command, the path or the url, else the input as JSON.
@@ -52,10 +54,16 @@ func Summary(tool string, input map[string]any) string {
 // decide runs the approver chain for req on the recipe thread: the
 // session's policy (nil: none), the recipe's, then Env.Approver. A policy
 // that fails denies the request, aborts the run with the policy's error
-// (its traceback) and returns that error too.
-func decide(e *runtime.Env, thread *starlark.Thread, req *runtime.ApprovalRequest, session starlark.Callable) (runtime.Answer, error) {
+// (its traceback) and returns that error too. When only a person can
+// decide, it returns a *runtime.Waiting instead of an answer: the caller
+// waits for the person off the recipe thread (waitForPerson), or through
+// the loop on it (approvePrivileged), never holding the recipe thread.
+func decide(e *runtime.Env, thread *starlark.Thread, req *runtime.ApprovalRequest, session starlark.Callable) (runtime.Answer, *runtime.Waiting, error) {
+	if req.Summary == "" {
+		req.Summary = Summary(req.Tool, req.Input)
+	}
 	// Pending until logApproval says the decision: the status area shows
-	// the request meanwhile (a policy that takes its time, a prompt).
+	// the request meanwhile (a policy that takes its time, a person).
 	e.Output.Pending(approvalInfo(req))
 	var rv *Request
 	st := agentsOf(e)
@@ -79,32 +87,60 @@ func decide(e *runtime.Env, thread *starlark.Thread, req *runtime.ApprovalReques
 			if e.Abort != nil {
 				e.Abort(err)
 			}
-			return ans, err
+			return ans, nil, err
 		}
 		if d != nil {
 			ans := d.answer()
 			ans.By = step.by
 			logApproval(e, req, ans)
-			return ans, nil
+			return ans, nil, nil
 		}
 	}
 	ans := runtime.Answer{Message: runtime.DefaultDenyMessage, By: runtime.ByDefault}
 	if e.Approver != nil {
-		ans = e.Approver.Approve(req)
+		var w *runtime.Waiting
+		if ans, w = e.Approver.Approve(req); w != nil {
+			return runtime.Answer{}, w, nil
+		}
 	}
 	logApproval(e, req, ans)
-	return ans, nil
+	return ans, nil, nil
+}
+
+// waitForPerson waits for the answer of a person to req (w.Wait: the
+// terminal prompt, sous approvals, the web page, the --ask-timeout) and
+// logs it. The request is pending again, now with its id, once a person
+// can answer it. Any goroutine but the recipe thread; ctx ending (the agent
+// withdrew the request) ends the wait.
+func waitForPerson(ctx context.Context, e *runtime.Env, req *runtime.ApprovalRequest, w *runtime.Waiting) runtime.Answer {
+	ans := w.Wait(ctx, func() { e.Output.Pending(approvalInfo(req)) })
+	logApproval(e, req, ans)
+	return ans
 }
 
 // approvePrivileged asks the approvers whether argv may run with root
 // privileges: the recipe's approvals(policy), then the command line's rules,
-// the prompt, the default. It is for run(..., privileged=True) and must be
-// called on the recipe thread (from a builtin). A policy error is returned
-// (the run is aborted with it too); the answer then denies.
+// a person, the default. It is for run(..., privileged=True) and must be
+// called on the recipe thread (from a builtin): waiting for a person, it
+// waits on the run's loop, so that agents' requests and tool calls are
+// answered meanwhile. A policy error is returned (the run is aborted with
+// it too); the answer then denies.
 func approvePrivileged(e *runtime.Env, thread *starlark.Thread, argv []string, reason string) (runtime.Answer, error) {
 	input := map[string]any{"command": stringsToAny(argv), "reason": reason}
 	req := &runtime.ApprovalRequest{Kind: runtime.KindPrivileged, Tool: "Sudo", Input: input, Description: reason}
-	return decide(e, thread, req, nil)
+	ans, w, err := decide(e, thread, req, nil)
+	if w == nil {
+		return ans, err
+	}
+	ctx := e.Ctx
+	got := make(chan runtime.Answer, 1)
+	ready := make(chan struct{})
+	go func() {
+		got <- waitForPerson(ctx, e, req, w)
+		close(ready)
+	}()
+	e.Loop.Wait(ctx, ready) // ctx ending ends the person's wait too
+	return <-got, nil
 }
 
 func stringsToAny(ss []string) []any {
@@ -117,9 +153,13 @@ func stringsToAny(ss []string) []any {
 
 // approvalInfo describes a request for the log, before its decision.
 func approvalInfo(req *runtime.ApprovalRequest) runtime.ApprovalInfo {
+	summary := req.Summary
+	if summary == "" {
+		summary = Summary(req.Tool, req.Input)
+	}
 	return runtime.ApprovalInfo{
-		Kind: req.Kind, Session: req.SessionID, Tool: req.Tool, ToolUseID: req.ToolUseID,
-		Summary: Summary(req.Tool, req.Input),
+		ID: req.ID, Kind: req.Kind, Session: req.SessionID, Tool: req.Tool, ToolUseID: req.ToolUseID,
+		Summary: summary, Description: req.Description, Input: req.Input,
 	}
 }
 
@@ -195,6 +235,8 @@ type Decision struct {
 	input     starlark.Value // the replacement input as given (None: unchanged)
 	goInput   map[string]any
 	remember  string
+	updates   []json.RawMessage // approve(updates=...), checked (sdk_control.go)
+	updatesV  starlark.Value    // the same as given, frozen; None when not given
 	message   string
 	interrupt bool
 	env       *runtime.Env
@@ -203,7 +245,7 @@ type Decision struct {
 var _ starlark.HasAttrs = (*Decision)(nil)
 
 func (d *Decision) answer() runtime.Answer {
-	return runtime.Answer{Allow: d.allow, Input: d.goInput, Remember: d.remember, Message: d.message, Interrupt: d.interrupt}
+	return runtime.Answer{Allow: d.allow, Input: d.goInput, Remember: d.remember, Updates: d.updates, Message: d.message, Interrupt: d.interrupt}
 }
 
 func (d *Decision) String() string {
@@ -271,10 +313,17 @@ func quoteList(ss []string) string {
 
 func approvalEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "approve", Sig: "approve(*, input=None, remember=None) -> Decision",
+		{Name: "approve", Sig: "approve(*, input=None, remember=None, updates=None) -> Decision",
 			Doc: "What a policy returns to allow a request. input (a dict) replaces the tool's input; the default " +
 				"keeps it. remember is a rule in Claude Code syntax (\"Bash(git:*)\") sent to the agent as a " +
-				"session-scoped addRules update: whether it applies it is the CLI's decision.",
+				"session-scoped addRules update: whether it applies it is the CLI's decision. updates is a list of " +
+				"permission updates sent with the allow as the CLI's updatedPermissions, each a dict: {\"type\": " +
+				"\"addRules\"|\"replaceRules\"|\"removeRules\", \"rules\": [\"Bash(git:*)\" or {\"toolName\": ..., " +
+				"\"ruleContent\": ...}], \"behavior\": \"allow\"|\"deny\"|\"ask\", \"destination\": ...}, " +
+				"{\"type\": \"setMode\", \"mode\": ..., \"destination\": ...} or {\"type\": " +
+				"\"addDirectories\"|\"removeDirectories\", \"directories\": [...], \"destination\": ...}; destination " +
+				"is \"session\", \"localSettings\", \"projectSettings\", \"userSettings\" or \"cliArg\" " +
+				"(Request.suggestions are in this shape). A malformed update fails approve.",
 			Fn: approveBuiltin},
 		{Name: "deny", Sig: "deny(message, *, interrupt=False) -> Decision",
 			Doc: "What a policy returns to refuse a request. The agent sees message as the tool's error result; " +
@@ -299,7 +348,8 @@ func approvalEntries() []runtime.Entry {
 		{Name: "approvals", Sig: "approvals(policy)",
 			Doc: "Sets the recipe-wide approver, asked after a session's own policy for every session of the run and " +
 				"for privileged commands; None removes it. After it come sous run's --allow/--deny rules, then a " +
-				"prompt when stdin is a terminal, else deny(\"" + runtime.DefaultDenyMessage + "\"). Policies run on the " +
+				"person when one can answer (the prompt when stdin is a terminal, sous approvals with --ask, the web page " +
+				"with --ui; the first answer wins), else deny(\"" + runtime.DefaultDenyMessage + "\"). Policies run on the " +
 				"recipe thread while it waits (send, wait, sleep, run, ...), one at a time; a policy that fails denies " +
 				"the request and fails the recipe with its traceback.",
 			Fn: approvalsBuiltin},
@@ -347,10 +397,11 @@ func approvalEntries() []runtime.Entry {
 func approveBuiltin(c *runtime.Call) (starlark.Value, error) {
 	var input starlark.Value = starlark.None
 	var remember string
-	if err := bind(c, 0, opt("input", value(&input)), opt("remember", optStr(&remember))); err != nil {
+	d := &Decision{allow: true, input: starlark.None, updatesV: starlark.None, env: c.Env}
+	if err := bind(c, 0, opt("input", value(&input)), opt("remember", optStr(&remember)),
+		opt("updates", permissionUpdateList(&d.updates, &d.updatesV))); err != nil {
 		return nil, err
 	}
-	d := &Decision{allow: true, input: starlark.None, env: c.Env}
 	if input != starlark.None {
 		dict, ok := input.(*starlark.Dict)
 		if !ok {

@@ -63,6 +63,7 @@ func (o *recordingOutput) Approval(a runtime.ApprovalInfo)       { o.approvals =
 func (o *recordingOutput) Hook(runtime.HookInfo)                 {}
 func (o *recordingOutput) Tool(string, string, bool)             {}
 func (o *recordingOutput) Progress(runtime.ProgressInfo)         {}
+func (o *recordingOutput) Redact(string) bool                    { return true }
 
 type noHosts struct{}
 
@@ -78,12 +79,12 @@ func (noHosts) Close() error { return nil }
 // flagApprover stands for the runtime's: it allows "ls" and denies the rest.
 type flagApprover struct{ asked []string }
 
-func (a *flagApprover) Approve(req *runtime.ApprovalRequest) runtime.Answer {
+func (a *flagApprover) Approve(req *runtime.ApprovalRequest) (runtime.Answer, *runtime.Waiting) {
 	a.asked = append(a.asked, Summary(req.Tool, req.Input))
 	if argv, _ := rules.Argv(req.Input); len(argv) > 0 && argv[0] == "ls" {
-		return runtime.Answer{Allow: true, By: runtime.ByFlag}
+		return runtime.Answer{Allow: true, By: runtime.ByFlag}, nil
 	}
-	return runtime.Answer{Message: runtime.DefaultDenyMessage, By: runtime.ByDefault}
+	return runtime.Answer{Message: runtime.DefaultDenyMessage, By: runtime.ByDefault}, nil
 }
 
 func TestApprovePrivileged(t *testing.T) {

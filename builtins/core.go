@@ -16,9 +16,10 @@ func coreEntries() []runtime.Entry {
 		{Name: "args", Sig: "args -> dict",
 			Doc:   "The frozen dict of string to string from `sous run R.star -a key=value` (repeatable).",
 			Value: argsValue},
-		{Name: "getenv", Sig: "getenv(name, default=None) -> string",
-			Doc: "The runner's environment variable name, or default when it is not set.",
-			Fn:  getenv},
+		{Name: "getenv", Sig: "getenv(name, default=None, *, secret=False) -> string",
+			Doc: "The runner's environment variable name, or default when it is not set. With secret=True what it " +
+				"returns (the value, or a string default) is redacted (see redact).",
+			Fn: getenv},
 		{Name: "print", Sig: "print(*values, sep=\" \")",
 			Doc: "Starlark's own: writes a line to the recipe log (stderr; a log event in --json mode)."},
 		{Name: "fail", Sig: "fail(*values, sep=\" \")",
@@ -56,11 +57,18 @@ func argsValue(env *runtime.Env) starlark.Value {
 func getenv(c *runtime.Call) (starlark.Value, error) {
 	var name string
 	var def starlark.Value = starlark.None
-	if err := bind(c, 2, req("name", str(&name)), opt("default", value(&def))); err != nil {
+	var secret bool
+	if err := bind(c, 2, req("name", str(&name)), opt("default", value(&def)), opt("secret", boolean(&secret))); err != nil {
 		return nil, err
 	}
 	if v, ok := c.Env.Getenv(name); ok {
+		if secret {
+			c.Env.Output.Redact(v) // a short value stays: see event.MinSecret
+		}
 		return starlark.String(v), nil
+	}
+	if s, ok := def.(starlark.String); ok && secret {
+		c.Env.Output.Redact(string(s)) // the contract: what it returns
 	}
 	return def, nil
 }

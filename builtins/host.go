@@ -33,7 +33,8 @@ func hostEntries() []runtime.Entry {
 				"\"ws://host:port[/path]\" (a daemon serving --listen ws://...; the token also goes as a bearer header). " +
 				"Socket, ssh and ws connections reconnect and reattach by themselves when they drop. " +
 				"The token is token=, else $SOUS_TOKEN, else $CLAUDE_RPC_TOKEN. The Host has the host-bound builtins " +
-				"as methods and modules: h.spawn, h.run, h.sh, h.pipeline, h.reattach, h.files, h.git, h.extract_tar, h.sdk.",
+				"as methods and modules: h.spawn, h.run, h.sh, h.pipeline, h.reattach, h.files, h.git, h.extract_tar, h.sdk, " +
+				"h.dotenv.",
 			Fn: hostBuiltin},
 		{Name: "Host", Sig: "Host",
 			Doc: "A connection to a daemon, from host(). Every builtin marked as acting on a host is also its method " +
@@ -47,6 +48,16 @@ func hostBuiltin(c *runtime.Call) (starlark.Value, error) {
 	if err := bind(c, 1, req("target", str(&target)), opt("token", optStr(&token))); err != nil {
 		return nil, err
 	}
+	h, err := openHost(c, target, token)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// openHost connects to target as host() does (hosts() too): the token is
+// token, else the environment's.
+func openHost(c *runtime.Call, target, token string) (*runtime.Host, error) {
 	if target == "" {
 		// The command line's empty --remote means the embedded daemon; an
 		// empty target here is more likely a variable that was never set.

@@ -28,14 +28,19 @@ func Plugins() []runtime.Plugin { return Config{}.Plugins() }
 // what a plugin keeps for a run is made by its OnStart for that run.
 func (cfg Config) Plugins() []runtime.Plugin {
 	return []runtime.Plugin{
-		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries(), fanoutEntries(), retryEntries())},
+		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries(), fanoutEntries(), retryEntries(), budgetEntries())},
 		{Name: procPlugin, Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries()),
 			OnStart: func(*runtime.Env) any { return &procState{lines: cfg.Lines} }},
 		{Name: "files", Entries: filesEntries()},
+		{Name: "secrets", Entries: secretsEntries()},
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},
-		{Name: "hosts", Entries: hostEntries()},
-		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries(), agentDefEntries()),
-			OnStart: func(*runtime.Env) any { return &agents{} }},
+		{Name: "hosts", Entries: slices.Concat(hostEntries(), poolEntries())},
+		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries(), controlEntries(), agentDefEntries()),
+			OnStart: func(env *runtime.Env) any {
+				a := &agents{}
+				env.Budget.OnExceeded(a.stopTurns)
+				return a
+			}},
 	}
 }
 

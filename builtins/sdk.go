@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,7 @@ const controlTimeout = 30 * time.Second
 const sessionSig = `sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, ` +
 	`allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, ` +
 	`resume=None, fork=False, timeout=None, tools=[], output_schema=None, hooks=None, max_budget_usd=None, ` +
-	cliOptionsSig + `) -> Session`
+	cliOptionsSig + `, checkpoints=False, on_message=None, extra_args=None) -> Session`
 
 func sdkEntries() []runtime.Entry {
 	return []runtime.Entry{
@@ -66,6 +67,11 @@ func sdkEntries() []runtime.Entry {
 				"hook(...) values, registered with the CLI and called on the recipe thread (see hook). max_budget_usd " +
 				"maps to --max-budget-usd: a turn that spends past it ends with subtype \"error_max_budget_usd\" (not ok). " +
 				cliOptionsDoc + " " +
+				"checkpoints=True turns on the CLI's file checkpoints (see Session.rewind_files). on_message(msg) is " +
+				"called on the recipe thread, like a policy, with every protocol message from the CLI as it arrives " +
+				"(a frozen dict; keep_alive left out), the partial stream_event messages included " +
+				"(--include-partial-messages); those of a turn all run before its send or wait returns; one that " +
+				"fails fails the recipe with its traceback. " +
 				"The CLI's process tree is ended by close(), when the recipe ends, fails or is interrupted.",
 			Fn: sdkSession},
 		{Name: "sdk.send", Sig: "sdk.send(prompt, **session_kwargs) -> Turn",
@@ -113,7 +119,7 @@ func sdkEntries() []runtime.Entry {
 		{Name: "Turn.subtype", Sig: "Turn.subtype -> string",
 			Doc:  `The result's subtype: "success", "error_during_execution" (interrupted), "error_max_turns", ...`,
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Subtype) })},
-		{Name: "Turn.cost_usd", Sig: "Turn.cost_usd -> float", Doc: "The CLI's total_cost_usd.",
+		{Name: "Turn.cost_usd", Sig: "Turn.cost_usd -> float", Doc: "The CLI's total_cost_usd: what the session's CLI has spent so far (this turn and those before it in the same CLI process), not this turn alone.",
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.Float(t.t.CostUSD) })},
 		{Name: "Turn.num_turns", Sig: "Turn.num_turns -> int", Doc: "The CLI's num_turns (model round trips).",
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.MakeInt(t.t.NumTurns) })},
@@ -138,8 +144,9 @@ type sessionOptions struct {
 	timeout  *time.Duration
 	maxTurns *int64
 	tools    []*Tool
-	steps    stepOptions // output_schema, hooks, max_budget_usd (sdk_steps.go)
-	cli      cliOptions  // agents, mcp_servers, settings, ..., extra_args (sdk_options.go)
+	steps    stepOptions    // output_schema, hooks, max_budget_usd (sdk_steps.go)
+	control  controlOptions // checkpoints, on_message (sdk_control.go)
+	cli      cliOptions     // agents, mcp_servers, settings, ..., extra_args (sdk_options.go)
 }
 
 func newSessionOptions() *sessionOptions {
@@ -164,7 +171,7 @@ func (o *sessionOptions) bindings() []binding {
 		opt("fork", boolean(&o.opt.Fork)),
 		opt("timeout", optSeconds(&o.timeout)),
 		opt("tools", toolList(&o.tools)),
-	}, append(o.steps.bindings(), o.cli.bindings()...)...)
+	}, slices.Concat(o.steps.bindings(), o.cli.bindings(), o.control.bindings(), o.cli.lastBindings())...)
 }
 
 // check validates what binding could not.
@@ -189,6 +196,7 @@ func (o *sessionOptions) check(c *runtime.Call) error {
 	}
 	o.opt.Tools = agentTools(o.tools)
 	o.steps.apply(&o.opt)
+	o.control.apply(&o.opt)
 	return o.cli.check(c, o.opt)
 }
 
@@ -251,6 +259,11 @@ type Session struct {
 	hooked postOrder
 	// tools are the session's own tools by name (tools.go).
 	tools map[string]*Tool
+	// onMessage sees every message from the CLI; checkpoints says rewind_files
+	// can work (sdk_control.go).
+	onMessage   starlark.Callable
+	checkpoints bool
+	infoV       starlark.Value // Session.info, built on first use (recipe thread only)
 }
 
 // postOrder posts callbacks to the loop in the order of their sequence
@@ -331,6 +344,9 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	if err := addAgentEnv(c, &o.opt); err != nil {
 		return nil, err
 	}
+	if err := capSessionBudget(c.Env.Budget, &o.opt); err != nil {
+		return nil, c.Errorf("%v", err)
+	}
 	d, err := hostClient(c, c.Host)
 	if err != nil {
 		return nil, err
@@ -345,7 +361,8 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	if err := o.cli.apply(c, &o.opt); err != nil {
 		return nil, err
 	}
-	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, limit: o.opt.TurnTimeout}
+	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, limit: o.opt.TurnTimeout,
+		onMessage: o.control.onMessage, checkpoints: o.control.checkpoints}
 	if len(o.tools) > 0 {
 		s.tools = make(map[string]*Tool, len(o.tools))
 		for _, t := range o.tools {
@@ -472,20 +489,25 @@ func (a *agents) Close() error {
 	return nil
 }
 
-// decided is the recipe thread's answer to one permission request.
+// decided is the recipe thread's answer to one permission request, or
+// the wait for a person that only a person can answer.
 type decided struct {
-	ans runtime.Answer
-	err error
+	ans  runtime.Answer
+	wait *runtime.Waiting
+	err  error
 }
 
 // permission is the session's agent.Options.Permission. It runs on a
 // goroutine of the engine; the approvers run on the recipe thread, at its
-// next wait, while this goroutine waits for them. A request withdrawn (or
-// a session closed) meanwhile is dropped unanswered.
+// next wait, while this goroutine waits for them. A request only a person
+// can decide is waited for here, not on the recipe thread, so that many
+// wait at once. A request withdrawn (or a session closed) meanwhile is
+// dropped unanswered.
 func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decision, error) {
 	req := &runtime.ApprovalRequest{
 		Kind: runtime.KindTool, Tool: r.Tool, Input: exactInput(r), ToolUseID: r.ToolUseID,
 		Description: r.Description, SessionID: r.SessionID, Cwd: s.cwd.Load().(string), Local: s.host.Local(),
+		Suggestions: r.Suggestions, BlockedPath: r.BlockedPath, DecisionReason: r.DecisionReason, AgentID: r.AgentID,
 	}
 	done := make(chan decided, 1)
 	s.asked.post(r.Seq, func() {
@@ -498,13 +520,19 @@ func (s *Session) permission(ctx context.Context, r agent.Request) (agent.Decisi
 			done <- decided{ans: ans}
 			return
 		}
-		ans, err := decide(s.env, s.thread, req, s.policy)
-		done <- decided{ans, err}
+		ans, w, err := decide(s.env, s.thread, req, s.policy)
+		done <- decided{ans, w, err}
 	}, s.env.Loop.Post)
 	select {
 	case d := <-done:
 		if d.err != nil {
 			return agent.Decision{}, d.err
+		}
+		if d.wait != nil {
+			d.ans = waitForPerson(ctx, s.env, req, d.wait)
+			if ctx.Err() != nil {
+				return agent.Deny("the request was withdrawn", false), ctx.Err()
+			}
 		}
 		return agentDecision(d.ans)
 	case <-ctx.Done():
@@ -542,7 +570,11 @@ func agentDecision(a runtime.Answer) (agent.Decision, error) {
 		}
 		perms = append(perms, u)
 	}
-	return agent.Allow(a.Input, perms...), nil
+	updates, err := permissionUpdates(a.Updates) // sdk_control.go
+	if err != nil {
+		return agent.Decision{}, err
+	}
+	return agent.Allow(a.Input, append(perms, updates...)...), nil
 }
 
 // observe is the session's agent.Options.Observer: protocol messages become
@@ -551,6 +583,10 @@ func agentDecision(a runtime.Answer) (agent.Decision, error) {
 func (s *Session) observe(e agent.Event) {
 	if e.Type == "permission" || e.Type == "tool" || e.Type == "keep_alive" {
 		return
+	}
+	s.deliverMessage(e) // on_message (sdk_control.go)
+	if e.Type == "stream_event" {
+		return // partial messages are on_message's alone: they would flood --json and the views
 	}
 	sid, _ := s.sid.Load().(string)
 	if e.Dir == agent.In && e.Type == "system" {
@@ -639,6 +675,9 @@ func (s *Session) send(c *runtime.Call, prompt string, limit time.Duration) (*Tu
 	if err := agentsOf(c.Env).turnWaitRefused(); err != nil {
 		return nil, c.Errorf("%v", err)
 	}
+	if err := c.Env.Budget.Err(); err != nil {
+		return nil, c.Errorf("%v", err) // no new turn past the run's --max-cost
+	}
 	p := s.s.StartWith(prompt, agent.TurnOptions{Timeout: limit})
 	if limit == 0 {
 		limit = s.limit
@@ -662,7 +701,16 @@ func turnOutcome(env *runtime.Env, p *agent.Pending, limit time.Duration) (*Turn
 	case errors.Is(err, agent.ErrTurnTimeout):
 		return nil, fmt.Errorf("the turn ran past its timeout of %s and was interrupted", formatSeconds(limit))
 	case err != nil:
+		if berr := env.Budget.Err(); berr != nil {
+			return nil, berr // dropped because the run spent its --max-cost
+		}
 		return nil, errors.New(agentMessage(err))
+	}
+	if err := env.Budget.Err(); err != nil {
+		// The turn spent the rest of the run's --max-cost, or was
+		// interrupted because another did: the recipe fails with it
+		// rather than go on with what the turn left undone.
+		return nil, err
 	}
 	return &Turn{t: t, env: env}, nil
 }
@@ -674,6 +722,9 @@ func sessionStart(c *runtime.Call, s *Session) (starlark.Value, error) {
 	}
 	if err := s.s.Err(); err != nil {
 		return nil, c.Errorf("%s", agentMessage(err))
+	}
+	if err := c.Env.Budget.Err(); err != nil {
+		return nil, c.Errorf("%v", err) // no new turn past the run's --max-cost
 	}
 	return &Pending{env: c.Env, session: s, prompt: prompt, p: s.s.Start(prompt), limit: s.limit}, nil
 }

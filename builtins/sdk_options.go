@@ -18,9 +18,11 @@ import (
 // extra flags. runtime/agent checks them and builds the command line and
 // initialize; here they are only converted.
 
-// cliOptionsSig are these keywords in sdk.session's signature.
+// cliOptionsSig are these keywords in sdk.session's signature but the
+// last, extra_args, which follows checkpoints and on_message
+// (sdk_control.go) as in RECIPES.md's order: bindings, then lastBindings.
 const cliOptionsSig = `agents=None, mcp_servers=None, strict_mcp_config=False, add_dirs=[], settings=None, ` +
-	`setting_sources=None, fallback_model=None, continue_conversation=False, extra_args=None`
+	`setting_sources=None, fallback_model=None, continue_conversation=False`
 
 func agentDefEntries() []runtime.Entry {
 	return []runtime.Entry{
@@ -94,8 +96,12 @@ func (o *cliOptions) bindings() []binding {
 		opt("setting_sources", optStrList(&o.settingSources)),
 		opt("fallback_model", optStr(&o.fallbackModel)),
 		opt("continue_conversation", boolean(&o.continueConv)),
-		opt("extra_args", extraArgs(&o.extra)),
 	}
+}
+
+// lastBindings are the keywords after checkpoints and on_message.
+func (o *cliOptions) lastBindings() []binding {
+	return []binding{opt("extra_args", extraArgs(&o.extra))}
 }
 
 // set puts the keywords into opt as given.

@@ -73,7 +73,7 @@ func TestContractNames(t *testing.T) {
 			t.Errorf("%s is missing", name)
 		}
 	}
-	want := "extract_tar files git pipeline reattach run sdk sh spawn"
+	want := "dotenv extract_tar files git pipeline reattach run sdk sh spawn"
 	if got := strings.Join(tab.HostNames(), " "); got != want {
 		t.Errorf("Host attributes = %s, want %s", got, want)
 	}

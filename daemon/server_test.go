@@ -27,7 +27,8 @@ func TestServerMethods(t *testing.T) {
 		`"git.info","git.status","git.list_branches","git.worktree_create","git.worktree_remove",` +
 		`"process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach",` +
 		`"process.list","process.resize",` +
-		`"git.diff","git.commit","git.merge","git.push"`
+		`"git.diff","git.commit","git.merge","git.push",` +
+		`"approval.publish","approval.list","approval.answer","approval.wait","approval.withdraw"`
 	sandboxFeature := `,"process.spawn.sandbox"` // only where the kernel can enforce it
 	if sandbox.Supported() != nil {
 		sandboxFeature = ""
@@ -36,7 +37,7 @@ func TestServerMethods(t *testing.T) {
 		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.stdin.ordered","process.list","process.gone",`+
 			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.exitsignal","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct",`+
 			`"git.worktree_remove.strict","git.worktree_create.newbranch","files.extract_tar.options",`+
-			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include"`+sandboxFeature+`]}`)
+			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include","approval.queue"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).
 	for _, m := range strings.Split(strings.ReplaceAll(methods, `"`, ""), ",") {
 		switch m {

@@ -10,46 +10,79 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
+	"github.com/seed5ad92d46/sous/runtime/event"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
 // approver is the end of the approver chain, after the recipe's policies:
-// the command line's --allow/--deny rules, then a prompt on the terminal,
-// then the default deny. The builtins call it on the recipe thread, one
-// request at a time, so prompts never overlap.
+// the command line's --allow/--deny rules, the rules the prompt's "always"
+// answers added, then a person when one can answer (the terminal prompt,
+// or anyone through the queue with --ask or --ui), else the default deny.
+// Approve runs on the recipe thread and decides what it can at once; the
+// waiting for a person is Waiting's, on the caller's goroutine (asks.go).
 type approver struct {
-	ctx    context.Context // the run's: an interrupt ends a prompt
+	// ctx is the run's, or the deferred call's that runs now (recipe
+	// thread only): Approve hands it to the Waiting, and an interrupt
+	// ends the wait.
+	ctx    context.Context
 	rules  rules.Set
 	prompt *prompter // nil when stdin is not a terminal
+	// ask says a person answers through the default daemon's queue (sous
+	// run --ask: sous approvals); ui that the run's web page can answer
+	// (--ui), whatever the queue.
+	ask, ui bool
+	// timeout bounds the wait for a person (--ask-timeout; 0: none).
+	timeout time.Duration
+	// run and recipe name the run in the requests it publishes.
+	run, recipe string
+	// hosts reaches the default daemon, whose queue the run publishes to
+	// when it has the approval.queue feature; nil: a queue in sous.
+	hosts Connector
+	// bus redacts the run's secrets from what is published (nil: none).
+	bus *event.Bus
+
+	asks // the requests waiting for a person (asks.go)
 }
 
 var _ Approver = (*approver)(nil)
 
 // Approve implements Approver.
-func (a *approver) Approve(req *ApprovalRequest) Answer {
+func (a *approver) Approve(req *ApprovalRequest) (Answer, *Waiting) {
 	switch v, rule := a.rules.Decide(req.RuleRequest()); v {
 	case rules.Allowed:
-		return Answer{Allow: true, By: ByFlag}
+		return Answer{Allow: true, By: ByFlag}, nil
 	case rules.Denied:
-		return Answer{Message: fmt.Sprintf("denied by sous run --deny %q", rule.String()), By: ByFlag}
+		return Answer{Message: fmt.Sprintf("denied by sous run --deny %q", rule.String()), By: ByFlag}, nil
 	}
-	if a.prompt != nil {
-		return a.prompt.ask(a.ctx, req)
+	if a.prompt != nil && a.prompt.allows(req) {
+		return Answer{Allow: true, By: ByPrompt}, nil
 	}
-	return Answer{Message: DefaultDenyMessage, By: ByDefault}
+	if a.prompt == nil && !a.ask && !a.ui {
+		// Nobody could answer: a CI job must not hang.
+		return Answer{Message: DefaultDenyMessage, By: ByDefault}, nil
+	}
+	req.ID = newAskID()
+	ctx := a.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return Answer{}, &Waiting{a: a, req: req, runCtx: ctx}
 }
 
-// prompter asks the person at the terminal.
+// prompter asks the person at the terminal, one question at a time.
 type prompter struct {
 	out promptOutput
 	in  io.Reader
 
 	once  sync.Once
 	lines chan string // answers; closed at end of input
-	// always holds the rules added by "always" answers (recipe thread
-	// only): what they allow is allowed without asking.
+
+	mu sync.Mutex
+	// always holds the rules added by "always" answers: what they allow
+	// is allowed without asking.
 	always rules.Set
 }
 
@@ -64,23 +97,45 @@ func newPrompter(out promptOutput, in io.Reader) *prompter {
 	return &prompter{out: out, in: in}
 }
 
+// allows says whether an "always" answer's rule allows req.
+func (p *prompter) allows(req *ApprovalRequest) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, _ := p.always.Decide(req.RuleRequest())
+	return v == rules.Allowed
+}
+
+// addAlways adds the rule of an "always" answer.
+func (p *prompter) addAlways(r rules.Rule) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.always.Allow = append(p.always.Allow, r)
+}
+
 // maxPromptTries is how many unreadable answers deny the request.
 const maxPromptTries = 3
 
-// ask shows the request and reads y, n or always. "always" adds the
-// narrowest rule that allows the request (rules.Suggest: Bash(go test:*)
-// for `go test ./...`, the file's directory, the url's domain) to the run's
-// rules, and the question names it; a request no such rule can describe
-// (a Bash line that is not one simple command) is not offered "always".
-// An interrupt or the end of input denies.
-func (p *prompter) ask(ctx context.Context, req *ApprovalRequest) Answer {
+// promptEnd is how a question ended.
+type promptEnd int
+
+const (
+	answered  promptEnd = iota // the person answered
+	elsewhere                  // the request was decided by someone else
+	gaveUp                     // the request waits no more (withdrawn, interrupted)
+)
+
+// ask shows the request and reads y, n or always, until a line answers
+// it, decided closes (someone else answered) or over closes (nobody waits
+// for the answer any more). "always" adds the narrowest rule that allows
+// the request (rules.Suggest: Bash(go test:*) for `go test ./...`, the
+// file's directory, the url's domain) to the run's rules, and the question
+// names it; a request no such rule can describe (a Bash line that is not
+// one simple command) is not offered "always". The end of input denies.
+// The caller ends the question with PromptDone.
+func (p *prompter) ask(req *ApprovalRequest, decided, over <-chan struct{}) (Answer, *rules.Rule, promptEnd) {
 	deny := func(msg string) Answer { return Answer{Message: msg, By: ByPrompt} }
 	allow := Answer{Allow: true, By: ByPrompt}
-	if v, _ := p.always.Decide(req.RuleRequest()); v == rules.Allowed {
-		return allow
-	}
 	p.once.Do(p.startReading)
-	defer p.out.PromptDone()
 	p.out.Prompt(describeRequest(req))
 	question := "allow? [y]es, [n]o: "
 	always, canAlways := rules.Suggest(req.RuleRequest())
@@ -93,27 +148,28 @@ func (p *prompter) ask(ctx context.Context, req *ApprovalRequest) Answer {
 		var ok bool
 		select {
 		case line, ok = <-p.lines:
-		case <-ctx.Done():
-			p.out.Prompt("\n")
-			return deny("the run was interrupted at the prompt")
+		case <-decided:
+			return Answer{}, nil, elsewhere
+		case <-over:
+			return Answer{}, nil, gaveUp
 		}
 		if !ok {
 			p.out.Prompt("\n")
-			return deny("denied: no answer at the prompt (end of input)")
+			return deny("denied: no answer at the prompt (end of input)"), nil, answered
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
-			return allow
+			return allow, nil, answered
 		case "a", "always":
 			if canAlways {
-				p.always.Allow = append(p.always.Allow, always)
-				return allow
+				p.addAlways(always)
+				return allow, &always, answered
 			}
 		case "n", "no":
-			return deny("denied at the prompt by the person running the recipe")
+			return deny("denied at the prompt by the person running the recipe"), nil, answered
 		}
 	}
-	return deny("denied: no clear answer at the prompt")
+	return deny("denied: no clear answer at the prompt"), nil, answered
 }
 
 // startReading reads answers on a goroutine of its own, so that a prompt

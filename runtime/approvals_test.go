@@ -71,7 +71,7 @@ func TestApproverFlagsThenDefault(t *testing.T) {
 		{&ApprovalRequest{Tool: "Bash", Input: map[string]any{"command": "make"}}, Answer{Allow: true, By: ByFlag}},
 	}
 	for _, tt := range tests {
-		got := a.Approve(tt.req)
+		got := approveNow(a, tt.req)
 		if got.Allow != tt.want.Allow || got.By != tt.want.By || got.Message != tt.want.Message {
 			t.Errorf("%s %v: %+v, want %+v", tt.req.Tool, tt.req.Input, got, tt.want)
 		}
@@ -96,7 +96,7 @@ func TestPromptAnswers(t *testing.T) {
 			t.Parallel()
 			out := &promptBuffer{}
 			a := &approver{ctx: context.Background(), prompt: newPrompter(out, strings.NewReader(tt.input))}
-			got := a.Approve(writeReq("/etc/motd"))
+			got := approveNow(a, writeReq("/etc/motd"))
 			if got.Allow != tt.allow || got.Message != tt.message || got.By != ByPrompt {
 				t.Errorf("%+v, want allow=%v %q by prompt", got, tt.allow, tt.message)
 			}
@@ -160,7 +160,7 @@ func TestPromptAlwaysIsAsNarrowAsTheRequest(t *testing.T) {
 	a := &approver{ctx: context.Background(), prompt: newPrompter(out, strings.NewReader(input.String()))}
 	for i, st := range steps {
 		before := len(out.String())
-		got := a.Approve(st.req)
+		got := approveNow(a, st.req)
 		asked := out.String()[before:]
 		if got.Allow != st.allow {
 			t.Errorf("step %d (%s %v): allow = %v, want %v; the prompt said:\n%s", i, st.req.Tool, st.req.Input, got.Allow, st.allow, asked)
@@ -181,7 +181,7 @@ func TestPromptAlwaysNotOfferedForCompoundCommands(t *testing.T) {
 	t.Parallel()
 	out := &promptBuffer{}
 	a := &approver{ctx: context.Background(), prompt: newPrompter(out, strings.NewReader("a\na\na\n"))}
-	got := a.Approve(bashReq("go test ./... | tee log"))
+	got := approveNow(a, bashReq("go test ./... | tee log"))
 	if got.Allow || got.Message != "denied: no clear answer at the prompt" {
 		t.Errorf("%+v, want a denial for three unclear answers", got)
 	}
@@ -203,7 +203,7 @@ func TestPromptShowsTheCommandOnce(t *testing.T) {
 	} {
 		out := &promptBuffer{}
 		a := &approver{ctx: context.Background(), prompt: newPrompter(out, strings.NewReader("n\n"))}
-		a.Approve(req)
+		approveNow(a, req)
 		text := out.String()
 		if n := strings.Count(text, cmd[:20]); n != 1 {
 			t.Errorf("description %q: the command is shown %d times, want once:\n%s", req.Description, n, text)
@@ -215,7 +215,7 @@ func TestPromptShowsTheCommandOnce(t *testing.T) {
 	// A description that says something the input does not is shown.
 	out := &promptBuffer{}
 	a := &approver{ctx: context.Background(), prompt: newPrompter(out, strings.NewReader("n\n"))}
-	a.Approve(&ApprovalRequest{Kind: KindTool, Tool: "Bash", Description: "Clean up the cache", Input: map[string]any{"command": "rm -rf cache"}})
+	approveNow(a, &ApprovalRequest{Kind: KindTool, Tool: "Bash", Description: "Clean up the cache", Input: map[string]any{"command": "rm -rf cache"}})
 	if !strings.Contains(out.String(), "  Clean up the cache\n") {
 		t.Errorf("the description is missing:\n%s", out.String())
 	}
@@ -236,7 +236,7 @@ func TestPromptEscapesControlCharacters(t *testing.T) {
 	}
 	out := &promptBuffer{}
 	a := &approver{ctx: context.Background(), prompt: newPrompter(out, strings.NewReader("n\n"))}
-	a.Approve(req)
+	approveNow(a, req)
 	text := out.String()
 	for _, bad := range []string{"\r", "\x1b", "\x07", "\u202e", "\x9b", "\u009b"} {
 		if strings.Contains(text, bad) {
@@ -257,9 +257,19 @@ func TestPromptEndsOnInterrupt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &approver{ctx: ctx, prompt: newPrompter(&promptBuffer{}, pr)}
 	done := make(chan Answer)
-	go func() { done <- a.Approve(writeReq("/x")) }()
+	go func() { done <- approveNow(a, writeReq("/x")) }()
 	cancel()
 	if got := <-done; got.Allow || got.Message != "the run was interrupted at the prompt" {
 		t.Errorf("%+v", got)
 	}
+}
+
+// approveNow asks the chain as its callers do: Approve on the recipe
+// thread, then, when a person must answer, the wait off it.
+func approveNow(a *approver, req *ApprovalRequest) Answer {
+	ans, w := a.Approve(req)
+	if w != nil {
+		return w.Wait(context.Background(), nil)
+	}
+	return ans
 }

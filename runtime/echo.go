@@ -80,7 +80,6 @@ func (e *echo) Close() {
 		return
 	}
 	e.closed = true
-	e.bus.PublishLocked(&event.EchoEnd{ID: e.id})
 	for i, stream := range []wire.Stream{wire.Stdout, wire.Stderr} {
 		if len(e.partial[i]) == 0 && !e.midLine[i] {
 			continue
@@ -88,6 +87,9 @@ func (e *echo) Close() {
 		e.publish(stream, e.partial[i], true)
 		e.partial[i] = nil
 	}
+	// After the last lines: the bus lets out, at EchoEnd, what it held
+	// back of the streams that had none (the start of a secret).
+	e.bus.PublishLocked(&event.EchoEnd{ID: e.id})
 }
 
 // runeBoundary returns where to cut b so that an incomplete UTF-8

@@ -44,7 +44,8 @@ var echoChunk = append(bytes.Repeat([]byte("ok  	github.com/seed5ad92d46/sous/ru
 // buffers have grown.
 func startEcho(opt Options, prefixed bool) (*output, Echo) {
 	o := newOutput(opt, func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) })
-	o.start("r.star", nil)
+	opt.Recipe = "r.star"
+	o.start(opt)
 	o.Spawned(SpawnInfo{ID: "a", Command: []string{"make"}, Host: "embedded"})
 	e := o.Echo("a")
 	if prefixed {
@@ -76,6 +77,44 @@ func BenchmarkEchoWrite(b *testing.B) {
 	for _, m := range echoModes() {
 		b.Run(m.name, func(b *testing.B) {
 			o, e := startEcho(m.opt, m.prefixed)
+			b.SetBytes(int64(len(echoChunk)))
+			b.ReportAllocs()
+			for b.Loop() {
+				e.Write(wire.Stdout, echoChunk)
+			}
+			b.StopTimer()
+			o.end(&event.End{Status: "ok"})
+		})
+	}
+}
+
+// TestEchoWriteWithSecretsAllocatesNothing: with secrets to redact, a
+// chunk still costs no allocation once the redaction's buffers have grown
+// (and with none, TestEchoWriteAllocatesNothing: the redaction is not
+// even looked at).
+func TestEchoWriteWithSecretsAllocatesNothing(t *testing.T) {
+	for _, m := range echoModes() {
+		o, e := startEcho(m.opt, m.prefixed)
+		o.Redact("sous/runtime/vie") // a match on every line
+		o.Redact("ghp_notInTheOutput0123")
+		for range 3 {
+			e.Write(wire.Stdout, echoChunk)
+		}
+		if n := testing.AllocsPerRun(200, func() { e.Write(wire.Stdout, echoChunk) }); n != 0 {
+			t.Errorf("%s: %.1f allocations per chunk, want none", m.name, n)
+		}
+		o.end(&event.End{Status: "ok"})
+	}
+}
+
+// BenchmarkEchoWriteRedacted is BenchmarkEchoWrite with two secrets to
+// redact, one on every line.
+func BenchmarkEchoWriteRedacted(b *testing.B) {
+	for _, m := range echoModes() {
+		b.Run(m.name, func(b *testing.B) {
+			o, e := startEcho(m.opt, m.prefixed)
+			o.Redact("sous/runtime/vie")
+			o.Redact("ghp_notInTheOutput0123")
 			b.SetBytes(int64(len(echoChunk)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -28,6 +28,10 @@ type Env struct {
 	// Shard is this run's part of a CI matrix (sous run --shard I/N):
 	// parallel() starts only the items whose index % Count == Index.
 	Shard Shard
+	// Budget is what the run's agent sessions spent and its --max-cost
+	// (budget.go): the sessions' builtins refuse turns once it is
+	// exceeded, and stop the running ones.
+	Budget *Budget
 	// Dir is the recipe's working directory: relative paths a recipe gives
 	// a local host are taken from it (builtins' hostpath.go). Empty: the
 	// process's working directory.
@@ -112,6 +116,10 @@ type Output interface {
 	Tool(session, tool string, ok bool)
 	// Progress is where a parallel() fan-out stands (progress.go).
 	Progress(ProgressInfo)
+	// Redact replaces secret with event.Marker in everything the run
+	// writes from now on (redact.go). It reports false, doing nothing,
+	// for a value shorter than event.MinSecret.
+	Redact(secret string) bool
 }
 
 // SpawnInfo describes a process the run started or reattached to.

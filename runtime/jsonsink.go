@@ -16,11 +16,27 @@ import (
 // still go to stderr as they are.
 type jsonSink struct {
 	stdout, stderr io.Writer
+	state          *event.State // the run so far (the end event's budget)
 	buf            []byte
 	// The time of the last event, formatted: every line of a chunk of
 	// output is an event of the same time.
 	lastAt   time.Time
 	lastTime []byte
+}
+
+// budgetJSON is the end event's budget: what the sessions spent and the
+// --max-cost, in dollars.
+type budgetJSON struct {
+	Spent float64 `json:"spent"`
+	Limit float64 `json:"limit"`
+}
+
+// lostHostJSON is a parallel event's lost_host: a host taken out of the
+// fan-out's pool, why, and how many of its tasks start again elsewhere.
+type lostHostJSON struct {
+	Host  string `json:"host"`
+	Error string `json:"error"`
+	Moved int    `json:"moved"`
 }
 
 // field is one member of an event after "event" and "time".
@@ -73,7 +89,22 @@ func (j *jsonSink) Handle(at time.Time, e event.Event) {
 		if !e.Allow {
 			fields = append(fields, field{"message", e.Message})
 		}
+		if e.ID != "" {
+			fields = append(fields, field{"id", e.ID})
+		}
 		j.event(at, "approval", fields...)
+	case *event.Pending:
+		// Only a request that waits for a person: one a policy decides at
+		// once would be noise. Its id is what `sous approvals` answers by.
+		if e.ID != "" {
+			input := e.Input
+			if input == nil {
+				input = map[string]any{}
+			}
+			j.event(at, "pending", field{"id", e.ID}, field{"session", nullable(e.Session)}, field{"tool", e.Tool},
+				field{"kind", e.Kind}, field{"tool_use_id", e.ToolUseID}, field{"summary", e.Summary},
+				field{"description", e.Description}, field{"input", input})
+		}
 	case *event.Hook:
 		// "hook_event" names the hook event: "event" is the line's own kind.
 		var output any // null: no opinion
@@ -86,8 +117,12 @@ func (j *jsonSink) Handle(at time.Time, e event.Event) {
 		}
 		j.event(at, "hook", append(fields, field{"output", output})...)
 	case *event.Progress:
-		j.event(at, "parallel", field{"done", e.Done}, field{"running", e.Running}, field{"failed", e.Failed},
-			field{"remaining", e.Remaining}, field{"total", e.Total})
+		fields := []field{{"done", e.Done}, {"running", e.Running}, {"failed", e.Failed},
+			{"remaining", e.Remaining}, {"total", e.Total}}
+		if l := e.LostHost; l != nil {
+			fields = append(fields, field{"lost_host", lostHostJSON{Host: l.Target, Error: l.Error, Moved: l.Moved}})
+		}
+		j.event(at, "parallel", fields...)
 	case *event.Tool:
 		j.event(at, "tool", field{"session", nullable(e.Session)}, field{"tool", e.Tool}, field{"ok", e.OK})
 	case *event.End:
@@ -95,7 +130,12 @@ func (j *jsonSink) Handle(at time.Time, e event.Event) {
 		if e.Error != "" {
 			errValue = e.Error
 		}
-		j.event(at, "end", field{"status", e.Status}, field{"exit_code", e.ExitCode}, field{"error", errValue})
+		fields := []field{{"status", e.Status}, {"exit_code", e.ExitCode}, {"error", errValue}}
+		if j.state != nil && j.state.MaxCost > 0 {
+			// What budget() says at the end (sous run --max-cost).
+			fields = append(fields, field{"budget", budgetJSON{Spent: j.state.Cost(), Limit: j.state.MaxCost}})
+		}
+		j.event(at, "end", fields...)
 	}
 }
 

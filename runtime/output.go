@@ -26,11 +26,12 @@ func newOutput(opt Options, now func() time.Time) *output {
 }
 
 // start opens the run: the first line of the event stream.
-func (o *output) start(recipe string, args map[string]string) {
+func (o *output) start(opt Options) {
+	args := opt.Args
 	if args == nil {
 		args = map[string]string{}
 	}
-	o.bus.Publish(&event.Start{Recipe: recipe, Args: args})
+	o.bus.Publish(&event.Start{Recipe: opt.Recipe, Args: args, MaxCost: opt.MaxCost})
 }
 
 // end closes the run: the last line of the event stream. Anything
@@ -92,8 +93,8 @@ func (o *output) Approval(a ApprovalInfo) {
 }
 
 func approvalEvent(a ApprovalInfo) event.Approval {
-	return event.Approval{Kind: a.Kind, Session: a.Session, Tool: a.Tool, ToolUseID: a.ToolUseID,
-		Summary: a.Summary, Allow: a.Allow, By: a.By, Message: a.Message}
+	return event.Approval{ID: a.ID, Kind: a.Kind, Session: a.Session, Tool: a.Tool, ToolUseID: a.ToolUseID,
+		Summary: a.Summary, Description: a.Description, Input: a.Input, Allow: a.Allow, By: a.By, Message: a.Message}
 }
 
 // Hook implements Output.

@@ -87,13 +87,18 @@ func TestJSONEvents(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	o := testOutput(&stdout, &stderr, true)
-	o.start("r.star", map[string]string{"k": "v"})
+	o.start(Options{Recipe: "r.star", Args: map[string]string{"k": "v"}})
 	o.Log("hello <world>")
 	o.Spawned(SpawnInfo{ID: "p", Pid: 42, Command: []string{"echo", "hi"}, Host: "embedded"})
 	e := o.Echo("p")
 	e.Write(wire.Stdout, []byte("bad \xff byte\t\"q\"\npart"))
 	e.Close()
 	o.Exited("p", 0)
+	o.Pending(ApprovalInfo{Kind: "tool", Session: "s", Tool: "Bash", ToolUseID: "t", Summary: "make"}) // policies run: no event
+	o.Pending(ApprovalInfo{ID: "a1b2c3d4", Kind: "tool", Session: "s", Tool: "Bash", ToolUseID: "t", Summary: "make",
+		Description: "Build", Input: map[string]any{"command": "make"}})
+	o.Approval(ApprovalInfo{ID: "a1b2c3d4", Kind: "tool", Session: "s", Tool: "Bash", ToolUseID: "t", Summary: "make", By: "remote", Message: "no"})
+	o.Approval(ApprovalInfo{Kind: "privileged", Tool: "Sudo", Summary: "id", Allow: true, By: "flag"})
 	o.end(&event.End{Status: "ok"})
 	o.Log("after the end")
 	want := []string{
@@ -103,6 +108,9 @@ func TestJSONEvents(t *testing.T) {
 		`{"event":"output","time":"2026-01-02T03:04:05.006Z","id":"p","stream":"stdout","data":"bad \ufffd byte\t\"q\"\n","base64":"YmFkIP8gYnl0ZQkicSIK"}`,
 		`{"event":"output","time":"2026-01-02T03:04:05.006Z","id":"p","stream":"stdout","data":"part"}`,
 		`{"event":"exit","time":"2026-01-02T03:04:05.006Z","id":"p","exit_code":0}`,
+		`{"event":"pending","time":"2026-01-02T03:04:05.006Z","id":"a1b2c3d4","session":"s","tool":"Bash","kind":"tool","tool_use_id":"t","summary":"make","description":"Build","input":{"command":"make"}}`,
+		`{"event":"approval","time":"2026-01-02T03:04:05.006Z","session":"s","tool":"Bash","decision":"deny","by":"remote","kind":"tool","tool_use_id":"t","summary":"make","message":"no","id":"a1b2c3d4"}`,
+		`{"event":"approval","time":"2026-01-02T03:04:05.006Z","session":null,"tool":"Sudo","decision":"allow","by":"flag","kind":"privileged","tool_use_id":"","summary":"id"}`,
 		`{"event":"end","time":"2026-01-02T03:04:05.006Z","status":"ok","exit_code":0,"error":null}`,
 	}
 	got := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")

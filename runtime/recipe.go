@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -38,7 +39,7 @@ type recipeRun struct {
 
 // prepare compiles the recipe and sets up what it runs with. No daemon is
 // started yet: the default host connects on first use.
-func prepare(opt Options, out *output) (*recipeRun, error) {
+func prepare(opt Options, out *output, budget *Budget) (*recipeRun, error) {
 	b, err := compile(opt.Recipe, opt.Table.IsPredeclared)
 	if err != nil {
 		return nil, err
@@ -62,7 +63,8 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 	if r.hosts == nil {
 		r.hosts = newHosts(host)
 	}
-	r.appr = &approver{rules: opt.Approvals}
+	r.appr = &approver{rules: opt.Approvals, ask: opt.Ask, ui: opt.UI, timeout: opt.AskTimeout,
+		run: opt.RunID, recipe: opt.Recipe, hosts: r.hosts, bus: out.bus}
 	if opt.Prompt != nil {
 		r.appr.prompt = newPrompter(out, opt.Prompt)
 	}
@@ -78,7 +80,18 @@ func prepare(opt Options, out *output) (*recipeRun, error) {
 		AgentEnv: opt.AgentEnv,
 		Abort:    r.abort,
 		Shard:    opt.Shard.orWhole(),
+		Budget:   budget,
 	}
+	budget.OnExceeded(func() {
+		r.env.Loop.Post(func() {
+			// Only while the recipe runs: after it, the run fails at its
+			// end anyway, and a deferred call (a cleanup) should not be
+			// stopped by what the recipe spent.
+			if !r.env.RecipeEnded() {
+				r.abort(budget.Err())
+			}
+		})
+	})
 	r.predeclared = opt.Table.Start(r.env)
 	r.load = (&loader{b: b, predeclared: r.predeclared, done: make(map[*unit]starlark.StringDict)}).load
 	return r, nil
@@ -119,9 +132,29 @@ func (r *recipeRun) execute(ctx context.Context) error {
 	if r.abortErr != nil {
 		// Whatever the recipe was doing stopped because of the abort; the
 		// abort's error (a policy's traceback) is why the recipe failed.
-		return r.abortErr
+		return r.abortedAt(err)
 	}
 	return err
+}
+
+// abortedAt is why an aborted recipe failed, given what its thread
+// returned. A policy's error carries its own traceback. A spent budget
+// has none: it keeps the place where the recipe was stopped (the call
+// stack of the builtin it waited in) with the budget's message, so that
+// the failure names the recipe's line and says the same whichever way
+// it was stopped (the turn that spent the rest fails with the budget's
+// error too, prefixed by its builtin's name).
+func (r *recipeRun) abortedAt(threadErr error) error {
+	var be *BudgetError
+	ee := innermostEvalError(threadErr)
+	if !errors.As(r.abortErr, &be) || ee == nil {
+		return r.abortErr
+	}
+	msg := be.Error()
+	if last := len(ee.CallStack) - 1; last >= 0 && ee.CallStack[last].Pos.Filename() == "<builtin>" {
+		msg = ee.CallStack[last].Name + ": " + msg // as the builtin's own errors say it
+	}
+	return &starlark.EvalError{Msg: msg, CallStack: ee.CallStack}
 }
 
 // enter makes thread the one running, with ctx (which cancel ends) the
@@ -131,13 +164,16 @@ func (r *recipeRun) enter(ctx context.Context, cancel context.CancelFunc, thread
 	r.thread, r.cancel, r.abortErr = thread, cancel, nil
 }
 
-// close ends what the plugins hold for the run (agent sessions), then its
-// daemon connections: the sessions end while their daemons are still there
-// to reap them.
+// close ends what the plugins hold for the run (agent sessions), then the
+// requests still waiting for a person, then its daemon connections: the
+// sessions end while their daemons are still there to reap them.
 func (r *recipeRun) close() {
 	if err := r.env.closeStates(); err != nil {
 		r.out.Error(fmt.Sprintf("sous: %v", err))
 	}
+	// The sessions are gone: what still waits for a person is denied and
+	// withdrawn from the daemon's queue while the connection is up.
+	r.appr.close()
 	if r.stopBuiltins != nil {
 		r.stopBuiltins()
 	}

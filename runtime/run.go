@@ -5,13 +5,17 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/envlist"
+	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/runtime/event"
+	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -52,9 +56,27 @@ type Options struct {
 	// the recipe's policies.
 	Approvals rules.Set
 	// Prompt, when set, is the terminal to read answers from when no rule
-	// decided a permission request (the question goes to Stderr). Nil: such
-	// requests are denied.
+	// decided a permission request (the question goes to Stderr).
 	Prompt io.Reader
+	// Ask says a person answers the requests no rule decided from
+	// elsewhere (sous run --ask): `sous approvals` against the run's
+	// default daemon. UI says a web page of the run can answer them (sous
+	// run --ui). With neither and no Prompt, such requests are denied at
+	// once by "default": a CI job never hangs.
+	Ask, UI bool
+	// AskTimeout bounds the wait for a person (--ask-timeout); then
+	// "default" denies. 0: no bound.
+	AskTimeout time.Duration
+	// Steer, when set, is called once the run's event bus exists, before
+	// its first event, so that a sink (the web page) can Subscribe to it.
+	// answer answers a request that waits for a person, by id, through the
+	// run's queue (the first answer wins): By defaults to "remote"; a
+	// request decided already or unknown gives the queue's *wire.Error
+	// with code wire.CodeApprovalDecided or wire.CodeApprovalUnknown.
+	// The answer's decision is published on bus: a sink calls answer from
+	// a goroutine of its own, never from its Handle (which holds the bus).
+	// An error from Steer stops the run before the recipe starts.
+	Steer func(bus *event.Bus, answer func(ctx context.Context, a wire.AskAnswer) error) error
 	// Cleanup is the context the recipe's deferred calls run under, after
 	// the recipe ended: it ends when they are to be abandoned (a second
 	// Ctrl-C). Nil: they run to the end.
@@ -66,6 +88,17 @@ type Options struct {
 	// gets, whatever its own env= says (sous run --fake-model: the
 	// scripted model's URL).
 	AgentEnv *AgentEnv
+	// MaxCost caps what the run's agent sessions may cost, in dollars
+	// (sous run --max-cost; 0: no cap). Once spent, the running turns
+	// are interrupted, new ones refused and the run fails (budget.go).
+	MaxCost float64
+	// Notify, with URLs, POSTs a JSON notification to each when a request
+	// waits for a person and when the run ends (sous run --notify;
+	// runtime/notify), without ever holding the run up.
+	Notify notify.Options
+	// RunID names the run in its notifications and in the requests it
+	// publishes for a person to answer ("": 16 random hex digits).
+	RunID string
 }
 
 // AgentEnv is environment for every agent session of a run. Its values
@@ -110,11 +143,41 @@ const (
 // stopped. It returns nil when the recipe and its deferred calls finished,
 // else an *ExitError.
 func Run(ctx context.Context, opt Options) error {
+	if opt.RunID == "" {
+		opt.RunID = newRunID()
+	}
 	out := newOutput(opt, nil)
-	out.start(opt.Recipe, opt.Args)
-	r, err := prepare(opt, out)
+	budget := NewBudget(opt.MaxCost)
+	out.bus.Subscribe(&budgetSink{budget: budget, state: out.bus.State()})
+	finishNotify := startNotify(opt, out)
+	var appr atomic.Pointer[approver]
+	if opt.Steer != nil {
+		answer := func(ctx context.Context, a wire.AskAnswer) error {
+			if ap := appr.Load(); ap != nil {
+				return ap.answer(ctx, a)
+			}
+			return wire.Errorf(wire.CodeApprovalUnknown, "no pending request %q (the run has not started)", a.ID)
+		}
+		if err := opt.Steer(out.bus, answer); err != nil {
+			out.start(opt)
+			out.Error("sous: " + err.Error())
+			out.end(&event.End{Status: "failed", ExitCode: CodeFailed, Error: err.Error()})
+			finishNotify()
+			return &ExitError{Code: CodeFailed, Err: err}
+		}
+	}
+	out.start(opt)
+	r, err := prepare(opt, out, budget)
+	if r != nil {
+		appr.Store(r.appr)
+	}
 	if err == nil {
 		err = r.execute(ctx)
+	}
+	if err == nil {
+		// The turn that spent the rest may have ended as the recipe did,
+		// before its abort could stop it: the run still failed.
+		err = budget.Err()
 	}
 	status, code, report, summary := outcome(ctx, err)
 	if report != "" {
@@ -125,7 +188,11 @@ func Run(ctx context.Context, opt Options) error {
 		if cleanup == nil {
 			cleanup = context.WithoutCancel(ctx)
 		}
-		if cerr := r.cleanup(cleanup); cerr != nil && code == 0 {
+		cerr := r.cleanup(cleanup)
+		if cerr == nil && code == 0 {
+			cerr = budget.Err() // spent by a deferred call
+		}
+		if cerr != nil && code == 0 {
 			// The recipe finished; its cleanup did not.
 			err = cerr
 			status, code, summary = "failed", CodeFailed, cerr.Error()
@@ -140,6 +207,7 @@ func Run(ctx context.Context, opt Options) error {
 		end.File, end.Line, end.Col, end.Source = failurePlace(err)
 	}
 	out.end(end)
+	finishNotify()
 	if code == 0 {
 		return nil
 	}
@@ -152,7 +220,7 @@ func Run(ctx context.Context, opt Options) error {
 // stream always has both. It returns the *ExitError (code 2).
 func Refuse(opt Options, err error) error {
 	out := newOutput(opt, nil)
-	out.start(opt.Recipe, opt.Args)
+	out.start(opt)
 	out.Error("sous: " + err.Error())
 	out.end(&event.End{Status: "error", ExitCode: CodeUsage, Error: err.Error()})
 	return &ExitError{Code: CodeUsage, Err: err}

@@ -45,7 +45,7 @@ func subscribeSinks(bus *event.Bus, opt Options) {
 	var screen view.Screen = view.Plain{Stdout: opt.Stdout, Stderr: opt.Stderr}
 	v := opt.View
 	if opt.JSON {
-		bus.Subscribe(&jsonSink{stdout: opt.Stdout, stderr: opt.Stderr})
+		bus.Subscribe(&jsonSink{stdout: opt.Stdout, stderr: opt.Stderr, state: bus.State()})
 	} else {
 		if v.Terminal != nil && !v.Quiet {
 			t := view.NewTerminal(bus, *v.Terminal)

@@ -623,6 +623,16 @@ func TestAgentArguments(t *testing.T) {
 		{`wait_all(range(10 * 1000 * 1000 * 1000 * 1000))`, "wait_all: pendings[0]: want Process or Pending, got int"},
 		{`approve(remember = "Bash(")`, `approve: remember: rule "Bash(": want Tool or Tool(content)`},
 		{`approve("x")`, "approve: got 1 positional arguments, want at most 0"},
+		{`approve(updates = {"type": "setMode"})`, "approve: updates: want list of permission updates (dicts) or None, got dict"},
+		{`approve(updates = ["Bash"])`, "approve: updates[0]: want dict (a permission update), got string"},
+		{`approve(updates = [{"type": "addRule", "destination": "session"}])`,
+			"approve: updates[0]: type \"addRule\": want one of addDirectories, addRules, removeDirectories, removeRules, replaceRules, setMode"},
+		{`approve(updates = [{"type": "addRules", "rules": ["Bash(git:*)"], "behavior": "allow"}])`,
+			"approve: updates[0]: addRules: destination missing: want one of session, localSettings, projectSettings, userSettings, cliArg"},
+		{`approve(updates = [{"type": "setMode", "mode": "plan", "destination": "session", "rules": []}])`,
+			"approve: updates[0]: setMode: unknown field \"rules\" (a setMode update takes type, destination, mode)"},
+		{`sdk.session(checkpoints = 1)`, "sdk.session: checkpoints: want bool, got int"},
+		{`sdk.session(on_message = "print")`, "sdk.session: on_message: want function or None, got string"},
 		{`deny()`, "deny: missing argument for message"},
 		{`deny(" ")`, "deny: message: empty; say why, the agent reads it"},
 		{`deny("no", interrupt = 1)`, "deny: interrupt: want bool, got int"},
@@ -658,12 +668,17 @@ print(d, d.behavior, d.input, d.remember, d.message, d.interrupt)
 print(approve().input, approve().remember, type(a), type(permissions()))
 print(permissions(allow = ["Read"], deny = ["Bash(rm:*)"], ask = ["Write"]))
 print(sorted(dir(a)))
+ups = [{"type": "addRules", "rules": ["Bash(git:*)", {"toolName": "Read"}], "behavior": "allow", "destination": "session"}]
+u = approve(updates = ups)
+ups.append("still the recipe's")
+print(u.updates, d.updates, a.updates)
 `)
 	o.expect(t, 0, `<approve> allow {"command": "ls", "n": 3, "l": [1.5, None, True]} Bash(git:*)  False`,
 		`<deny "not here"> deny None None not here True`,
 		"None None Decision policy",
 		`<permissions allow=["Read"] deny=["Bash(rm:*)"] ask=["Write"]>`,
-		`["behavior", "input", "interrupt", "message", "remember"]`)
+		`["behavior", "input", "interrupt", "message", "remember", "updates"]`,
+		`[{"behavior": "allow", "destination": "session", "rules": ["Bash(git:*)", {"toolName": "Read"}], "type": "addRules"}] None None`)
 }
 
 // gitInit makes dir a git repository with everything in it committed.

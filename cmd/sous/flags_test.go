@@ -112,34 +112,60 @@ func TestRunFlags(t *testing.T) {
 		FakeModel         string
 		Color             colorFlag
 		Quiet, Verbose    bool
+		Ask               bool
+		AskTimeout        time.Duration
+		MaxCost           float64
+		Notify            []string
+		NotifyTimeout     time.Duration
+		UI                string
 	}
 	project := func(o *RunOptions) parsed {
-		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose}
+		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose,
+			o.Ask, o.AskTimeout, float64(o.MaxCost), o.Notify, o.NotifyTimeout, o.UI}
 	}
 	env := []string{"SOUS_SOCKET=/run/sous.sock", "HOME=/home/u"}
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
-		{args: args("run r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto"}},
+		{args: args("run r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", NotifyTimeout: 5 * time.Second}},
 		{args: []string{"run", "r.star", "-a", "k=v", "--arg", "task=make it pass", "--json", "--allow", "Bash(go test:*)", "--deny", "Bash(git push:*)"},
 			want: parsed{Recipe: "r.star", Args: []string{"k=v", "task=make it pass"}, JSON: true,
-				Allow: []string{"Bash(go test:*)"}, Deny: []string{"Bash(git push:*)"}, URL: "embedded", Color: "auto"}},
+				Allow: []string{"Bash(go test:*)"}, Deny: []string{"Bash(git push:*)"}, URL: "embedded", Color: "auto", NotifyTimeout: 5 * time.Second}},
 		// The target's defaults and the recipe's environment are the
 		// factory's.
-		{args: args("run r.star"), env: env, want: parsed{Recipe: "r.star", URL: "unix:///run/sous.sock", Environ: env, Color: "auto"}},
-		{args: args("run --remote ws://127.0.0.1:8003 r.star"), env: env, want: parsed{Recipe: "r.star", URL: "ws://127.0.0.1:8003", Environ: env, Color: "auto"}},
-		{args: args("run --shard 1/4 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Shard: "1/4", Color: "auto"}},
-		{args: args("run r.star --socket rel.sock"), want: parsed{Recipe: "r.star", URL: "unix://" + abs(t, "rel.sock"), Color: "auto"}},
-		{args: args("run r.star"), env: []string{"SOUS_REMOTE=ssh://build"}, want: parsed{Recipe: "r.star", URL: "ssh://build", Environ: []string{"SOUS_REMOTE=ssh://build"}, Color: "auto"}},
-		{args: args("run --fake-model triage.fake.json r.star"), want: parsed{Recipe: "r.star", URL: "embedded", FakeModel: "triage.fake.json", Color: "auto"}},
-		{args: args("run r.star --fake-model=s.json --socket /run/s.sock"), want: parsed{Recipe: "r.star", URL: "unix:///run/s.sock", FakeModel: "s.json", Color: "auto"}},
+		{args: args("run r.star"), env: env, want: parsed{Recipe: "r.star", URL: "unix:///run/sous.sock", Environ: env, Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run --remote ws://127.0.0.1:8003 r.star"), env: env, want: parsed{Recipe: "r.star", URL: "ws://127.0.0.1:8003", Environ: env, Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run --shard 1/4 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Shard: "1/4", Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --socket rel.sock"), want: parsed{Recipe: "r.star", URL: "unix://" + abs(t, "rel.sock"), Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star"), env: []string{"SOUS_REMOTE=ssh://build"}, want: parsed{Recipe: "r.star", URL: "ssh://build", Environ: []string{"SOUS_REMOTE=ssh://build"}, Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run --fake-model triage.fake.json r.star"), want: parsed{Recipe: "r.star", URL: "embedded", FakeModel: "triage.fake.json", Color: "auto", NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --fake-model=s.json --socket /run/s.sock"), want: parsed{Recipe: "r.star", URL: "unix:///run/s.sock", FakeModel: "s.json", Color: "auto", NotifyTimeout: 5 * time.Second}},
 		{args: args("run r.star --fake-model"), code: 2, err: "sous: flag needs an argument: --fake-model\nRun 'sous run --help' for usage.\n"},
 		{args: args("run"), code: 2, err: "sous: run: want 1 argument(s), got 0 (usage: sous run RECIPE.star [-a key=value]... [flags])\n"},
 		{args: args("run a.star b.star"), code: 2, err: "sous: run: want 1 argument(s), got 2 (usage: sous run RECIPE.star [-a key=value]... [flags])\n"},
 		{args: args("run --bogus x.star"), code: 2, err: "sous: unknown flag: --bogus\nRun 'sous run --help' for usage.\n"},
-		{args: args("run r.star --color never -q"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "never", Quiet: true}},
-		{args: args("run r.star --color=always --verbose"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "always", Verbose: true}},
-		{args: args("run r.star -v"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Verbose: true}},
+		{args: args("run r.star --color never -q"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "never", Quiet: true, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --color=always --verbose"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "always", Verbose: true, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star -v"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Verbose: true, NotifyTimeout: 5 * time.Second}},
+		{args: args("run --max-cost 0.05 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", MaxCost: 0.05, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --max-cost=$2"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", MaxCost: 2, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --max-cost 0"), code: 2, err: "sous: invalid argument \"0\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --max-cost -1"), code: 2, err: "sous: invalid argument \"-1\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --max-cost lots"), code: 2, err: "sous: invalid argument \"lots\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --max-cost NaN"), code: 2, err: "sous: invalid argument \"NaN\" for \"--max-cost\" flag: want a positive number of dollars, such as 0.50 or 2\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --notify http://127.0.0.1:8080/hook --notify https://hooks.example.com/x --notify-timeout 2"),
+			want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Notify: []string{"http://127.0.0.1:8080/hook", "https://hooks.example.com/x"},
+				NotifyTimeout: 2 * time.Second}},
+		{args: args("run r.star --notify"), code: 2, err: "sous: flag needs an argument: --notify\nRun 'sous run --help' for usage.\n"},
 		{args: args("run r.star -q -v"), code: 2, err: "sous: run: --quiet and --verbose: choose one\n"},
+		{args: args("run r.star --ask"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Ask: true, NotifyTimeout: 5 * time.Second}},
+		{args: args("run --ask --ask-timeout 10m r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", Ask: true, AskTimeout: 10 * time.Minute, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --ask-timeout=300ms"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", AskTimeout: 300 * time.Millisecond, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --ask-timeout 1.5"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", AskTimeout: 1500 * time.Millisecond, NotifyTimeout: 5 * time.Second}},
+		{args: args("run r.star --ask-timeout=-1s"), code: 2, err: "sous: run: --ask-timeout: want a duration >= 0, got -1s\n"},
+		{args: args("run r.star --ask-timeout soon"), code: 2, err: "sous: invalid argument \"soon\" for \"--ask-timeout\" flag: want a duration such as 30s, 1m30s or 250ms, or a number of seconds such as 1 or 0.5\nRun 'sous run --help' for usage.\n"},
 		{args: args("run r.star --color=yes"), code: 2, err: "sous: invalid argument \"yes\" for \"--color\" flag: want auto, always or never, got \"yes\"\nRun 'sous run --help' for usage.\n"},
+		{args: args("run --ui 127.0.0.1:0 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", NotifyTimeout: 5 * time.Second, UI: "127.0.0.1:0"}},
+		{args: args("run r.star --ui=:8080"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", NotifyTimeout: 5 * time.Second, UI: ":8080"}},
+		{args: args("run r.star --ui"), code: 2, err: "sous: flag needs an argument: --ui\nRun 'sous run --help' for usage.\n"},
 	})
 }
 
@@ -353,9 +379,10 @@ func TestDaemonFlags(t *testing.T) {
 			Listen            []string
 			LoginPath         bool
 			Environ           []string
+			UI                string
 		}
 		project := func(o *DaemonServeOptions) parsed {
-			return parsed{o.Socket, o.TokenFile, o.TokenFD, o.RetainFor, o.Listen, o.LoginPath, o.Environ}
+			return parsed{o.Socket, o.TokenFile, o.TokenFD, o.RetainFor, o.Listen, o.LoginPath, o.Environ, o.UI}
 		}
 		withSocket := append([]string{"SOUS_SOCKET=/run/sous.sock"}, home...)
 		testFlags(t, []string{"daemon", "serve"}, newCmdDaemonServe, project, []flagCase[parsed]{
@@ -373,6 +400,12 @@ func TestDaemonFlags(t *testing.T) {
 			{args: []string{"daemon", "serve", "--socket", ""}, code: 2, err: "sous: --socket \"\" needs a --listen ws://HOST:PORT to serve on\n"},
 			{args: args("daemon serve --allow-command rel/git"), code: 2,
 				err: "sous: --allow-command: allowed command \"rel/git\": want a program name (git) or an absolute path (/usr/bin/git)\n"},
+			{args: []string{"daemon", "serve", "--token-fd", "0", "--ui", ":8080"}, env: home,
+				want: parsed{Socket: homeSocket, TokenFD: 0, RetainFor: time.Hour, LoginPath: true, Environ: home, UI: ":8080"}},
+			{args: args("daemon serve --ui 8080"), code: 2,
+				err: "sous: --ui \"8080\": want HOST:PORT or :PORT (e.g. 127.0.0.1:0): address 8080: missing port in address\n"},
+			{args: args("daemon serve --ui :http"), code: 2,
+				err: "sous: --ui \":http\": the port must be a number from 0 to 65535\n"},
 		})
 	})
 	t.Run("start", func(t *testing.T) {

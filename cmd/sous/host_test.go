@@ -34,7 +34,7 @@ print(sorted(dir(h1)))
 	want := `"first\nsecond\n" True Host
 False 0 "second\n"
 via h1 True False
-["extract_tar", "files", "git", "pipeline", "reattach", "run", "sdk", "sh", "spawn"]
+["dotenv", "extract_tar", "files", "git", "pipeline", "reattach", "run", "sdk", "sh", "spawn"]
 `
 	if o.stderr != want {
 		t.Errorf("log:\n%s\nwant:\n%s", o.stderr, want)

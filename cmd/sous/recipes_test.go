@@ -185,3 +185,37 @@ func TestRecipeRelease(t *testing.T) {
 		t.Errorf("the per-file check was not echoed:\n%s", o.stdout)
 	}
 }
+
+// TestRecipeDeploySecrets: the shipped secrets recipe runs a command with
+// the token and the .env values in its environment; the command uses the
+// real values, and sous shows *** for them, also when the command fails.
+func TestRecipeDeploySecrets(t *testing.T) {
+	t.Parallel()
+	const token, dbPass = "tok-deploy-0123456789", "db-pass-s3cret"
+	dir := testutil.WriteTree(t, map[string]string{".env": "export DB_PASS='" + dbPass + "'\nREGION=eu-west-1\n"})
+	env := []string{"PATH=" + os.Getenv("PATH"), "DEPLOY_TOKEN=" + token}
+	deploy := `test "$DEPLOY_TOKEN" = ` + token + ` && test "$DB_PASS" = ` + dbPass + ` && echo "pushing with $DEPLOY_TOKEN to $REGION"`
+	w := &agentWorld{t: t, env: env}
+	for _, tc := range []struct {
+		cmd   string
+		code  int
+		wants []string
+	}{
+		{deploy, 0, []string{"deploying with 3 credentials: DB_PASS, DEPLOY_TOKEN, REGION", "reads: ***", "pushing with *** to ***", "deployed"}},
+		{deploy + "; echo \"no luck, $DB_PASS\" >&2; exit 5", 1, []string{"no luck, ***", "the deploy failed (exit code 5) with token ***"}},
+	} {
+		o := w.sous("run", recipe("deploy-secrets.star"), "-a", "env="+filepath.Join(dir, ".env"), "-a", "cmd="+tc.cmd)
+		all := o.stdout + o.stderr
+		if o.code != tc.code {
+			t.Errorf("exit code %d, want %d:\n%s", o.code, tc.code, all)
+		}
+		for _, want := range tc.wants {
+			if !strings.Contains(all, want) {
+				t.Errorf("the output lacks %q:\n%s", want, all)
+			}
+		}
+		if strings.Contains(all, token) || strings.Contains(all, dbPass) || strings.Contains(all, "eu-west-1") {
+			t.Errorf("a secret is in the output:\n%s", all)
+		}
+	}
+}

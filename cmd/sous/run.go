@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/runtime"
+	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
 
@@ -41,6 +43,20 @@ type RunOptions struct {
 	Color colorFlag
 	// Quiet and Verbose: less or more human output (runview.go).
 	Quiet, Verbose bool
+	// Ask (--ask): a permission request no rule decided waits for a person
+	// even without a terminal (sous approvals answers it); AskTimeout
+	// (--ask-timeout) bounds that wait.
+	Ask        bool
+	AskTimeout time.Duration
+	// UI is --ui ADDR: the run's web page (run_ui.go).
+	UI string
+	// MaxCost is --max-cost: the cap on what the run's agent sessions may
+	// cost, in dollars (0: none).
+	MaxCost costFlag
+	// Notify are the --notify URLs; NotifyTimeout bounds each POST and the
+	// wait for the last ones when the run ends.
+	Notify        []string
+	NotifyTimeout time.Duration
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
@@ -79,12 +95,45 @@ is appended to $GITHUB_STEP_SUMMARY (docs/CI.md).
 Permission requests of agent sessions (and privileged commands) go to the
 session's policy, then the recipe's approvals(policy), then the --allow and
 --deny rules (Claude Code syntax, e.g. "Bash(go test:*)", "Write(/src/**)";
-deny wins), then a prompt when stdin is a terminal; otherwise they are denied.
-Every decision is logged on stderr (an approval event with --json).
+deny wins), then a person, when one can answer: stdin is a terminal (a
+prompt), --ask or --ui is given; otherwise they are denied at once, so a CI
+job never hangs. A request waiting for a person has an id and is published to the
+default daemon (a --socket or --remote daemon with the approval.queue feature),
+where sous approvals lists and answers it from another shell; the first answer
+wins, the terminal's or a remote one. --ask-timeout D denies what no one
+answered within D. Every decision is logged on stderr (an approval event with
+--json; a pending event, with the id, when a request starts waiting).
+
+--ui ADDR serves the run's web page (docs/UI.md) and prints
+"sous: ui at http://HOST:PORT/#token=TOKEN" on stderr: the processes with the
+tail of their output, the agent sessions with their messages (text, tool uses
+and results, cost), and the requests waiting for a person, with Allow and Deny
+buttons (decided by "remote"). Its HTTP API (GET /api/state, GET /api/events,
+POST /api/approvals/ID) takes "Authorization: Bearer TOKEN", a token made at
+random for the run, and refuses other origins. :PORT and 127.0.0.1:0 (a free
+port) bind loopback only. The page shows how the run ended until sous exits.
 
 --shard I/N runs one part of a CI matrix of N jobs: parallel() starts only
 the items whose index % N == I, and the recipe's shard global is
 struct(index=I, count=N).
+
+--max-cost USD caps what the run's agent sessions may cost, all sessions
+together (the turns' cost_usd as the CLI reports it). Once the cap is reached
+the running turns are interrupted, new turns are refused and the run fails
+(exit code 1) saying what was spent; each session's CLI also gets
+--max-budget-usd no higher than what remains. budget() tells the recipe what
+was spent and the cap; the summary and the end event of --json show both.
+
+--notify URL (repeatable) POSTs a JSON object to URL when a permission
+request waits for a person (event "approval", with its id, session, tool and
+summary) and when the run ends: event "end" when it finished, "failed" when it
+did not (failed, interrupted or refused; end.status says which). One of the two
+ends every run, never both. Every payload has event, time, run (id, host, pid,
+started, args), recipe, and text, a line for a person. The POSTs run in the
+background and never hold the run up: each gives up after --notify-timeout
+(default 5s); at the end sous waits at most that long for the last ones, then
+says on stderr what was not delivered. A notification that fails never fails
+the run. Redirects are followed only with 307 or 308 to the same host.
 
 --fake-model SCRIPT.json serves a scripted model in sous for the run and points
 every agent session at it (ANTHROPIC_BASE_URL, a dummy ANTHROPIC_API_KEY): the
@@ -98,12 +147,17 @@ model serve --help.`,
   NO_COLOR=1 sous run recipes/build-and-test.star -a module=.    # the status area, no colours
   sous run deploy.star --json -a env=staging --socket /run/sous.sock
   sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"
-  sous run --fake-model recipes/agent-triage.fake.json recipes/agent-triage.star -a repo=.`,
+  sous run --fake-model recipes/agent-triage.fake.json recipes/agent-triage.star -a repo=.
+  sous run --socket /run/sous.sock --ask --ask-timeout 10m agent-fix.star   # answer with sous approvals
+  sous run --ui 127.0.0.1:0 recipes/agent-fix.star -a repo=. -a task="fix the build"   # watch and answer in a browser`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Recipe = args[0]
 			if opts.Quiet && opts.Verbose {
 				return usageErrorf("run: --quiet and --verbose: choose one")
+			}
+			if opts.AskTimeout < 0 {
+				return usageErrorf("run: --ask-timeout: want a duration >= 0, got %s", opts.AskTimeout)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -120,7 +174,13 @@ model serve --help.`,
 	fl.StringVar(&opts.FakeModel, "fake-model", "", "agents talk to a model scripted by `SCRIPT.json`, served in sous for the run: offline, no API key (see sous model serve --help)")
 	fl.Var(&opts.Color, "color", "colour the [id] prefixes, the status area and the summary: auto, always or never (NO_COLOR turns auto off)")
 	fl.BoolVarP(&opts.Quiet, "quiet", "q", false, "show only the recipe's print, failures and the summary: no echo of processes, no status area")
+	fl.Var(&opts.MaxCost, "max-cost", "cap what the run's agent sessions may cost, in dollars: once spent, running turns are interrupted, new ones refused and the run fails (see budget())")
+	fl.StringArrayVar(&opts.Notify, "notify", nil, "POST a JSON notification to `URL` when a request waits for a person and when the run ends (repeatable; see --help)")
+	durationVar(fl, &opts.NotifyTimeout, "notify-timeout", notify.DefaultTimeout, "give up on a --notify POST after `D`; the run waits at most this long for the last ones when it ends")
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also say when each process starts and ends and each agent turn ends, and print the summary off a terminal too")
+	fl.BoolVar(&opts.Ask, "ask", false, "a permission request no rule decided waits for a person even without a terminal: answer it with sous approvals")
+	durationVar(fl, &opts.AskTimeout, "ask-timeout", 0, "deny a request no person answered within `D` (default: wait without bound)")
+	fl.StringVar(&opts.UI, "ui", "", uiFlagUsage+"; requests no rule decided wait for an answer there")
 	opts.Target.register(cmd)
 	return cmd
 }
@@ -140,6 +200,10 @@ func runRecipe(opts *RunOptions) error {
 		return refuse(err)
 	}
 	ropt.Args = args
+	ropt.MaxCost = float64(opts.MaxCost)
+	if ropt.Notify, err = notifyOptions(opts); err != nil {
+		return refuse(err)
+	}
 	if ropt.Shard, err = parseShard(opts.Shard); err != nil {
 		return refuse(err)
 	}
@@ -169,6 +233,14 @@ func runRecipe(opts *RunOptions) error {
 	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
 	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
 	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, opts.Environ, builtins.DefaultTable(), approvals, prompt
+	ropt.Ask, ropt.AskTimeout = opts.Ask, opts.AskTimeout
+	if opts.UI != "" {
+		ui, err := startRunUI(opts.UI, opts.Recipe, &ropt, ropt.Stderr)
+		if err != nil {
+			return refuse(err)
+		}
+		defer ui.stop() // after the run: the page has its end, then sous exits
+	}
 	if opts.FakeModel != "" {
 		model, err := startRunModel(opts.FakeModel, target.URL)
 		if err != nil {

@@ -170,8 +170,11 @@ func Describe(a wire.AskAnswer) string {
 
 // Wait returns the decided requests among ids, waiting up to timeout (at
 // most MaxWait) for one when none is. It marks every id as still waited
-// for.
+// for. A wait for no ids returns at once.
 func (q *Queue) Wait(ctx context.Context, ids []string, timeout time.Duration) []wire.AskAnswer {
+	if len(ids) == 0 {
+		return nil // nothing could ever be decided: no reason to hold the call
+	}
 	if timeout <= 0 || timeout > MaxWait {
 		timeout = MaxWait
 	}

@@ -130,6 +130,10 @@ func TestWaitTimesOutAndWakesOnAnswer(t *testing.T) {
 	if got := q.Wait(context.Background(), []string{"a"}, 5*time.Second); len(got) != 1 || got[0].Decision != "allow" {
 		t.Fatalf("wait = %+v", got)
 	}
+	start = time.Now()
+	if got := q.Wait(context.Background(), nil, 5*time.Second); got != nil || time.Since(start) > time.Second {
+		t.Fatalf("a wait for no ids: %+v after %v", got, time.Since(start))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	q.Publish(wire.Ask{ID: "b", Run: "r"})

@@ -48,6 +48,9 @@ func buildArgs(opt Options) []string {
 	if opt.schemaJSON != "" {
 		args = append(args, "--json-schema", opt.schemaJSON)
 	}
+	if opt.PartialMessages {
+		args = append(args, "--include-partial-messages")
+	}
 	if opt.MaxBudgetUSD > 0 {
 		args = append(args, "--max-budget-usd", strconv.FormatFloat(opt.MaxBudgetUSD, 'f', -1, 64))
 	}

@@ -3,10 +3,16 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 )
+
+// pendingControl is one of sous's control requests awaiting its
+// response.
+type pendingControl struct {
+	ch      chan controlResult
+	subtype string
+}
 
 // controlResult is the CLI's response to one of sous's control requests.
 type controlResult struct {
@@ -35,12 +41,6 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
 	return err
 }
 
-// Control sends any control request (e.g. "mcp_status", "get_settings")
-// and returns the CLI's response payload.
-func (s *Session) Control(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
-	return s.control(ctx, subtype, fields)
-}
-
 // sendInterrupt interrupts the running turn on sous's own behalf (a turn
 // whose caller gave up, a failed permission callback). The answer does not
 // matter: the turn's result says how it ended.
@@ -65,7 +65,7 @@ func (s *Session) control(ctx context.Context, subtype string, fields map[string
 		s.mu.Unlock()
 		return nil, fmt.Errorf("agent: %s: %w", subtype, err)
 	}
-	s.controls[rid] = ch
+	s.controls[rid] = pendingControl{ch: ch, subtype: subtype}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -97,9 +97,10 @@ func (s *Session) controlResponse(raw json.RawMessage) {
 		return
 	}
 	s.mu.Lock()
-	ch := s.controls[r.RequestID]
+	pc := s.controls[r.RequestID]
 	delete(s.controls, r.RequestID)
 	s.mu.Unlock()
+	ch, subtype := pc.ch, pc.subtype
 	if ch == nil {
 		return // an answer nobody waits for any more
 	}
@@ -108,7 +109,7 @@ func (s *Session) controlResponse(raw json.RawMessage) {
 		if msg == "" {
 			msg = "the CLI answered with an error"
 		}
-		ch <- controlResult{err: errors.New(msg)}
+		ch <- controlResult{err: &ControlError{Subtype: subtype, Version: s.Version(), Message: msg}}
 		return
 	}
 	ch <- controlResult{response: r.Response}

@@ -145,6 +145,9 @@
 //	hooks.go       hook_callback: Hook, HookCall, the events, registering
 //	               them in initialize, answering with a hook's output
 //	rules.go       PermissionUpdate, PermissionRule, ParseRule, SessionRule
+//	info.go        Info, Version, Control and ControlError: the initialize
+//	               answer and the CLI's refusals, naming its version
+//	checkpoints.go RewindFiles: file checkpoints and rewind_files
 //	subagents.go   AgentDef: subagents, their checks, initialize's agents
 //	               and whether the CLI took them
 //	mcpconfig.go   MCPServer: external MCP servers and --mcp-config
@@ -264,6 +267,31 @@
 //     $3 per million input tokens, $15 per million output tokens) and
 //     checks after each model reply: the turn ends with
 //     error_max_budget_usd, is_error false on 2.1.81 and true on 2.1.332.
+//   - File checkpoints (2.1.81 and 2.1.332): with
+//     CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING=1 in its environment the CLI
+//     snapshots what Write and Edit change, keyed by the uuid of the user
+//     message sous sent for the turn (no --replay-user-messages needed).
+//     rewind_files {user_message_id, dry_run: true} answers {canRewind,
+//     filesChanged (absolute paths), insertions, deletions}; without
+//     dry_run it answers {canRewind: true} and no list. Without the
+//     variable: {canRewind: false, error: "File rewinding is not
+//     enabled."}; an unknown id: "No file checkpoint found for this
+//     message." A file the turn created is deleted by the rewind.
+//   - 2.1.332's initialize answer carries claude_code_version (2.1.81's
+//     does not: only its system/init does). get_context_usage exists on
+//     2.1.332; 2.1.81 answers "Unsupported control request subtype".
+//   - can_use_tool: 2.1.81 and 2.1.332 send decision_reason ("Path is
+//     outside allowed working directories"; 2.1.332 adds
+//     decision_reason_type "workingDir") for a Read or Write outside the
+//     working directories, blocked_path for a Bash command writing a path
+//     (touch FILE), and permission_suggestions (setMode acceptEdits,
+//     addDirectories, addRules). An allow whose updatedPermissions adds
+//     a directory or rule is applied for the rest of the session.
+//     2.1.81 adds agent_id (e.g. "aa26134c90fc9febd") to a Task subagent's
+//     requests; the main agent's have none.
+//   - --include-partial-messages (both) adds stream_event messages
+//     (message_start, content_block_delta, ...) before each assistant
+//     message.
 //   - initialize's agents (name → {description, prompt, tools, model}):
 //     both versions take them and list them, with their own agents, in
 //     the answer's agents; a malformed definition makes the CLI drop them

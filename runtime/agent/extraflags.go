@@ -78,6 +78,7 @@ var flagOptions = map[string]string{
 	"disallowedtools": "disallowed_tools", "maxturns": "max_turns", "jsonschema": "output_schema",
 	"maxbudgetusd": "max_budget_usd", "mcpconfig": "mcp_servers", "strictmcpconfig": "strict_mcp_config",
 	"adddir": "add_dirs", "settings": "settings", "settingsources": "setting_sources", "fallbackmodel": "fallback_model",
+	"includepartialmessages": "on_message",
 }
 
 func optionOf(key string) string {

@@ -62,6 +62,9 @@ func fakeCLI(scenario string) int {
 		fmt.Fprintln(os.Stderr, "error: unknown option '--frobnicate'")
 		return 2
 	}
+	if scenario == "old" {
+		return fakeOldCLI(emit, next) // fakecli_control_test.go
+	}
 	// initialize
 	m := next()
 	if m == nil {

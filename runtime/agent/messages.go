@@ -10,6 +10,8 @@ type envelope struct {
 	RequestID string          `json:"request_id"`
 	Request   json.RawMessage `json:"request"`
 	Response  json.RawMessage `json:"response"`
+	// Version is system/init's claude_code_version.
+	Version string `json:"claude_code_version"`
 }
 
 // toolResultIDs are the tool_use_ids of the tool_result blocks in a user

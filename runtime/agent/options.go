@@ -100,6 +100,15 @@ type Options struct {
 	// Hooks are callbacks for the CLI's hook events, by event name (see
 	// HookEvents), registered in initialize (hooks.go).
 	Hooks map[string][]Hook
+	// Checkpoints turns on the CLI's file checkpointing (the environment
+	// variable CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING, as the Agent SDKs
+	// set it), so RewindFiles can restore what Write, Edit and NotebookEdit
+	// changed since a turn's user message (checkpoints.go).
+	Checkpoints bool
+	// PartialMessages makes the CLI stream the model's reply as it comes
+	// (--include-partial-messages): stream_event messages reach the
+	// Observer and Turn.Messages.
+	PartialMessages bool
 
 	// Agents are subagents by name, sent in initialize (subagents.go).
 	Agents map[string]AgentDef
@@ -193,6 +202,9 @@ func (opt Options) prepare(local bool) (Options, error) {
 	}
 	if opt, err = opt.prepareCLIOptions(); err != nil {
 		return opt, err
+	}
+	if opt.Checkpoints {
+		opt.Env = withEnv(opt.Env, checkpointEnv, "1")
 	}
 	if opt.Resume == "" && !opt.Continue && opt.SessionID == "" {
 		opt.SessionID = uuid.NewString()

@@ -17,6 +17,13 @@ type Request struct {
 	SessionID   string
 	// Suggestions are the CLI's permission_suggestions, as sent.
 	Suggestions json.RawMessage
+	// BlockedPath, DecisionReason and AgentID are the request's
+	// blocked_path (the path outside the allowed directories that made the
+	// CLI ask), decision_reason (why it asks) and agent_id (the subagent
+	// asking); "" when the CLI sends none.
+	BlockedPath    string
+	DecisionReason string
+	AgentID        string
 	// RequestID is the control request's id; Raw is its whole payload
 	// (fields this package does not know are there).
 	RequestID string
@@ -63,6 +70,9 @@ func (s *Session) canUseTool(r *incomingRequest) {
 		ToolUseID   string          `json:"tool_use_id"`
 		Description string          `json:"description"`
 		Suggestions json.RawMessage `json:"permission_suggestions"`
+		BlockedPath string          `json:"blocked_path"`
+		Reason      string          `json:"decision_reason"`
+		AgentID     string          `json:"agent_id"`
 	}
 	json.Unmarshal(r.payload, &req)
 	if req.Input == nil {
@@ -84,6 +94,7 @@ func (s *Session) canUseTool(r *incomingRequest) {
 	pr := Request{
 		Kind: "tool", Tool: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID,
 		Description: req.Description, SessionID: s.ID(), Suggestions: req.Suggestions,
+		BlockedPath: req.BlockedPath, DecisionReason: req.Reason, AgentID: req.AgentID,
 		RequestID: r.id, Raw: r.payload, Seq: s.permSeq,
 	}
 	go s.answerPermission(r, pr)

@@ -19,10 +19,7 @@ import (
 // servers, directories, settings, continuing, extra flags), with the real
 // CLI against the scripted model.
 
-var (
-	stdioCases = []cliCase{cliCases[0], cliCases[2]}
-	allowAll   = func(context.Context, Request) (Decision, error) { return Allow(nil), nil }
-)
+var stdioCases = []cliCase{cliCases[0], cliCases[2]}
 
 // argvLogged wraps a CLI command in a shell that writes the arguments it
 // gets, NUL-separated, to file and then runs the CLI with them: how a test

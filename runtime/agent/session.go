@@ -50,13 +50,18 @@ type Session struct {
 	id       string
 	turns    []*turnState // FIFO; turns[0] has been sent once sent is set
 	stray    []json.RawMessage
-	controls map[string]chan controlResult // sous's control requests awaiting their response
-	incoming map[string]*incomingRequest   // the CLI's control requests being answered
-	dead     error                         // why the session no longer works
+	controls map[string]pendingControl   // sous's control requests awaiting their response
+	incoming map[string]*incomingRequest // the CLI's control requests being answered
+	dead     error                       // why the session no longer works
 	// interruptAfter holds the tool uses whose tool_result should be
 	// followed by an interrupt (a failed permission callback).
 	interruptAfter map[string]bool
 	closing        bool
+	// info is the CLI's answer to initialize; version its
+	// claude_code_version, from that answer (recent CLIs) or system/init
+	// (info.go).
+	info    json.RawMessage
+	version string
 
 	loopDone   chan struct{}
 	writerDone chan struct{}
@@ -83,7 +88,7 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 		hooks:      registerHooks(opt.Hooks),
 		inbox:      newQueue[inbound](),
 		out:        newQueue[outbound](),
-		controls:   make(map[string]chan controlResult),
+		controls:   make(map[string]pendingControl),
 		incoming:   make(map[string]*incomingRequest),
 		loopDone:   make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -107,14 +112,28 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 	go s.loop()
 	go s.writer()
 
-	resp, err := s.control(sctx, "initialize", initializeRequest(opt, s.hooks.config))
+	info, err := s.control(sctx, "initialize", initializeRequest(opt, s.hooks.config))
 	if err != nil {
 		return nil, s.startFailed(err)
 	}
-	if missing := agentsNotTaken(opt.Agents, resp); len(missing) > 0 {
+	var v struct {
+		Version string `json:"claude_code_version"`
+	}
+	json.Unmarshal(info, &v) // recent CLIs say their version here
+	s.mu.Lock()
+	s.info = info
+	if s.version == "" {
+		s.version = v.Version
+	}
+	s.mu.Unlock()
+	if missing := agentsNotTaken(opt.Agents, info); len(missing) > 0 {
+		version := s.Version()
+		if version == "" {
+			version = cliVersion(l) // 2.1.81 says it only in system/init
+		}
 		s.Close()
 		return nil, fmt.Errorf("agent: start %s: Claude Code %s did not take the subagents %s of initialize (its answer does not list them): "+
-			"subagents need a CLI that reads them there, as 2.1.81 and later do", strings.Join(opt.CLI, " "), cliVersion(l), strings.Join(missing, ", "))
+			"subagents need a CLI that reads them there, as 2.1.81 and later do", strings.Join(opt.CLI, " "), version, strings.Join(missing, ", "))
 	}
 	return s, nil
 }
@@ -201,6 +220,9 @@ func (s *Session) handle(line []byte) {
 	if env.SessionID != "" && (env.Type == "system" || s.id == "") {
 		s.id = env.SessionID
 	}
+	if env.Type == "system" && env.Version != "" {
+		s.version = env.Version
+	}
 	var cur *turnState
 	if len(s.turns) > 0 && s.turns[0].sent {
 		cur = s.turns[0]
@@ -244,7 +266,7 @@ func (s *Session) fail(err error) {
 	turns := s.turns
 	s.turns = nil
 	controls := s.controls
-	s.controls = make(map[string]chan controlResult)
+	s.controls = make(map[string]pendingControl)
 	s.mu.Unlock()
 	s.cancel()
 	for _, ts := range turns {
@@ -253,8 +275,8 @@ func (s *Session) fail(err error) {
 		}
 		ts.pending.finish(nil, err)
 	}
-	for _, ch := range controls {
-		ch <- controlResult{err: err}
+	for _, pc := range controls {
+		pc.ch <- controlResult{err: err}
 	}
 }
 

@@ -34,6 +34,9 @@ type Turn struct {
 	// Messages are every protocol message the CLI sent during the turn, in
 	// order, the result last. keep_alive messages are left out.
 	Messages []json.RawMessage
+	// UserMessageID is the uuid of the user message sous sent for the
+	// turn: the checkpoint RewindFiles restores.
+	UserMessageID string
 }
 
 // OK says whether the turn succeeded: not is_error and not an error_*
@@ -262,6 +265,7 @@ func (s *Session) result(line []byte) {
 	t := &Turn{
 		Subtype: r.Subtype, IsError: r.IsError, CostUSD: r.TotalCostUSD, NumTurns: r.NumTurns,
 		DurationMs: r.DurationMs, SessionID: r.SessionID, Usage: r.Usage, Messages: msgs,
+		UserMessageID: ts.uuid,
 	}
 	if r.Result != nil {
 		t.Text = *r.Result
@@ -285,5 +289,31 @@ func (s *Session) result(line []byte) {
 	ts.pending.finish(t, err)
 	if next != nil {
 		s.sendTurn(next)
+	}
+}
+
+// StopTurns ends the session's work without ending the session: the turns
+// waiting their turn are dropped (their Pending ends with why), and the
+// running one is interrupted (its Pending ends with the CLI's result, as
+// after Interrupt). It returns at once: the interrupt is sent on a
+// goroutine of its own.
+func (s *Session) StopTurns(why error) {
+	s.mu.Lock()
+	var dropped []*turnState
+	running := false
+	if len(s.turns) > 0 {
+		first := 0
+		if s.turns[0].sent {
+			running, first = s.dead == nil, 1
+		}
+		dropped = append(dropped, s.turns[first:]...)
+		s.turns = s.turns[:first]
+	}
+	s.mu.Unlock()
+	for _, ts := range dropped {
+		ts.pending.finish(nil, fmt.Errorf("agent: turn dropped before it started: %w", why))
+	}
+	if running {
+		go s.sendInterrupt()
 	}
 }

@@ -54,7 +54,9 @@ func (s *State) noteAgent(at time.Time, e *Agent) {
 		ss.InTurn = false
 		ss.Activity = ""
 		ss.Turns++
-		ss.Cost += m.CostUSD
+		c := ss.turnCost(m.CostUSD)
+		ss.Cost += c
+		s.cost += c
 		ss.Duration += time.Duration(m.DurationMS * float64(time.Millisecond))
 		ss.Subtype = m.Subtype
 		ss.OK = !m.IsError && !strings.HasPrefix(m.Subtype, "error")
@@ -107,4 +109,18 @@ func toolTarget(input map[string]any) string {
 		}
 	}
 	return ""
+}
+
+// turnCost is what a turn whose result says total_cost_usd cost. The CLI
+// reports the total of its process so far, not the turn's own: a
+// session's second turn says the first turn's cost plus its own. A total
+// below the last one is a new CLI process (a session resumed after its CLI
+// ended), which counts from zero again.
+func (ss *Session) turnCost(total float64) float64 {
+	last := ss.cliTotal
+	ss.cliTotal = total
+	if total < last {
+		return total
+	}
+	return total - last
 }

@@ -20,6 +20,15 @@ type Bus struct {
 	state *State
 	sinks []Sink
 	ended bool
+
+	// What Redact registered, and the redaction's buffers (redact_events.go):
+	// the held-back end of each output stream, a held end and the chunk
+	// after it, the redacted chunk and the event that carries it.
+	secrets  secrets
+	held     map[streamKey]*heldOutput
+	joined   []byte
+	redacted []byte
+	out      Output
 }
 
 // New returns a bus with an empty State; now is its clock (nil:
@@ -46,7 +55,8 @@ func (b *Bus) State() *State { return b.state }
 // Now is the bus's clock.
 func (b *Bus) Now() time.Time { return b.now() }
 
-// Publish hands e to the State and the sinks. After End, only what is
+// Publish hands e to the State and the sinks, with what Redact registered
+// replaced (redact_events.go). After End, only what is
 // still for the person at the terminal (Error, Prompt, PromptDone) goes on:
 // the --json stream ends with its end event.
 func (b *Bus) Publish(e Event) {
@@ -72,6 +82,23 @@ func (b *Bus) PublishLocked(e Event) {
 			return
 		}
 	}
+	if !b.secrets.empty() {
+		switch e := e.(type) {
+		case *Output:
+			b.redactOutput(e)
+			return
+		case *EchoEnd:
+			b.flushHeld(e.ID, false)
+		case *End:
+			b.flushHeld("", true)
+		}
+		e = b.redactEvent(e)
+	}
+	b.deliver(e)
+}
+
+// deliver hands e to the State and the sinks (lock held).
+func (b *Bus) deliver(e Event) {
 	at := b.now()
 	b.state.apply(at, e)
 	for _, s := range b.sinks {

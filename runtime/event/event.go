@@ -13,6 +13,14 @@
 // was a bus. Output events are the hot path (a recipe that echoes a GiB):
 // the echo reuses one *Output for all its chunks, each chunk holds many
 // lines, and the bus allocates nothing to hand it on.
+//
+// The bus is also where secrets are kept out of the run's outputs
+// (Bus.Redact, redact.go): every event's text is redacted before the
+// State or any sink sees it, so an output added later (a web page, a
+// notification) cannot forget to. A run without secrets pays one length
+// check per event; with some, an output chunk is redacted into the bus's
+// own buffers, and the end of a chunk that may begin a secret waits for
+// the stream's next chunk.
 package event
 
 import (
@@ -28,6 +36,9 @@ type Event interface{ event() }
 type Start struct {
 	Recipe string
 	Args   map[string]string
+	// MaxCost is the cap on what the run's agent sessions may cost (sous
+	// run --max-cost), 0 when there is none.
+	MaxCost float64
 }
 
 // Log is a line of the recipe's print.
@@ -102,13 +113,20 @@ type Approval struct {
 	Tool      string
 	ToolUseID string
 	Summary   string // what was asked, in one line
-	Allow     bool
-	By        string
-	Message   string // the deny message
+	// Description and Input are the request's own: what the CLI says the
+	// tool use does, and the tool's input (for the web page).
+	Description string
+	Input       map[string]any
+	Allow       bool
+	By          string
+	Message     string // the deny message
 }
 
 // Pending is a permission request that waits for a decision (the
-// Approval with the same Kind, Session, Tool and ToolUseID ends it).
+// Approval with the same ID, else the same Kind, Session, Tool and
+// ToolUseID, ends it). A request is pending first without an ID while the
+// recipe's policies run, then again with its ID when it starts waiting for
+// a person: the second updates the first.
 type Pending struct{ Approval }
 
 // Tool is one call of a recipe's tool by an agent.
@@ -121,8 +139,20 @@ type Tool struct {
 // Progress is where one parallel() fan-out stands: Done counts the tasks
 // that ended (Failed of them failed), Running those started and not ended,
 // Remaining those not started yet; Total is what this shard runs.
+// LostHost is set on the event that follows a host of the fan-out's pool
+// lost for good.
 type Progress struct {
 	Done, Running, Failed, Remaining, Total int
+	LostHost                                *LostHost
+}
+
+// LostHost is a host taken out of a parallel() pool: its target, the
+// connection's last error, and how many of its tasks start again on the
+// pool's other hosts.
+type LostHost struct {
+	Target string
+	Error  string
+	Moved  int
 }
 
 // Hook is one answer of a recipe's agent hook.

@@ -40,8 +40,13 @@ type State struct {
 	// lays the state out now and then does it at once when it moved.
 	Version uint64
 
+	// MaxCost is the run's cap on its sessions' cost (sous run --max-cost),
+	// 0 when there is none.
+	MaxCost float64
+
 	procs    map[string]*Proc
 	sessions map[string]*Session
+	cost     float64 // every session's Cost, added up as results come
 }
 
 // Proc is one process of the run.
@@ -85,9 +90,13 @@ type Session struct {
 	// LastText is the first line of the agent's last text.
 	LastText string
 	Turns    int
-	// Cost adds up the turns' cost_usd; Duration their duration_ms.
+	// Cost is what the session's turns cost (their results' cost_usd is
+	// the CLI's running total: see turnCost); Duration adds up their
+	// duration_ms.
 	Cost     float64
 	Duration time.Duration
+	// cliTotal is the last result's total_cost_usd.
+	cliTotal float64
 	// Subtype and OK are the last turn's.
 	Subtype string
 	OK      bool
@@ -118,13 +127,7 @@ func (s *State) Proc(id string) *Proc { return s.procs[id] }
 func (s *State) Session(id string) *Session { return s.sessions[id] }
 
 // Cost adds up every session's cost.
-func (s *State) Cost() float64 {
-	var c float64
-	for _, ss := range s.Sessions {
-		c += ss.Cost
-	}
-	return c
-}
+func (s *State) Cost() float64 { return s.cost }
 
 func (s *State) apply(at time.Time, e Event) {
 	switch e.(type) {
@@ -134,7 +137,7 @@ func (s *State) apply(at time.Time, e Event) {
 	}
 	switch e := e.(type) {
 	case *Start:
-		s.Recipe, s.Started = e.Recipe, at
+		s.Recipe, s.Started, s.MaxCost = e.Recipe, at, e.MaxCost
 	case *Spawn:
 		p := &Proc{ID: e.ID, Command: e.Command, Host: e.Host, Pid: e.Pid, Reattached: e.Reattached, Started: at,
 			Color: s.freeColor(e.ID)}
@@ -161,6 +164,10 @@ func (s *State) apply(at time.Time, e Event) {
 	case *Agent:
 		s.noteAgent(at, e)
 	case *Pending:
+		if p := s.pendingOf(&e.Approval); p != nil && e.ID != "" {
+			p.Approval = e.Approval // now waiting for a person, with its id
+			break
+		}
 		s.Pending = append(s.Pending, &PendingRequest{Approval: e.Approval, Since: at})
 	case *Approval:
 		s.decided(e)
@@ -197,15 +204,39 @@ func (s *State) freeColor(id string) int {
 	return want
 }
 
-// decided ends the newest pending request the decision answers, and keeps
-// a denial.
-func (s *State) decided(a *Approval) {
+// pendingIndex is the newest pending request a is about: the one with its
+// ID, else (a has none, or no request has it yet) the newest without an
+// ID of the same kind, session, tool and tool use; -1 when none is.
+func (s *State) pendingIndex(a *Approval) int {
+	if a.ID != "" {
+		for i, p := range s.Pending {
+			if p.ID == a.ID {
+				return i
+			}
+		}
+	}
 	for i := len(s.Pending) - 1; i >= 0; i-- {
 		p := s.Pending[i]
-		if p.Kind == a.Kind && p.Session == a.Session && p.Tool == a.Tool && p.ToolUseID == a.ToolUseID {
-			s.Pending = append(s.Pending[:i], s.Pending[i+1:]...)
-			break
+		if (p.ID == "" || p.ID == a.ID) && p.Kind == a.Kind && p.Session == a.Session && p.Tool == a.Tool && p.ToolUseID == a.ToolUseID {
+			return i
 		}
+	}
+	return -1
+}
+
+// pendingOf is the pending request a is about, or nil.
+func (s *State) pendingOf(a *Approval) *PendingRequest {
+	if i := s.pendingIndex(a); i >= 0 {
+		return s.Pending[i]
+	}
+	return nil
+}
+
+// decided ends the pending request the decision answers, and keeps a
+// denial.
+func (s *State) decided(a *Approval) {
+	if i := s.pendingIndex(a); i >= 0 {
+		s.Pending = append(s.Pending[:i], s.Pending[i+1:]...)
 	}
 	if a.Allow {
 		return

@@ -27,7 +27,9 @@ func agentMsg(t *testing.T, v map[string]any) json.RawMessage {
 
 // TestStateFollowsSessions: a session shows from its first message with
 // an id, is in a turn until its result, says which tool it uses, and adds
-// up the turns' cost_usd (per session and for the run); a decision ends
+// up the turns' cost (per session and for the run: a result's
+// total_cost_usd is the CLI's running total, which starts again at 0 in a
+// new CLI process); a decision ends
 // the request it answers, and a denial counts for its session.
 func TestStateFollowsSessions(t *testing.T) {
 	b := clockBus()
@@ -71,6 +73,12 @@ func TestStateFollowsSessions(t *testing.T) {
 	}
 	if s.Cost() != 0.875 {
 		t.Errorf("the run's cost %v, want 0.875", s.Cost())
+	}
+	// A third turn in the same CLI: its total includes the 0.125 before.
+	b.Publish(&Agent{Session: "s1", Dir: "in", Message: agentMsg(t, map[string]any{"type": "result", "subtype": "success",
+		"total_cost_usd": 0.375})})
+	if ss.Cost != 0.625 || s.Cost() != 1.125 {
+		t.Errorf("after a turn whose total was 0.375 (0.25 of it its own): session %v, run %v; want 0.625 and 1.125", ss.Cost, s.Cost())
 	}
 }
 
@@ -167,5 +175,26 @@ func TestStateColours(t *testing.T) {
 	b.Publish(&Spawn{ID: second})
 	if c := s.Proc(second).Color; c != ColorOf(second) {
 		t.Errorf("alone, %s got colour %d, want its own %d", second, c, ColorOf(second))
+	}
+}
+
+// TestStatePendingForAPerson: a request pending while the policies run
+// (no id) and again once it waits for a person (with its id) is one
+// pending request, updated; the decision with the id ends it, and a
+// request of another tool use stays.
+func TestStatePendingForAPerson(t *testing.T) {
+	b := clockBus()
+	s := b.State()
+	b.Publish(&Pending{Approval{Kind: "tool", Session: "s1", Tool: "Bash", ToolUseID: "t1", Summary: "make"}})
+	b.Publish(&Pending{Approval{Kind: "tool", Session: "s1", Tool: "Bash", ToolUseID: "t2", Summary: "make x"}})
+	since := s.Pending[0].Since
+	b.Publish(&Pending{Approval{ID: "a1b2c3d4", Kind: "tool", Session: "s1", Tool: "Bash", ToolUseID: "t1", Summary: "make",
+		Input: map[string]any{"command": "make"}}})
+	if len(s.Pending) != 2 || s.Pending[0].ID != "a1b2c3d4" || s.Pending[0].Input["command"] != "make" || !s.Pending[0].Since.Equal(since) {
+		t.Fatalf("pending after the id came: %+v", s.Pending)
+	}
+	b.Publish(&Approval{ID: "a1b2c3d4", Kind: "tool", Session: "s1", Tool: "Bash", ToolUseID: "t1", By: "remote", Message: "no"})
+	if len(s.Pending) != 1 || s.Pending[0].ToolUseID != "t2" || len(s.Denials) != 1 || s.Denials[0].ID != "a1b2c3d4" {
+		t.Fatalf("after the decision: pending %+v, denials %+v", s.Pending, s.Denials)
 	}
 }

@@ -79,7 +79,10 @@ func renderArea(b []byte, s *event.State, now time.Time, cols, rows int, color b
 	if len(s.Pending) > 0 {
 		header += fmt.Sprintf(" · %d waiting", len(s.Pending))
 	}
-	if len(s.Sessions) > 0 {
+	switch {
+	case s.MaxCost > 0: // sous run --max-cost: how near the cap the run is
+		header += " · " + Cost(s.Cost()) + " of " + Cost(s.MaxCost)
+	case len(s.Sessions) > 0:
 		header += " · " + Cost(s.Cost())
 	}
 	b = appendAreaLine(b, paint(color, faint, truncate(header, width)))

@@ -209,7 +209,13 @@ func counts(s *event.State) string {
 		fmt.Fprintf(&b, " · %d %s", n, plural(n, "process", "processes"))
 	}
 	if n := len(s.Sessions); n > 0 {
-		fmt.Fprintf(&b, " · %d %s · %s", n, plural(n, "session", "sessions"), Cost(s.Cost()))
+		fmt.Fprintf(&b, " · %d %s", n, plural(n, "session", "sessions"))
+	}
+	switch {
+	case s.MaxCost > 0: // sous run --max-cost
+		fmt.Fprintf(&b, " · %s of %s budget", Cost(s.Cost()), Cost(s.MaxCost))
+	case len(s.Sessions) > 0:
+		fmt.Fprintf(&b, " · %s", Cost(s.Cost()))
 	}
 	if n := len(s.Denials); n > 0 {
 		fmt.Fprintf(&b, " · %d %s", n, plural(n, "denial", "denials"))

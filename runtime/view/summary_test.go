@@ -34,7 +34,7 @@ func runState(t *testing.T) *event.State {
 		&event.Spawn{ID: "watch", Command: []string{"tail", "-f"}, Host: "embedded"},
 		&event.Agent{Session: "1a2b3c4d5e6f", Dir: "in", Message: msg(map[string]any{"type": "result", "subtype": "success", "total_cost_usd": 0.0123, "duration_ms": 2500})},
 		&event.Approval{Kind: "tool", Session: "1a2b3c4d5e6f", Tool: "Bash", Summary: "rm -rf | x", By: "default", Message: "no approver allowed this request"},
-		&event.Agent{Session: "1a2b3c4d5e6f", Dir: "in", Message: msg(map[string]any{"type": "result", "subtype": "success", "total_cost_usd": 0.03, "duration_ms": 500})},
+		&event.Agent{Session: "1a2b3c4d5e6f", Dir: "in", Message: msg(map[string]any{"type": "result", "subtype": "success", "total_cost_usd": 0.0423, "duration_ms": 500})},
 		&event.End{Status: "failed", ExitCode: 1, Error: "run: go test: exit code 2", File: "/w/ci/fan.star", Line: 12, Col: 5, Source: `run(["go", "test"])`},
 	} {
 		b.Publish(e)
