@@ -3,7 +3,7 @@
 //
 //	make bench                                  # the whole table (several minutes)
 //	SOUS_BENCH_TABLE=1 SOUS_BENCH_REPEATS=3 go test ./bench -run TestTable -v -timeout 60m
-//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket rss ping spawn start extract children fanout live
+//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket socket-frames protocol rss ping spawn start extract children fanout live sessions
 //
 // Every figure is a ratio against a baseline measured in the same run, as
 // the median of interleaved repeats: the machines are shared and noisy, so
@@ -56,6 +56,8 @@ func TestTable(t *testing.T) {
 	}{
 		{"exec", func(t *testing.T) row { return e.execStream(t, false) }},
 		{"exec-socket", func(t *testing.T) row { return e.execStream(t, true) }},
+		{"socket-frames", e.socketFrames},
+		{"protocol", e.protocolClient},
 		{"rss", e.peakRSS},
 		{"ping", e.ping},
 		{"spawn", e.spawnExit},
@@ -64,6 +66,7 @@ func TestTable(t *testing.T) {
 		{"children", e.concurrentChildren},
 		{"fanout", e.fanout},
 		{"live", e.liveArea},
+		{"sessions", e.sessions},
 	} {
 		if only == "" || slices.Contains(strings.Split(only, ","), m.name) {
 			add(m.run(t))

@@ -48,6 +48,16 @@ func hostBuiltin(c *runtime.Call) (starlark.Value, error) {
 	if err := bind(c, 1, req("target", str(&target)), opt("token", optStr(&token))); err != nil {
 		return nil, err
 	}
+	h, err := openHost(c, target, token)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// openHost connects to target as host() does (hosts() too): the token is
+// token, else the environment's.
+func openHost(c *runtime.Call, target, token string) (*runtime.Host, error) {
 	if target == "" {
 		// The command line's empty --remote means the embedded daemon; an
 		// empty target here is more likely a variable that was never set.

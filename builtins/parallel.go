@@ -3,6 +3,7 @@ package builtins
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +16,7 @@ import (
 
 func fanoutEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "parallel", Journal: runtime.JournalPure, Sig: "parallel(items, fn, *, limit=None, fail_fast=False) -> list",
+		{Name: "parallel", Journal: runtime.JournalPure, Sig: "parallel(items, fn, *, limit=None, fail_fast=False, hosts=None) -> list",
 			Doc: "Calls fn(item) to start a task for each item of items (a list or tuple); fn returns a Process, a " +
 				"Pending turn or a finished value. At most limit tasks run at once (None: all), a task running from " +
 				"fn's call until its process exits or its turn ends. Returns, in item order, each task's outcome: a " +
@@ -23,7 +24,9 @@ func fanoutEntries() []runtime.Entry {
 				"failure (a Result or Turn that is not ok, or an error in fn) stops launching, stops the running " +
 				"tasks (their process groups are killed, their turns interrupted) and fails naming the item; without " +
 				"it every item runs, and errors in fn fail the call once all ran, naming the items. An interrupt " +
-				"stops the running tasks too. Under " +
+				"stops the running tasks too. With hosts=pool (from hosts()) fn is called as fn(item, host) and each " +
+				"task runs on a host of the pool with a free slot; a task whose host is lost for good starts again " +
+				"on another (see hosts). Under " +
 				"`sous run --shard I/N` only the items whose index % N == I run; the others' places hold None. " +
 				"Permission requests, tools and hooks are answered meanwhile; a parallel event in --json reports " +
 				"done, running, failed, remaining and total as tasks start and end.",
@@ -46,6 +49,7 @@ func shardValue(env *runtime.Env) starlark.Value {
 type task struct {
 	index int
 	wait  Awaitable // its process or turn while it runs
+	on    *poolHost // the pool's host it runs on; nil without a pool
 }
 
 // fanout is the state of one parallel call.
@@ -55,6 +59,7 @@ type fanout struct {
 	items    []starlark.Value
 	results  []starlark.Value
 	failFast bool
+	pool     *Pool // nil: fn(item) on whatever host fn picks
 
 	todo    []int   // this shard's item indexes not started yet
 	running []*task // started, not ended
@@ -69,6 +74,8 @@ type fanout struct {
 	stop  chan struct{}
 	// reported is the last progress the output was told.
 	reported runtime.ProgressInfo
+	// lostNow are the pool's hosts lost since the last report.
+	lostNow []*runtime.LostHost
 }
 
 func parallel(c *runtime.Call) (starlark.Value, error) {
@@ -76,12 +83,13 @@ func parallel(c *runtime.Call) (starlark.Value, error) {
 	var fn starlark.Callable
 	var limit *int64
 	failFast := false
+	var pool *Pool
 	if err := bind(c, 2, req("items", valueList(&items)), req("fn", callable(&fn)),
-		opt("limit", optInteger(&limit, 1)), opt("fail_fast", boolean(&failFast))); err != nil {
+		opt("limit", optInteger(&limit, 1)), opt("fail_fast", boolean(&failFast)), opt("hosts", optPool(&pool))); err != nil {
 		return nil, err
 	}
 	f := &fanout{c: c, fn: fn, items: items, results: make([]starlark.Value, len(items)), failFast: failFast,
-		stop: make(chan struct{})}
+		pool: pool, stop: make(chan struct{})}
 	defer close(f.stop)
 	for i := range items {
 		f.results[i] = starlark.None
@@ -90,7 +98,13 @@ func parallel(c *runtime.Call) (starlark.Value, error) {
 		}
 	}
 	f.total = len(f.todo)
-	f.ended = make(chan struct{}, f.total)
+	// A task moved off a lost host ends twice: at most slots tasks move
+	// off each host, lost once.
+	moves := 0
+	if pool != nil {
+		moves = len(pool.members) * pool.slots
+	}
+	f.ended = make(chan struct{}, f.total+moves)
 	running := f.total
 	if limit != nil && int(*limit) < running {
 		running = int(*limit)
@@ -109,9 +123,18 @@ func parallel(c *runtime.Call) (starlark.Value, error) {
 func (f *fanout) run(limit int) error {
 	for {
 		for len(f.todo) > 0 && len(f.running) < limit && !f.stopping() {
+			on, err := f.place()
+			if err != nil {
+				f.report() // the hosts just lost
+				f.stopRunning()
+				return err
+			}
+			if on == nil && f.pool != nil {
+				break // every host's slots are taken
+			}
 			i := f.todo[0]
 			f.todo = f.todo[1:]
-			if err := f.start(i); err != nil {
+			if err := f.start(i, on); err != nil {
 				return err
 			}
 		}
@@ -121,6 +144,11 @@ func (f *fanout) run(limit int) error {
 			return f.c.Errorf("%s", f.errs[0])
 		}
 		if len(f.running) == 0 {
+			if len(f.todo) > 0 {
+				// Only a parallel call inside fn, on the same pool, holds
+				// every slot while this one runs nothing.
+				return f.c.Errorf("no free slot in the pool for %d items: another parallel call holds them all", len(f.todo))
+			}
 			return nil
 		}
 		if err := f.c.Env.Loop.Wait(f.c.Env.Ctx, f.ended); err != nil {
@@ -134,19 +162,34 @@ func (f *fanout) run(limit int) error {
 // stopping reports whether fail_fast saw a failure.
 func (f *fanout) stopping() bool { return f.failFast && len(f.errs) > 0 }
 
-// start calls fn for item i and follows what it returned.
-func (f *fanout) start(i int) error {
-	v, err := starlark.Call(f.c.Thread, f.fn, starlark.Tuple{f.items[i]}, nil)
+// start calls fn for item i (on the pool's host on, with a pool) and
+// follows what it returned.
+func (f *fanout) start(i int, on *poolHost) error {
+	args := starlark.Tuple{f.items[i]}
+	if on != nil {
+		args = append(args, on.host)
+		on.running++
+	}
+	v, err := starlark.Call(f.c.Thread, f.fn, args, nil)
 	if err != nil {
+		if on != nil {
+			on.running--
+		}
 		if f.c.Env.Ctx.Err() != nil {
 			f.stopRunning()
 			return f.c.Errorf("%v", errInterrupted)
+		}
+		if f.moved(i, on) {
+			return nil
 		}
 		f.fail(i, err.Error())
 		return nil
 	}
 	a, ok := v.(Awaitable)
 	if !ok {
+		if on != nil {
+			on.running--
+		}
 		f.done++
 		f.finished(i, v)
 		return nil
@@ -156,7 +199,7 @@ func (f *fanout) start(i int) error {
 			return f.c.Errorf("%v", err)
 		}
 	}
-	f.running = append(f.running, &task{index: i, wait: a})
+	f.running = append(f.running, &task{index: i, wait: a, on: on})
 	go func() {
 		select {
 		case <-a.Ready():
@@ -169,7 +212,9 @@ func (f *fanout) start(i int) error {
 
 // collect records the outcome of every running task that ended.
 func (f *fanout) collect() {
-	still := f.running[:0]
+	// A new list, not f.running filtered in place: lose counts a lost
+	// host's tasks in f.running while this loop runs.
+	still := make([]*task, 0, len(f.running))
 	for _, t := range f.running {
 		select {
 		case <-t.wait.Ready():
@@ -177,15 +222,20 @@ func (f *fanout) collect() {
 			still = append(still, t)
 			continue
 		}
-		f.done++
+		if t.on != nil {
+			t.on.running--
+		}
 		v, err := t.wait.Outcome()
+		if err != nil && f.moved(t.index, t.on) {
+			continue
+		}
+		f.done++
 		if err != nil {
 			f.fail(t.index, err.Error())
 			continue
 		}
 		f.finished(t.index, v)
 	}
-	clear(f.running[len(still):])
 	f.running = still
 }
 
@@ -227,16 +277,99 @@ func (f *fanout) describe(i int) string {
 	return fmt.Sprintf("item %d (%s)", i, truncated(f.items[i].String(), 60))
 }
 
+// place picks the pool's host for the next task: the host still in the
+// pool with a free slot and the fewest tasks, nil when every slot is
+// taken (or without a pool). It fails once no host is left.
+func (f *fanout) place() (*poolHost, error) {
+	if f.pool == nil {
+		return nil, nil
+	}
+	for _, m := range f.pool.live() {
+		if err := m.gone(); err != nil {
+			f.lose(m, err, 0)
+		}
+	}
+	if len(f.pool.live()) == 0 {
+		return nil, f.c.Errorf("every host of the pool was lost, %d of %d items not done: %s",
+			len(f.todo)+len(f.running), f.total, f.pool.lostTargets())
+	}
+	return f.pool.free(), nil
+}
+
+// moved reports whether item i's task, on the pool's host on, ended
+// without an outcome because on was lost for good; the item then waits to
+// start again on another host, before the items not started yet.
+func (f *fanout) moved(i int, on *poolHost) bool {
+	if on == nil {
+		return false
+	}
+	err := on.gone()
+	if err == nil {
+		return false
+	}
+	if on.lost == nil {
+		// From start, item i is not among the running tasks counted.
+		extra := 1
+		if slices.ContainsFunc(f.running, func(t *task) bool { return t.index == i }) {
+			extra = 0
+		}
+		f.lose(on, err, extra)
+	}
+	f.todo = slices.Insert(f.todo, sortedPlace(f.todo, i), i)
+	return true
+}
+
+// lose takes m out of the pool. Its tasks of this call that are running
+// (and extra more) will start again elsewhere; the next report says so.
+func (f *fanout) lose(m *poolHost, err error, extra int) {
+	m.lost = err
+	moving := extra
+	for _, t := range f.running {
+		if t.on == m {
+			moving++
+		}
+	}
+	f.lostNow = append(f.lostNow, &runtime.LostHost{Target: m.host.Target(), Error: err.Error(), Moved: moving})
+}
+
+// sortedPlace is where i goes in the ascending list xs.
+func sortedPlace(xs []int, i int) int {
+	at, _ := slices.BinarySearch(xs, i)
+	return at
+}
+
 // report tells the output where the fan-out stands when that changed
 // (a wake-up can find nothing new: two tasks that end together signal
 // twice and are collected at the first).
 func (f *fanout) report() {
 	p := runtime.ProgressInfo{Done: f.done, Running: len(f.running), Failed: f.failed, Remaining: len(f.todo), Total: f.total}
+	for _, l := range f.lostNow {
+		lp := p
+		lp.LostHost = l
+		f.c.Env.Output.Progress(lp)
+	}
+	f.lostNow = nil
 	if p == f.reported && p.Done > 0 {
 		return
 	}
 	f.reported = p
 	f.c.Env.Output.Progress(p)
+}
+
+// optPool binds a Pool or None.
+func optPool(dst **Pool) param {
+	return paramFunc(func(v starlark.Value) error {
+		if v == starlark.None {
+			*dst = nil
+			return nil
+		}
+		p, ok := v.(*Pool)
+		if !ok {
+			return want("Pool from hosts() or None", v)
+		}
+		*dst = p
+		return nil
+	})
 }
 
 // stopGrace is how long a stopped task's process group has after TERM
@@ -274,6 +407,11 @@ func (f *fanout) stopRunning() {
 		wg.Wait()
 		return nil
 	})
+	for _, t := range tasks {
+		if t.on != nil {
+			t.on.running-- // its slot is free for a later call (retry(), say)
+		}
+	}
 	f.running = nil
 }
 

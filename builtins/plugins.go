@@ -35,8 +35,8 @@ func (cfg Config) Plugins() []runtime.Plugin {
 		{Name: "files", Entries: filesEntries()},
 		{Name: "secrets", Entries: secretsEntries()},
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},
-		{Name: "hosts", Entries: hostEntries()},
-		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries(), controlEntries()),
+		{Name: "hosts", Entries: slices.Concat(hostEntries(), poolEntries())},
+		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries(), controlEntries(), agentDefEntries()),
 			OnStart: func(env *runtime.Env) any {
 				a := &agents{}
 				env.Budget.OnExceeded(a.stopTurns)

@@ -36,7 +36,7 @@ const controlTimeout = 30 * time.Second
 const sessionSig = `sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, ` +
 	`allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, ` +
 	`resume=None, fork=False, timeout=None, tools=[], output_schema=None, hooks=None, max_budget_usd=None, ` +
-	`checkpoints=False, on_message=None) -> Session`
+	cliOptionsSig + `, checkpoints=False, on_message=None, extra_args=None) -> Session`
 
 func sdkEntries() []runtime.Entry {
 	return []runtime.Entry{
@@ -66,6 +66,7 @@ func sdkEntries() []runtime.Entry {
 				"(PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, PreCompact, Notification) to a list of " +
 				"hook(...) values, registered with the CLI and called on the recipe thread (see hook). max_budget_usd " +
 				"maps to --max-budget-usd: a turn that spends past it ends with subtype \"error_max_budget_usd\" (not ok). " +
+				cliOptionsDoc + " " +
 				"checkpoints=True turns on the CLI's file checkpoints (see Session.rewind_files). on_message(msg) is " +
 				"called on the recipe thread, like a policy, with every protocol message from the CLI as it arrives " +
 				"(a frozen dict; keep_alive left out), the partial stream_event messages included " +
@@ -81,7 +82,7 @@ func sdkEntries() []runtime.Entry {
 			Doc: "A running Claude Code CLI from sdk.session. Turns run one at a time: a prompt sent while a turn runs " +
 				"is sent when that turn ends."},
 		{Name: "Session.id", Sig: "Session.id -> string or None",
-			Doc:  "The CLI's session id (a fresh session's is known at once; a fork's once its first turn started).",
+			Doc:  "The CLI's session id (a fresh session's is known at once; a fork's or a continued one's once its first turn started).",
 			Attr: attr(sessionID)},
 		{Name: "Session.send", Sig: "Session.send(prompt, *, timeout=None) -> Turn",
 			Doc: "Sends a user message and blocks until its result. Permission requests are answered meanwhile. " +
@@ -145,6 +146,7 @@ type sessionOptions struct {
 	tools    []*Tool
 	steps    stepOptions    // output_schema, hooks, max_budget_usd (sdk_steps.go)
 	control  controlOptions // checkpoints, on_message (sdk_control.go)
+	cli      cliOptions     // agents, mcp_servers, settings, ..., extra_args (sdk_options.go)
 }
 
 func newSessionOptions() *sessionOptions {
@@ -169,7 +171,7 @@ func (o *sessionOptions) bindings() []binding {
 		opt("fork", boolean(&o.opt.Fork)),
 		opt("timeout", optSeconds(&o.timeout)),
 		opt("tools", toolList(&o.tools)),
-	}, slices.Concat(o.steps.bindings(), o.control.bindings())...)
+	}, slices.Concat(o.steps.bindings(), o.cli.bindings(), o.control.bindings(), o.cli.lastBindings())...)
 }
 
 // check validates what binding could not.
@@ -179,8 +181,10 @@ func (o *sessionOptions) check(c *runtime.Call) error {
 		return c.Errorf("transport: want %q or %q, got %q", agent.TransportStdio, agent.TransportWebSocket, o.opt.Transport)
 	case len(o.opt.CLI) == 0 || o.opt.CLI[0] == "":
 		return c.Errorf("cli: empty command")
-	case o.opt.Fork && o.opt.Resume == "":
-		return c.Errorf("fork: needs resume (the id of the session to fork)")
+	case o.opt.Fork && o.opt.Resume == "" && !o.cli.continueConv:
+		return c.Errorf("fork: needs resume (the id of the session to fork) or continue_conversation")
+	case o.cli.continueConv && o.opt.Resume != "":
+		return c.Errorf("continue_conversation and resume: give one (continue_conversation picks the most recent conversation in cwd, resume names one)")
 	case o.timeout != nil && *o.timeout <= 0:
 		return c.Errorf("timeout: want more than 0 seconds")
 	}
@@ -193,7 +197,7 @@ func (o *sessionOptions) check(c *runtime.Call) error {
 	o.opt.Tools = agentTools(o.tools)
 	o.steps.apply(&o.opt)
 	o.control.apply(&o.opt)
-	return nil
+	return o.cli.check(c, o.opt)
 }
 
 func sdkSession(c *runtime.Call) (starlark.Value, error) {
@@ -354,6 +358,9 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	if o.opt.Cwd, err = hostPath(c, o.opt.Cwd); err != nil { // a relative cwd is the recipe's
 		return nil, err
 	}
+	if err := o.cli.apply(c, &o.opt); err != nil {
+		return nil, err
+	}
 	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, limit: o.opt.TurnTimeout,
 		onMessage: o.control.onMessage, checkpoints: o.control.checkpoints}
 	if len(o.tools) > 0 {
@@ -364,11 +371,12 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 		o.opt.CallTool = s.callTool
 	}
 	s.cwd.Store(o.opt.Cwd)
+	// A fork's or a continued session's id is learned from the CLI.
 	id := o.opt.Resume
 	if o.opt.Fork {
 		id = ""
 	}
-	if o.opt.Resume == "" {
+	if o.opt.Resume == "" && !o.opt.Continue {
 		id = uuid.NewString()
 		o.opt.SessionID = id
 	}

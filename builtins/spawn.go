@@ -110,7 +110,9 @@ func startProcess(c *runtime.Call, host *runtime.Host, spec spawnSpec, opt procO
 	p := newProcess(c.Env, host, spec.id, spec.argv, opt)
 	req := client.SpawnSpec{ID: spec.id, Command: spec.argv[0], Args: spec.argv[1:], Cwd: spec.cwd, Env: spec.env, Sandbox: spec.sandbox}
 	spec.ext.apply(&req, p) // spawn_ext.go
-	err = block(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
+	// Settled: a spawn interrupted on its way stops what the daemon
+	// started (client.Spawn), and must get to do it.
+	err = blockSettled(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
 		p.proc, err = cl.Spawn(ctx, req, p.onFrame)
 		return err
 	})

@@ -48,7 +48,7 @@ func TestContractNames(t *testing.T) {
 	for _, name := range []string{
 		"args", "getenv", "sleep", "json", "time", "struct", "spawn", "reattach", "run", "sh", "pipeline",
 		"wait_all", "host", "files", "git", "extract_tar", "sdk", "approve", "deny", "permissions", "approvals",
-		"hook",
+		"hook", "agent",
 	} {
 		if !tab.IsPredeclared(name) {
 			t.Errorf("%s is not predeclared", name)

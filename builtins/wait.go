@@ -65,6 +65,24 @@ func block(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) err
 	return err
 }
 
+// blockSettled is block for a call that must finish even when ctx ends
+// (fn returns soon after, as client.Spawn does once it stopped what it
+// started): an interrupted recipe goes on only when fn is over, so the
+// run's end does not close the connection under it.
+func blockSettled(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) error) error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = fn(ctx)
+	}()
+	if werr := e.Loop.Wait(ctx, done); werr != nil {
+		<-done
+		return werr
+	}
+	return err
+}
+
 func waitEntries() []runtime.Entry {
 	return []runtime.Entry{
 		{Name: "wait_all", Journal: runtime.JournalPure, Sig: "wait_all(pendings, timeout=None) -> list",

@@ -42,6 +42,11 @@ func (h *humanSink) Handle(at time.Time, e event.Event) {
 		h.line(e.Text)
 	case *event.Failure:
 		h.line(e.Text)
+	case *event.Progress:
+		if l := e.LostHost; l != nil {
+			h.line(fmt.Sprintf("sous: parallel: lost %s for good (%s); moving its %d unfinished tasks to the pool's other hosts",
+				l.Target, l.Error, l.Moved))
+		}
 	case *event.Prompt:
 		h.screen.Write(wire.Stderr, append(h.buf[:0], e.Text...))
 	case *event.Output:

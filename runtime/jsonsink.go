@@ -31,6 +31,14 @@ type budgetJSON struct {
 	Limit float64 `json:"limit"`
 }
 
+// lostHostJSON is a parallel event's lost_host: a host taken out of the
+// fan-out's pool, why, and how many of its tasks start again elsewhere.
+type lostHostJSON struct {
+	Host  string `json:"host"`
+	Error string `json:"error"`
+	Moved int    `json:"moved"`
+}
+
 // field is one member of an event after "event" and "time".
 type field struct {
 	key   string
@@ -113,8 +121,12 @@ func (j *jsonSink) Handle(at time.Time, e event.Event) {
 		}
 		j.event(at, "hook", append(fields, field{"output", output})...)
 	case *event.Progress:
-		j.event(at, "parallel", field{"done", e.Done}, field{"running", e.Running}, field{"failed", e.Failed},
-			field{"remaining", e.Remaining}, field{"total", e.Total})
+		fields := []field{{"done", e.Done}, {"running", e.Running}, {"failed", e.Failed},
+			{"remaining", e.Remaining}, {"total", e.Total}}
+		if l := e.LostHost; l != nil {
+			fields = append(fields, field{"lost_host", lostHostJSON{Host: l.Target, Error: l.Error, Moved: l.Moved}})
+		}
+		j.event(at, "parallel", fields...)
 	case *event.Tool:
 		j.event(at, "tool", field{"session", nullable(e.Session)}, field{"tool", e.Tool}, field{"ok", e.OK})
 	case *event.End:

@@ -132,7 +132,9 @@ func TestDocOfOneName(t *testing.T) {
 		{"Result.stages", []string{"Result.stages -> list of struct(exit_code, stderr)"}},
 		{"Host", []string{"Methods and modules: dotenv, extract_tar, files, git, pipeline, reattach, run, sdk, sh, spawn"}},
 		{"Host.run", []string{"Host.run: run, acting on the host.", "run(cmd, args=[], *, cwd=None"}},
-		{"sdk", []string{`sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, resume=None, fork=False, timeout=None, tools=[], output_schema=None, hooks=None, max_budget_usd=None, checkpoints=False, on_message=None) -> Session`, "sdk.send(prompt, **session_kwargs) -> Turn"}},
+		{"sdk", []string{`sdk.session(*, cwd=None, model=None, permission_mode=None, system_prompt=None, append_system_prompt=None, allowed_tools=[], disallowed_tools=[], max_turns=None, policy=None, transport="stdio", cli="claude", env=None, resume=None, fork=False, timeout=None, tools=[], output_schema=None, hooks=None, max_budget_usd=None, agents=None, mcp_servers=None, strict_mcp_config=False, add_dirs=[], settings=None, setting_sources=None, fallback_model=None, continue_conversation=False, checkpoints=False, on_message=None, extra_args=None) -> Session`, "sdk.send(prompt, **session_kwargs) -> Turn", "--max-turns 1"}},
+		{"agent", []string{"agent(description, prompt, *, tools=None, model=None) -> AgentDef", "subagent_type"}},
+		{"AgentDef", []string{"AgentDef.prompt -> string", "AgentDef.tools -> list of strings or None"}},
 		{"Session", []string{"Session.info -> dict", "Session.control(subtype, **fields) -> dict", "Session.rewind_files(turn, *, dry_run=False) -> list"}},
 		{"Request", []string{"Request.suggestions -> list of dicts or None", "Request.blocked_path -> string or None", "Request.decision_reason -> string or None", "Request.agent_id -> string or None"}},
 		{"approve", []string{"approve(*, input=None, remember=None, updates=None) -> Decision", "updatedPermissions"}},
@@ -143,6 +145,9 @@ func TestDocOfOneName(t *testing.T) {
 		{"approvals", []string{"approvals(policy)", "Sets the recipe-wide approver"}},
 		{"Request.kind", []string{"Request.kind -> string", `"privileged"`}},
 		{"defer", []string{"defer(fn, *args, **kwargs)", "newest first"}},
+		{"hosts", []string{"hosts(targets, *, slots=4, token=None) -> Pool", "at most slots at once on each host", "lost for good"}},
+		{"Pool", []string{"Pool.hosts -> list of Host", "Pool.lost -> list of string", "Pool.slots -> int", "Pool.targets -> list of string"}},
+		{"parallel", []string{"hosts=None) -> list", "fn(item, host)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

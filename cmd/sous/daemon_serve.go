@@ -53,6 +53,8 @@ type DaemonServeOptions struct {
 	// What one files.extract_tar may unpack (0: no limit).
 	ExtractMaxBytes int64
 	ExtractMaxRatio float64
+	// UI is --ui ADDR (serve only): the daemon's web page.
+	UI string
 }
 
 // newDaemonServeOptions are serve's (and start's) options before the flags
@@ -113,6 +115,9 @@ func (o *DaemonServeOptions) validate() error {
 	}
 	if err := daemon.CheckAllowCommands(o.AllowCommands); err != nil {
 		return usageErrorf("--allow-command: %v", err)
+	}
+	if err := checkUIAddr(o.UI); err != nil {
+		return err
 	}
 	return o.checkListen()
 }
@@ -220,11 +225,21 @@ shell runs whatever it is told.
 files.extract_tar may unpack: N bytes of tar stream in all (default 16 GiB),
 and R bytes per byte of archive past the first 64 MiB (default 200; gzip
 cannot expand more than about 1000x, real archives 2-20x). An archive past
-either fails and leaves its DEST empty. 0 disables a limit.`,
+either fails and leaves its DEST empty. 0 disables a limit.
+
+--ui ADDR serves the daemon's web page (docs/UI.md) and prints
+"sous: ui at http://HOST:PORT/#token=TOKEN" on stderr: the daemon's
+processes with the tail of their output, and the permission requests that
+every run on the daemon waits on a person for, with Allow and Deny buttons
+(answered as "remote", as sous approvals does). The page's API takes the
+daemon's token as "Authorization: Bearer TOKEN"; that URL holds the token, so
+keep stderr private. :PORT and 127.0.0.1:0 bind loopback only; name a host
+(0.0.0.0:8080) to serve others, and put TLS in front of it.`,
 		Example: `  sous daemon serve --socket /run/sous.sock --token-file /run/sous.token
   printf '%s\n' "$TOKEN" | sous daemon serve --socket "$XDG_RUNTIME_DIR/sous.sock" --token-fd 0
   (umask 077 && printf '%s\n' "$TOKEN" > ~/.sous-token)
-  sous daemon serve --socket "$XDG_RUNTIME_DIR/sous.sock" --listen ws://127.0.0.1:8003 --metrics-addr 127.0.0.1:9103 --token-file ~/.sous-token`,
+  sous daemon serve --socket "$XDG_RUNTIME_DIR/sous.sock" --listen ws://127.0.0.1:8003 --metrics-addr 127.0.0.1:9103 --token-file ~/.sous-token
+  sous daemon serve --token-file ~/.sous-token --ui 127.0.0.1:0    # the web page, on a free port`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			// Flag mistakes first: they must not consume the token file.
@@ -238,6 +253,7 @@ either fails and leaves its DEST empty. 0 disables a limit.`,
 		},
 	}
 	opts.register(cmd, f)
+	cmd.Flags().StringVar(&opts.UI, "ui", "", uiFlagUsage)
 	return cmd
 }
 
@@ -312,7 +328,17 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 	if err != nil {
 		return err
 	}
+	stopUI := func() {}
+	if o.UI != "" {
+		// Before the token file goes: a --ui that cannot bind must not
+		// cost it.
+		if stopUI, err = startDaemonUI(o.UI, srv, token, streams.ErrOut, logger); err != nil {
+			lns.close()
+			return err
+		}
+	}
 	if err := o.removeTokenFile(); err != nil {
+		stopUI()
 		lns.close()
 		return err
 	}
@@ -353,6 +379,7 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 	case <-srv.ShutdownRequested():
 	case serveErr = <-served:
 	}
+	stopUI() // first: the page follows the daemon through a client of it
 	srv.Close()
 	return serveErr
 }

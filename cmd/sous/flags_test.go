@@ -118,10 +118,11 @@ func TestRunFlags(t *testing.T) {
 		MaxCost           float64
 		Notify            []string
 		NotifyTimeout     time.Duration
+		UI                string
 	}
 	project := func(o *RunOptions) parsed {
 		return parsed{o.Recipe, o.Args, o.Allow, o.Deny, o.JSON, targetURL(o.Target), o.Environ, o.Shard, o.FakeModel, o.Color, o.Quiet, o.Verbose,
-			o.Ask, o.AskTimeout, float64(o.MaxCost), o.Notify, o.NotifyTimeout}
+			o.Ask, o.AskTimeout, float64(o.MaxCost), o.Notify, o.NotifyTimeout, o.UI}
 	}
 	env := []string{"SOUS_SOCKET=/run/sous.sock", "HOME=/home/u"}
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
@@ -163,6 +164,9 @@ func TestRunFlags(t *testing.T) {
 		{args: args("run r.star --ask-timeout=-1s"), code: 2, err: "sous: run: --ask-timeout: want a duration >= 0, got -1s\n"},
 		{args: args("run r.star --ask-timeout soon"), code: 2, err: "sous: invalid argument \"soon\" for \"--ask-timeout\" flag: want a duration such as 30s, 1m30s or 250ms, or a number of seconds such as 1 or 0.5\nRun 'sous run --help' for usage.\n"},
 		{args: args("run r.star --color=yes"), code: 2, err: "sous: invalid argument \"yes\" for \"--color\" flag: want auto, always or never, got \"yes\"\nRun 'sous run --help' for usage.\n"},
+		{args: args("run --ui 127.0.0.1:0 r.star"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", NotifyTimeout: 5 * time.Second, UI: "127.0.0.1:0"}},
+		{args: args("run r.star --ui=:8080"), want: parsed{Recipe: "r.star", URL: "embedded", Color: "auto", NotifyTimeout: 5 * time.Second, UI: ":8080"}},
+		{args: args("run r.star --ui"), code: 2, err: "sous: flag needs an argument: --ui\nRun 'sous run --help' for usage.\n"},
 	})
 }
 
@@ -376,9 +380,10 @@ func TestDaemonFlags(t *testing.T) {
 			Listen            []string
 			LoginPath         bool
 			Environ           []string
+			UI                string
 		}
 		project := func(o *DaemonServeOptions) parsed {
-			return parsed{o.Socket, o.TokenFile, o.TokenFD, o.RetainFor, o.Listen, o.LoginPath, o.Environ}
+			return parsed{o.Socket, o.TokenFile, o.TokenFD, o.RetainFor, o.Listen, o.LoginPath, o.Environ, o.UI}
 		}
 		withSocket := append([]string{"SOUS_SOCKET=/run/sous.sock"}, home...)
 		testFlags(t, []string{"daemon", "serve"}, newCmdDaemonServe, project, []flagCase[parsed]{
@@ -396,6 +401,12 @@ func TestDaemonFlags(t *testing.T) {
 			{args: []string{"daemon", "serve", "--socket", ""}, code: 2, err: "sous: --socket \"\" needs a --listen ws://HOST:PORT to serve on\n"},
 			{args: args("daemon serve --allow-command rel/git"), code: 2,
 				err: "sous: --allow-command: allowed command \"rel/git\": want a program name (git) or an absolute path (/usr/bin/git)\n"},
+			{args: []string{"daemon", "serve", "--token-fd", "0", "--ui", ":8080"}, env: home,
+				want: parsed{Socket: homeSocket, TokenFD: 0, RetainFor: time.Hour, LoginPath: true, Environ: home, UI: ":8080"}},
+			{args: args("daemon serve --ui 8080"), code: 2,
+				err: "sous: --ui \"8080\": want HOST:PORT or :PORT (e.g. 127.0.0.1:0): address 8080: missing port in address\n"},
+			{args: args("daemon serve --ui :http"), code: 2,
+				err: "sous: --ui \":http\": the port must be a number from 0 to 65535\n"},
 		})
 	})
 	t.Run("start", func(t *testing.T) {

@@ -48,6 +48,8 @@ type RunOptions struct {
 	// (--ask-timeout) bounds that wait.
 	Ask        bool
 	AskTimeout time.Duration
+	// UI is --ui ADDR: the run's web page (run_ui.go).
+	UI string
 	// MaxCost is --max-cost: the cap on what the run's agent sessions may
 	// cost, in dollars (0: none).
 	MaxCost costFlag
@@ -99,13 +101,22 @@ Permission requests of agent sessions (and privileged commands) go to the
 session's policy, then the recipe's approvals(policy), then the --allow and
 --deny rules (Claude Code syntax, e.g. "Bash(go test:*)", "Write(/src/**)";
 deny wins), then a person, when one can answer: stdin is a terminal (a
-prompt), or --ask is given; otherwise they are denied at once, so a CI job
-never hangs. A request waiting for a person has an id and is published to the
+prompt), --ask or --ui is given; otherwise they are denied at once, so a CI
+job never hangs. A request waiting for a person has an id and is published to the
 default daemon (a --socket or --remote daemon with the approval.queue feature),
 where sous approvals lists and answers it from another shell; the first answer
 wins, the terminal's or a remote one. --ask-timeout D denies what no one
 answered within D. Every decision is logged on stderr (an approval event with
 --json; a pending event, with the id, when a request starts waiting).
+
+--ui ADDR serves the run's web page (docs/UI.md) and prints
+"sous: ui at http://HOST:PORT/#token=TOKEN" on stderr: the processes with the
+tail of their output, the agent sessions with their messages (text, tool uses
+and results, cost), and the requests waiting for a person, with Allow and Deny
+buttons (decided by "remote"). Its HTTP API (GET /api/state, GET /api/events,
+POST /api/approvals/ID) takes "Authorization: Bearer TOKEN", a token made at
+random for the run, and refuses other origins. :PORT and 127.0.0.1:0 (a free
+port) bind loopback only. The page shows how the run ended until sous exits.
 
 --shard I/N runs one part of a CI matrix of N jobs: parallel() starts only
 the items whose index % N == I, and the recipe's shard global is
@@ -148,7 +159,8 @@ model serve --help.`,
   sous run deploy.star --json -a env=staging --socket /run/sous.sock
   sous run recipes/agent-fix.star -a repo=. -a task="make the tests pass" --allow "Bash(go vet:*)" --deny "Bash(git push:*)"
   sous run --fake-model recipes/agent-triage.fake.json recipes/agent-triage.star -a repo=.
-  sous run --socket /run/sous.sock --ask --ask-timeout 10m agent-fix.star   # answer with sous approvals`,
+  sous run --socket /run/sous.sock --ask --ask-timeout 10m agent-fix.star   # answer with sous approvals
+  sous run --ui 127.0.0.1:0 recipes/agent-fix.star -a repo=. -a task="fix the build"   # watch and answer in a browser`,
 		Args: exactArgs(1, "run RECIPE.star [-a key=value]... [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Recipe = args[0]
@@ -188,6 +200,7 @@ func registerRunFlags(fl *pflag.FlagSet, opts *RunOptions) {
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also say when each process starts and ends and each agent turn ends, and print the summary off a terminal too")
 	fl.BoolVar(&opts.Ask, "ask", false, "a permission request no rule decided waits for a person even without a terminal: answer it with sous approvals")
 	durationVar(fl, &opts.AskTimeout, "ask-timeout", 0, "deny a request no person answered within `D` (default: wait without bound)")
+	fl.StringVar(&opts.UI, "ui", "", uiFlagUsage+"; requests no rule decided wait for an answer there")
 }
 
 // runRecipe is run's run function.
@@ -258,6 +271,13 @@ func runRecipe(opts *RunOptions) error {
 	ropt.Stdout, ropt.Stderr = watchReader(streams.Out, readerGone), watchReader(streams.ErrOut, readerGone)
 	ropt.Host, ropt.Env, ropt.Table, ropt.Approvals, ropt.Prompt = target, opts.Environ, builtins.DefaultTable(), approvals, prompt
 	ropt.Ask, ropt.AskTimeout = opts.Ask, opts.AskTimeout
+	if opts.UI != "" {
+		ui, err := startRunUI(opts.UI, opts.Recipe, &ropt, ropt.Stderr)
+		if err != nil {
+			return refuse(err)
+		}
+		defer ui.stop() // after the run: the page has its end, then sous exits
+	}
 	if opts.FakeModel != "" {
 		model, err := startRunModel(opts.FakeModel, target.URL)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -115,7 +116,7 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		p.teed = pass.tee
 		p.mu.Unlock()
 		var res wire.SpawnResult
-		err := c.callFiles(ctx, "process.spawn", params, &res, pass.files)
+		err := c.spawnCall(ctx, spec.ID, params, &res, pass.files)
 		if pass.files != nil && mirrorRefused(err) {
 			// Something between here and the daemon (a relay such as
 			// socat) carries bytes but not descriptors. The daemon checks
@@ -127,7 +128,7 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			p.mu.Lock()
 			p.teed = false
 			p.mu.Unlock()
-			err = c.Call(ctx, "process.spawn", params, &res)
+			err = c.spawnCall(ctx, spec.ID, params, &res, nil)
 		}
 		p.stdinPassed, p.outputPassed = pass.stdin, pass.direct
 		p.mu.Lock()
@@ -154,6 +155,37 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		}
 		return nil, err
 	}
+}
+
+// spawnSettle bounds how long a cancelled spawn waits for the daemon's
+// answer, to stop what it started.
+const spawnSettle = 5 * time.Second
+
+// spawnCall sends process.spawn. When ctx ends before the answer, the
+// request may have reached the daemon already, and the process may start
+// after the caller gave up on it: nobody would ever stop it. So the call
+// goes on, detached from ctx, up to spawnSettle; a process it started is
+// killed, and the caller gets ctx's error as if nothing started. (A kill
+// sent at once could overtake the spawn: the daemon handles a
+// connection's requests concurrently.)
+func (c *Client) spawnCall(ctx context.Context, id string, params map[string]any, res *wire.SpawnResult, files []*os.File) error {
+	done := make(chan error, 1)
+	go func() { done <- c.callFiles(context.WithoutCancel(ctx), "process.spawn", params, res, files) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	settle, cancel := context.WithTimeout(context.WithoutCancel(ctx), spawnSettle)
+	defer cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			c.Call(settle, "process.killAndWait", map[string]any{"id": id, "signal": "SIGKILL", "escalate": true, "timeoutMs": 1000}, nil)
+		}
+	case <-settle.Done():
+	}
+	return ctx.Err()
 }
 
 // Reattach follows a process already on the daemon, replaying its frames

@@ -178,12 +178,39 @@ func (s *segment) setDirect(on bool) error {
 // from 1 to 4 MiB, and back to 47.8 MiB mapped). Should the mapping fail,
 // it comes from the heap. The caller gives it back with freeBuffer.
 func writeBuffer(n int) []byte {
+	if n >= hugePage {
+		if b := hugeBuffer(n); b != nil {
+			return b
+		}
+	}
 	if b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err == nil {
 		return b[:0]
 	}
 	b := make([]byte, n+blockSize)
 	skip := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (blockSize - 1))
 	return b[skip : skip : skip+n]
+}
+
+// hugePage is the size of a transparent huge page on amd64 and arm64 (4 KiB
+// base pages).
+const hugePage = 2 << 20
+
+// hugeBuffer maps n bytes (a multiple of hugePage) and asks for huge pages
+// there, or returns nil. Every spilled byte is copied into a write buffer
+// and the kernel pins the buffer's pages for each direct write: in huge
+// pages that is 512 times fewer pages to fault in, pin and look up. (Linux
+// 6.7 on places anonymous mappings of a multiple of hugePage at a huge page
+// boundary; before it, the aligned part of the buffer gets them.)
+func hugeBuffer(n int) []byte {
+	if n%hugePage != 0 {
+		return nil
+	}
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil
+	}
+	_ = unix.Madvise(b, unix.MADV_HUGEPAGE) // a hint: without it, base pages
+	return b[:0]
 }
 
 // freeBuffer gives back a writeBuffer (nil is none), which nothing may use

@@ -174,6 +174,14 @@ var ErrNotFrame = errors.New("not a stream frame")
 // "stageExitCodes", "timedOut", "signal" and "mirrored" are read into Stage,
 // StageCodes, TimedOut, Signal and Mirrored.
 func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
+	if id, ok := parseOwnLayout(line, f); ok {
+		return id, nil
+	}
+	return parseFrame(line, f)
+}
+
+// parseFrame is ParseFrame for any layout.
+func parseFrame(line []byte, f *Frame) (id []byte, err error) {
 	p := parser{b: line}
 	p.ws()
 	if !p.eat('{') {

@@ -119,10 +119,23 @@ func FuzzParseFrame(f *testing.F) {
 		`{"type":"stream","processId":"p","stream":"stdout","seq":5,"mirrored":true}`,
 		`{"type":"stream","processId":"p","stream":"exit","seq":6,"exitCode":-1,"timedOut":true,"signal":9}`,
 		`{"type":"stream","processId":"p","stream":"stdout","seq":5,"data":"aGk=","mirrored":true}`,
+		`{"type":"stream","processId":"p","stream":"stdout","seq":7,"data":"aGk=","stage":1}`,
+		`{"type":"stream","processId":"p","stream":"stderr","seq":8,"data":""}`,
+		`{"type":"stream","processId":"p","stream":"stdout","seq":9,"data":"aGk=","x":"y"}`,
+		`{"type":"stream","processId":"p","stream":"stdout","seq":9,"data":"aG\nk=","stage":null}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
+		// The daemon's own layout, read without the general parser, reads
+		// as the general parser reads it, or is left to it.
+		var own, gen Frame
+		if ownID, ok := parseOwnLayout(line, &own); ok {
+			genID, err := parseFrame(line, &gen)
+			if err != nil || string(ownID) != string(genID) || !sameFrame(&own, &gen) {
+				t.Fatalf("own layout %q: %+v %q, general parser: %+v %q %v", line, own, ownID, gen, genID, err)
+			}
+		}
 		var fr Frame
 		id, err := ParseFrame(line, &fr)
 		if err != nil {
@@ -162,6 +175,13 @@ func FuzzParseFrame(f *testing.F) {
 	})
 }
 
+// sameFrame compares every member of two frames.
+func sameFrame(a, b *Frame) bool {
+	return a.Seq == b.Seq && a.Stream == b.Stream && a.ExitCode == b.ExitCode && a.Stage == b.Stage &&
+		a.TimedOut == b.TimedOut && a.Signal == b.Signal && a.Mirrored == b.Mirrored &&
+		bytes.Equal(a.Data, b.Data) && slices.Equal(a.StageCodes, b.StageCodes)
+}
+
 func BenchmarkAppendFrame(b *testing.B) {
 	f := Frame{Seq: 123456, Stream: Stdout, Data: bytes.Repeat([]byte("abcdefgh"), 4096)}
 	id := QuoteID("bench")
@@ -176,12 +196,23 @@ func BenchmarkParseFrame(b *testing.B) {
 	f := Frame{Seq: 123456, Stream: Stdout, Data: bytes.Repeat([]byte("abcdefgh"), 4096)}
 	line := AppendFrame(nil, QuoteID("bench"), &f)
 	var out Frame
-	b.SetBytes(int64(len(f.Data)))
-	for b.Loop() {
-		if _, err := ParseFrame(line, &out); err != nil {
-			b.Fatal(err)
+	b.Run("own", func(b *testing.B) {
+		b.SetBytes(int64(len(f.Data)))
+		for b.Loop() {
+			if _, err := ParseFrame(line, &out); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	// The general parser, which any other layout takes.
+	b.Run("general", func(b *testing.B) {
+		b.SetBytes(int64(len(f.Data)))
+		for b.Loop() {
+			if _, err := parseFrame(line, &out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func TestHasControl(t *testing.T) {

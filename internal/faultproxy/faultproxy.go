@@ -137,7 +137,8 @@ func (p *Proxy) Dials() int64 { return p.dials.Load() }
 func (p *Proxy) Bytes() int64 { return p.bytes.Load() }
 
 // Pause stops cutting (connections relay until they end by themselves);
-// Resume starts again. Connections opened while paused still get budgets.
+// Resume starts again: a connection whose time to be cut came while paused
+// is cut a life later. Connections opened while paused still get budgets.
 func (p *Proxy) Pause()  { p.paused.Store(true) }
 func (p *Proxy) Resume() { p.paused.Store(false) }
 
@@ -236,12 +237,27 @@ func (p *Proxy) relay(c net.Conn) {
 		})
 	}
 	if life > 0 {
-		timer := time.AfterFunc(life, func() {
+		// A connection whose life ends while the proxy is paused lives
+		// another life, so that a Resume brings its cut back.
+		var (
+			mu    sync.Mutex
+			timer *time.Timer
+			over  bool // the relay ended: no more lives
+		)
+		mu.Lock()
+		timer = time.AfterFunc(life, func() {
 			if !p.paused.Load() {
 				end(true)
+				return
 			}
+			mu.Lock()
+			if !over {
+				timer.Reset(life)
+			}
+			mu.Unlock()
 		})
-		defer timer.Stop()
+		mu.Unlock()
+		defer func() { mu.Lock(); over = true; timer.Stop(); mu.Unlock() }()
 	}
 	var wg sync.WaitGroup
 	pipe := func(dst, src net.Conn) {

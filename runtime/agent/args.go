@@ -1,6 +1,9 @@
 package agent
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // buildArgs is the CLI's command line after the program, for options that
 // went through prepare. Flag names were checked against the --help of
@@ -35,9 +38,12 @@ func buildArgs(opt Options) []string {
 	}
 	if opt.Resume != "" {
 		args = append(args, "--resume", opt.Resume)
-		if opt.Fork {
-			args = append(args, "--fork-session")
-		}
+	}
+	if opt.Continue {
+		args = append(args, "--continue")
+	}
+	if opt.Fork && (opt.Resume != "" || opt.Continue) {
+		args = append(args, "--fork-session")
 	}
 	if opt.schemaJSON != "" {
 		args = append(args, "--json-schema", opt.schemaJSON)
@@ -48,12 +54,42 @@ func buildArgs(opt Options) []string {
 	if opt.MaxBudgetUSD > 0 {
 		args = append(args, "--max-budget-usd", strconv.FormatFloat(opt.MaxBudgetUSD, 'f', -1, 64))
 	}
+	args = append(args, cliOptionArgs(opt)...)
 	// A fresh session is started under the id sous chose (prepare); a
-	// resumed one keeps its own and a fork gets a new one from the CLI.
-	if opt.Resume == "" {
+	// resumed or continued one keeps its own and a fork gets a new one
+	// from the CLI.
+	if opt.Resume == "" && !opt.Continue {
 		args = append(args, "--session-id", opt.SessionID)
 	}
+	args = append(args, flagArgs(opt.ExtraFlags)...)
 	return append(args, opt.ExtraArgs...)
+}
+
+// cliOptionArgs are the flags of the options that configure the CLI itself:
+// MCP servers, directories, settings, the fallback model. Variadic flags
+// (--mcp-config, --add-dir) take their values up to the next flag.
+func cliOptionArgs(opt Options) []string {
+	var args []string
+	if opt.mcpJSON != "" {
+		args = append(args, "--mcp-config", opt.mcpJSON)
+	}
+	if opt.StrictMCPConfig {
+		args = append(args, "--strict-mcp-config")
+	}
+	if len(opt.AddDirs) > 0 {
+		args = append(args, "--add-dir")
+		args = append(args, opt.AddDirs...)
+	}
+	if opt.Settings != "" {
+		args = append(args, "--settings", opt.Settings)
+	}
+	if opt.SettingSources != nil {
+		args = append(args, "--setting-sources", strings.Join(opt.SettingSources, ","))
+	}
+	if opt.FallbackModel != "" {
+		args = append(args, "--fallback-model", opt.FallbackModel)
+	}
+	return args
 }
 
 // initializeRequest is the payload of the initialize control request, the
@@ -76,6 +112,11 @@ func initializeRequest(opt Options, hooks map[string]any) map[string]any {
 	}
 	if hooks != nil {
 		init["hooks"] = hooks
+	}
+	// Subagents travel here rather than as --agents: their prompts can be
+	// longer than a command line may be.
+	if len(opt.Agents) > 0 {
+		init["agents"] = agentsField(opt.Agents)
 	}
 	return init
 }

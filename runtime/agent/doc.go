@@ -21,6 +21,11 @@
 //	opt.Tools = []agent.Tool{{Name: "add", Description: d, InputSchema: schema}}
 //	opt.CallTool = func(ctx context.Context, c agent.ToolCall) (string, error) { ... }
 //
+//	// The CLI's own configuration (the Agent SDKs' options):
+//	opt.Agents = map[string]agent.AgentDef{"reviewer": {Description: d, Prompt: p}} // in initialize
+//	opt.MCPServers = map[string]agent.MCPServer{"db": {Command: "db-mcp"}}        // --mcp-config
+//	opt.ExtraFlags = []agent.Flag{{Name: "max-turns", Value: "1"}}                 // --max-turns 1
+//
 // Start returns once the CLI answered the initialize control request, so a
 // CLI that cannot start fails Start with its exit code and stderr.
 //
@@ -108,7 +113,12 @@
 // --disallowedTools (one argument per rule), --max-turns, --resume,
 // --fork-session; a fresh session gets --session-id with a UUID sous
 // generated (or Options.SessionID), so ID is known before the first turn. SystemPrompt and
-// AppendSystemPrompt travel in initialize (no command-line size limit).
+// AppendSystemPrompt travel in initialize (no command-line size limit), as
+// do Agents. MCPServers, StrictMCPConfig, AddDirs, Settings,
+// SettingSources, FallbackModel and Continue map to --mcp-config,
+// --strict-mcp-config, --add-dir, --settings, --setting-sources,
+// --fallback-model and --continue; ExtraFlags come last, and one that sous
+// passes itself (or that the protocol rests on) is refused.
 //
 // # Files
 //
@@ -138,6 +148,10 @@
 //	info.go        Info, Version, Control and ControlError: the initialize
 //	               answer and the CLI's refusals, naming its version
 //	checkpoints.go RewindFiles: file checkpoints and rewind_files
+//	subagents.go   AgentDef: subagents, their checks, initialize's agents
+//	               and whether the CLI took them
+//	mcpconfig.go   MCPServer: external MCP servers and --mcp-config
+//	extraflags.go  Flag: ExtraFlags, which of them are refused
 //	observe.go     Event and the Observer call
 //	outbox.go      the writer goroutine: queueing, encoding, write errors
 //	messages.go    the fields of the CLI's messages the package reads
@@ -278,6 +292,38 @@
 //   - --include-partial-messages (both) adds stream_event messages
 //     (message_start, content_block_delta, ...) before each assistant
 //     message.
+//   - initialize's agents (name → {description, prompt, tools, model}):
+//     both versions take them and list them, with their own agents, in
+//     the answer's agents; a malformed definition makes the CLI drop them
+//     all with only a debug log (so sous checks description and prompt).
+//     The Task tool (Agent on 2.1.332) with subagent_type NAME runs the
+//     subagent: its model request's system prompt carries the agent's
+//     prompt and only its tools. 2.1.81 runs it inside the tool call;
+//     2.1.332 answers the tool call at once ("Async agent launched
+//     successfully ...", the agent works in the background) and
+//     SubagentStop comes later.
+//   - --mcp-config '{"mcpServers": {...}}': both versions start a stdio
+//     server with its env, reach a streamable HTTP one (a POST per
+//     message answered with a JSON body; 405 for the GET stream is
+//     fine) and an HTTP+SSE one (a GET stream whose "endpoint" event
+//     names where to POST), and ask can_use_tool for mcp__NAME__TOOL as
+//     for any tool. system/init's mcp_servers lists them (and a project
+//     .mcp.json's, enabled by enableAllProjectMcpServers in --settings);
+//     with --strict-mcp-config the .mcp.json ones are left out.
+//   - --add-dir: the model is told of the directory under "Additional
+//     working directories" (2.1.81 in the system prompt, 2.1.332 in the
+//     first user message); a directory inside the cwd is not listed.
+//     --settings JSON's env reaches the Bash tool. --setting-sources ""
+//     is accepted; an unknown source exits at once with "Invalid setting
+//     source: X. Valid options are: user, project, local". --continue
+//     with no earlier conversation in the cwd starts a fresh one; with
+//     one, the session keeps that conversation's id and history.
+//     --max-turns 1 ends a turn that used a tool with error_max_turns
+//     after the tool ran, without a second model request.
+//   - --fallback-model: after three 529 overloaded answers in a row the
+//     CLI asks the fallback model instead. 2.1.81 does so only when the
+//     main model is an Opus one (claude-opus-4-6, ...) or
+//     FALLBACK_FOR_ALL_PRIMARY_MODELS is set; 2.1.332 for any model.
 //   - 2.1.330's npm package is a native binary; its bin/claude.exe is a stub
 //     until the postinstall script copies the platform package's binary
 //     over it (npm may skip install scripts). It needs no node.

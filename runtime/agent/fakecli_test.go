@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,10 @@ func TestMain(m *testing.M) {
 
 // fakeCLI speaks just enough stream-json for one scenario.
 func fakeCLI(scenario string) int {
+	if slices.Contains(os.Args[1:], "--version") {
+		fmt.Println("0.9.1 (Claude Code)")
+		return 0
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	out := bufio.NewWriter(os.Stdout)

@@ -73,7 +73,9 @@ func newWorld(t *testing.T, version string, api fakemodel.Options) *world {
 
 // options fills in what every test session needs.
 func (w *world) options(transport string, opt Options) Options {
-	opt.CLI = w.cli
+	if opt.CLI == nil {
+		opt.CLI = w.cli
+	}
 	opt.Transport = transport
 	if opt.Cwd == "" {
 		opt.Cwd = w.work

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,7 +86,8 @@ type Options struct {
 	// StartTimeout bounds the wait for the CLI to come up and answer
 	// initialize (default 60 s).
 	StartTimeout time.Duration
-	// ExtraArgs are appended to the CLI's command line as they are.
+	// ExtraArgs are appended to the CLI's command line as they are,
+	// unchecked (ExtraFlags are checked).
 	ExtraArgs []string
 	// OutputSchema is a JSON Schema (--json-schema): every turn must end
 	// with a value valid against it, which the CLI checks and reports as
@@ -108,8 +110,37 @@ type Options struct {
 	// Observer and Turn.Messages.
 	PartialMessages bool
 
-	// schemaJSON is OutputSchema encoded by prepare.
+	// Agents are subagents by name, sent in initialize (subagents.go).
+	Agents map[string]AgentDef
+	// MCPServers are MCP servers the CLI starts or reaches itself, by name
+	// (--mcp-config; mcpconfig.go). With StrictMCPConfig
+	// (--strict-mcp-config) the CLI uses no MCP server of the user's or
+	// project's configuration, only these (and the session's Tools).
+	MCPServers      map[string]MCPServer
+	StrictMCPConfig bool
+	// AddDirs are directories beyond Cwd that the CLI's tools may use
+	// (--add-dir).
+	AddDirs []string
+	// Settings is a settings file's path or a JSON object's text
+	// (--settings), over the CLI's setting files.
+	Settings string
+	// SettingSources are the setting files the CLI loads, of "user",
+	// "project" and "local" (--setting-sources). Nil: the CLI's default;
+	// empty but not nil: none.
+	SettingSources []string
+	// FallbackModel is the model the CLI switches to when Model is
+	// overloaded (--fallback-model).
+	FallbackModel string
+	// Continue continues the most recent conversation in Cwd (--continue);
+	// its session id is learned from the CLI, as a fork's is.
+	Continue bool
+	// ExtraFlags are flags sous has no option for, after the ones it
+	// builds (extraflags.go); a flag sous passes itself is refused.
+	ExtraFlags []Flag
+
+	// schemaJSON is OutputSchema encoded by prepare, mcpJSON MCPServers.
 	schemaJSON string
+	mcpJSON    string
 }
 
 // defaultStartTimeout is StartTimeout's default.
@@ -134,12 +165,15 @@ func (opt Options) prepare(local bool) (Options, error) {
 	if opt.CLI[0] == "" {
 		return opt, errors.New("agent: cli: empty program name")
 	}
-	if opt.Fork && opt.Resume == "" {
-		return opt, errors.New("agent: fork needs resume (the session id to fork)")
+	if opt.Continue && opt.Resume != "" {
+		return opt, errors.New("agent: continue_conversation and resume: give one (continue_conversation picks the most recent conversation in the working directory, resume names one)")
+	}
+	if opt.Fork && opt.Resume == "" && !opt.Continue {
+		return opt, errors.New("agent: fork needs resume (the session id to fork) or continue_conversation")
 	}
 	if opt.SessionID != "" {
-		if opt.Resume != "" {
-			return opt, errors.New("agent: a session id is for a fresh session; a resumed one keeps its id and a fork gets a new one from the CLI")
+		if opt.Resume != "" || opt.Continue {
+			return opt, errors.New("agent: a session id is for a fresh session; a resumed or continued one keeps its id and a fork gets a new one from the CLI")
 		}
 		if _, err := uuid.Parse(opt.SessionID); err != nil {
 			return opt, fmt.Errorf("agent: session id %q: the CLI wants a UUID: %w", opt.SessionID, err)
@@ -166,10 +200,13 @@ func (opt Options) prepare(local bool) (Options, error) {
 	if err := checkHooks(opt.Hooks); err != nil {
 		return opt, err
 	}
+	if opt, err = opt.prepareCLIOptions(); err != nil {
+		return opt, err
+	}
 	if opt.Checkpoints {
 		opt.Env = withEnv(opt.Env, checkpointEnv, "1")
 	}
-	if opt.Resume == "" && opt.SessionID == "" {
+	if opt.Resume == "" && !opt.Continue && opt.SessionID == "" {
 		opt.SessionID = uuid.NewString()
 	}
 	if opt.ProcessID == "" {
@@ -178,14 +215,82 @@ func (opt Options) prepare(local bool) (Options, error) {
 	if opt.StartTimeout <= 0 {
 		opt.StartTimeout = defaultStartTimeout
 	}
+	// Last: the command line sous builds must be complete to tell which
+	// extra flags it already has.
+	base := opt
+	base.ExtraFlags = nil
+	if err := checkExtraFlags(opt.ExtraFlags, buildArgs(base)); err != nil {
+		return opt, err
+	}
+	return opt, nil
+}
+
+// CheckCLIOptions makes Start's checks of the options that configure the
+// CLI itself (Agents, MCPServers, AddDirs, Settings, SettingSources,
+// FallbackModel, ExtraFlags) without starting anything, for a caller that
+// wants their errors before it reaches a daemon. Start checks them again.
+func (opt Options) CheckCLIOptions() error {
+	p, err := opt.prepareCLIOptions()
+	if err != nil {
+		return err
+	}
+	// Which flags the command line has is what matters here, not their
+	// values.
+	if p.OutputSchema != nil {
+		p.schemaJSON = "{}"
+	}
+	if len(p.CLI) == 0 {
+		p.CLI = []string{"claude"}
+	}
+	p.ExtraFlags = nil
+	return checkExtraFlags(opt.ExtraFlags, buildArgs(p))
+}
+
+// prepareCLIOptions checks the options that map to the CLI's own flags
+// and configuration: subagents, MCP servers, directories and settings.
+func (opt Options) prepareCLIOptions() (Options, error) {
+	if err := checkAgents(opt.Agents); err != nil {
+		return opt, err
+	}
+	if len(opt.MCPServers) > 0 {
+		servers, err := checkMCPServers(opt.MCPServers, len(opt.Tools) > 0)
+		if err != nil {
+			return opt, err
+		}
+		opt.MCPServers = servers
+		if opt.mcpJSON, err = mcpConfigJSON(servers); err != nil {
+			return opt, err
+		}
+	}
+	for i, d := range opt.AddDirs {
+		switch {
+		case d == "":
+			return opt, fmt.Errorf("agent: add_dirs[%d]: empty path", i)
+		case strings.HasPrefix(d, "-"):
+			return opt, fmt.Errorf("agent: add_dirs[%d]: %q would read as a flag; write ./%s", i, d, d)
+		}
+	}
+	if strings.HasPrefix(opt.Settings, "-") {
+		return opt, fmt.Errorf("agent: settings: %q would read as a flag; write ./%s", opt.Settings, opt.Settings)
+	}
+	for i, src := range opt.SettingSources {
+		if src == "" || strings.ContainsAny(src, ", ") {
+			return opt, fmt.Errorf("agent: setting_sources[%d]: %q: want a source name (user, project or local)", i, src)
+		}
+	}
+	if strings.HasPrefix(opt.FallbackModel, "-") {
+		return opt, fmt.Errorf("agent: fallback_model %q: not a model name", opt.FallbackModel)
+	}
 	return opt, nil
 }
 
 // knownID is the session id before the CLI reports one: the id a fresh
-// session was given, or the resumed one's; "" for a fork, which learns its
-// new id from the CLI's system/init.
+// session was given, or the resumed one's; "" for a fork or a continued
+// session, which learn their id from the CLI's system/init.
 func (opt Options) knownID() string {
 	switch {
+	case opt.Continue:
+		return ""
 	case opt.Resume == "":
 		return opt.SessionID
 	case !opt.Fork:

@@ -100,10 +100,11 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 
 	sctx, cancel := context.WithTimeout(ctx, opt.StartTimeout)
 	defer cancel()
-	s.tr, err = startTransport(sctx, opt.Transport, launch{
+	l := launch{
 		client: c, cli: opt.CLI, args: buildArgs(opt), cwd: opt.Cwd, env: opt.Env,
 		processID: opt.ProcessID, to: s,
-	})
+	}
+	s.tr, err = startTransport(sctx, opt.Transport, l)
 	if err != nil {
 		s.cancel()
 		return nil, err
@@ -125,6 +126,15 @@ func Start(ctx context.Context, c *client.Client, opt Options) (*Session, error)
 		s.version = v.Version
 	}
 	s.mu.Unlock()
+	if missing := agentsNotTaken(opt.Agents, info); len(missing) > 0 {
+		version := s.Version()
+		if version == "" {
+			version = cliVersion(l) // 2.1.81 says it only in system/init
+		}
+		s.Close()
+		return nil, fmt.Errorf("agent: start %s: Claude Code %s did not take the subagents %s of initialize (its answer does not list them): "+
+			"subagents need a CLI that reads them there, as 2.1.81 and later do", strings.Join(opt.CLI, " "), version, strings.Join(missing, ", "))
+	}
 	return s, nil
 }
 

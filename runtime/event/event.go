@@ -141,8 +141,20 @@ type Tool struct {
 // Progress is where one parallel() fan-out stands: Done counts the tasks
 // that ended (Failed of them failed), Running those started and not ended,
 // Remaining those not started yet; Total is what this shard runs.
+// LostHost is set on the event that follows a host of the fan-out's pool
+// lost for good.
 type Progress struct {
 	Done, Running, Failed, Remaining, Total int
+	LostHost                                *LostHost
+}
+
+// LostHost is a host taken out of a parallel() pool: its target, the
+// connection's last error, and how many of its tasks start again on the
+// pool's other hosts.
+type LostHost struct {
+	Target string
+	Error  string
+	Moved  int
 }
 
 // Hook is one answer of a recipe's agent hook.

@@ -246,3 +246,30 @@ func naiveRedact(data []byte, pats [][]byte) string {
 	}
 	return string(out)
 }
+
+// TestRedactRequestInput: a request's description and tool input (which
+// the web page shows) are redacted too, nested values included, and the
+// publisher's input is left as it is.
+func TestRedactRequestInput(t *testing.T) {
+	const secret = "hunter2-token"
+	b := New(nil)
+	o := collect(b)
+	b.Redact(secret)
+	input := map[string]any{"command": "curl -H 'X: " + secret + "'", "n": 1.0,
+		"nested": []any{map[string]any{"v": secret}, "ok"}}
+	b.Publish(&Pending{Approval: Approval{ID: "a1", Tool: "Bash", Description: "send " + secret, Input: input}})
+	b.Publish(&Approval{ID: "a1", Tool: "Bash", Description: "send " + secret, Input: input})
+	if input["command"] != "curl -H 'X: "+secret+"'" || input["nested"].([]any)[0].(map[string]any)["v"] != secret {
+		t.Errorf("the publisher's input changed: %v", input)
+	}
+	all, err := json.Marshal(o.events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(all), secret) || strings.Count(string(all), Marker) != 6 {
+		t.Errorf("events: %s", all)
+	}
+	if p := o.events[0].(*Pending); p.Input["n"] != 1.0 || p.Input["nested"].([]any)[1] != "ok" {
+		t.Errorf("the rest of the input: %v", p.Input)
+	}
+}
