@@ -53,16 +53,7 @@ func wait(e *runtime.Env, ready <-chan struct{}, timeout *time.Duration) error {
 // from running. When ctx ends first, fn is left to finish on its own (it
 // gets the same ctx) and its result is dropped.
 func block(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) error) error {
-	done := make(chan struct{})
-	var err error
-	go func() {
-		defer close(done)
-		err = fn(ctx)
-	}()
-	if werr := e.Loop.Wait(ctx, done); werr != nil {
-		return werr
-	}
-	return err
+	return runBlocking(e, ctx, fn, false)
 }
 
 // blockSettled is block for a call that must finish even when ctx ends
@@ -70,6 +61,10 @@ func block(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) err
 // started): an interrupted recipe goes on only when fn is over, so the
 // run's end does not close the connection under it.
 func blockSettled(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) error) error {
+	return runBlocking(e, ctx, fn, true)
+}
+
+func runBlocking(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) error, settle bool) error {
 	done := make(chan struct{})
 	var err error
 	go func() {
@@ -77,7 +72,9 @@ func blockSettled(e *runtime.Env, ctx context.Context, fn func(ctx context.Conte
 		err = fn(ctx)
 	}()
 	if werr := e.Loop.Wait(ctx, done); werr != nil {
-		<-done
+		if settle {
+			<-done
+		}
 		return werr
 	}
 	return err
