@@ -54,7 +54,7 @@ func TestInlineFollowReplacingASubscription(t *testing.T) {
 	defer srv.Close()
 	sink := &inlineSink{}
 	se := newSession(srv, sink) // not closed on failure: a deadlocked follow holds its lock
-	p, cur, err := srv.reg.SpawnFollowed(proc.Spec{ID: "twice", Command: "sh", Args: []string{"-c", "echo hi; sleep 10"}})
+	p, cur, _, err := srv.reg.SpawnFollowed(proc.Spec{ID: "twice", Command: "sh", Args: []string{"-c", "echo hi; sleep 10"}})
 	if err != nil {
 		t.Fatal(err)
 	}

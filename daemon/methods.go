@@ -26,7 +26,7 @@ var extensionMethods = append(append([]string{"process.list", "process.resize"},
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnExitSignal, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror,
-	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect,
+	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect, wire.FeatureSpawnKey,
 	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
 	wire.FeatureExtractOptions,
 	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush,
@@ -207,18 +207,28 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 			return nil, nil, wire.InvalidParams("mirror: " + proc.MsgStdioToTerminal)
 		}
 	}
-	pr, cur, err := se.s.reg.SpawnFollowed(spec)
-	if err != nil {
+	pr, cur, again, err := se.s.reg.SpawnFollowed(spec)
+	switch {
+	case err != nil:
 		closeMirror(spec.Mirror)
 		return nil, nil, wire.Internal(err)
-	}
-	if spec.Mirror.Tees() {
+	case again:
+		// process.spawn.key: a resend of a spawn already done. What the
+		// first request passed is the process's; this one's copies go.
+		// Like a reattach with "mirrored", its spawner keeps the marks.
+		closeMirror(spec.Mirror)
+	case spec.Mirror.Tees():
 		go closeMirrorWhenDone(se, pr, spec.Mirror)
 	}
-	se.s.stats.Spawns.Add(1)
+	if !again {
+		se.s.stats.Spawns.Add(1)
+	}
 	// When the id was reused, this session may still be delivering the
 	// replaced process's frames; they must all precede the reply, so that no
 	// stray frame arrives under the id once the new process is announced.
+	// (A resend answered again may follow that very process already: the
+	// cursor from its first frame replays what it had, which the client
+	// drops by seq.)
 	se.unfollow(p.ID)
 	res := wire.SpawnResult{Success: true}
 	if p.WantPid {

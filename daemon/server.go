@@ -96,7 +96,7 @@ type Config struct {
 	// DisableFeatures are extensions this daemon neither advertises nor
 	// honours, as a daemon from before them (for testing clients' fallbacks):
 	// process.spawn.pipeline, process.spawn.timeout, process.spawn.env.unset,
-	// process.spawn.tty, git.worktree_remove.strict,
+	// process.spawn.tty, process.spawn.key, git.worktree_remove.strict,
 	// git.worktree_create.newbranch, files.extract_tar.options,
 	// git.worktree_create.include, and the methods git.diff, git.commit,
 	// git.merge and git.push (each its own feature).

@@ -44,6 +44,12 @@ import (
 //     the end-of-file character (^D). TERM defaults to xterm-256color when
 //     the environment has none. process.resize {id, rows, cols} resizes it
 //     (the child gets SIGWINCH) and answers {"success":true}.
+//   - process.spawn.key: {"spawnKey": k}. A spawn whose id names a process
+//     still in the registry that was spawned with the same key starts
+//     nothing and answers with that process, which the connection then
+//     follows from its first frame (proc.Registry.SpawnFollowed); spawns
+//     of one id are serialised. A client's resend after a lost connection
+//     is then harmless however late the daemon handles the first request.
 //
 // Allowed commands (Config.AllowCommands, --allow-command) are checked here,
 // for the command and for every stage of a pipeline.
@@ -125,6 +131,9 @@ func (s *Server) spawnSpec(p wire.ProcessParams) (proc.Spec, error) {
 		}
 	}
 	spec.ExitSignal = p.ExitSignal && s.enabled(wire.FeatureSpawnExitSignal)
+	if s.enabled(wire.FeatureSpawnKey) {
+		spec.Key = p.SpawnKey
+	}
 	if p.TimeoutMs != nil && s.enabled(wire.FeatureSpawnTimeout) {
 		if *p.TimeoutMs <= 0 {
 			return spec, wire.InvalidParams("timeoutMs must be a positive number of milliseconds")

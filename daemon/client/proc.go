@@ -35,6 +35,7 @@ type Proc struct {
 	err        error
 	done       chan struct{}
 	spawning   bool // process.spawn not answered yet
+	keyedSpawn bool // the spawn carries a key (process.spawn.key): see isResending
 	reattached bool // a reconnect found it on the daemon
 	stageCodes []int
 	timedOut   bool
@@ -130,11 +131,17 @@ func (p *Proc) settleReplay(res wire.ReattachResult) (skippedTo int64) {
 	return p.lastSeq
 }
 
-// resumed records what a reconnect's reattach found.
+// resumed records what a reconnect's reattach found. For a spawn whose
+// answer the cut lost, that is the process it started, and p follows it
+// as its spawn's answer would have had it: its pid and start time.
 func (p *Proc) resumed(res wire.ReattachResult) {
 	p.mu.Lock()
 	p.reattached = true
+	known := p.identified
 	p.mu.Unlock()
+	if !known {
+		p.identify(res.Pid, res.StartTime)
+	}
 }
 
 func (p *Proc) fail(err error) {
@@ -194,6 +201,17 @@ func (p *Proc) isSpawning() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.spawning
+}
+
+// isResending reports whether p is a spawn that Spawn will send again with
+// its key, should the connection break before the answer: a reconnect then
+// does not look for it. The process under its id may be another, older
+// one (a spawn that never reached the daemon would take it for its own);
+// the resend tells them apart.
+func (p *Proc) isResending() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spawning && p.keyedSpawn
 }
 
 func (p *Proc) finished() bool {

@@ -152,8 +152,8 @@ func (c *Client) resume(ctx context.Context, l link) error {
 	// earliest seq any of its followers needs.
 	for id, procs := range byID {
 		live := slices.DeleteFunc(slices.Clone(procs), (*Proc).finished)
-		if len(live) == 0 {
-			continue
+		if len(live) == 0 || len(live) == 1 && live[0].isResending() {
+			continue // a keyed spawn is Spawn's to send again (a spawn has its id to itself: register)
 		}
 		fromSeq := live[0].LastSeq()
 		mirrored := false
@@ -162,7 +162,8 @@ func (c *Client) resume(ctx context.Context, l link) error {
 			mirrored = mirrored || p.isTeed()
 		}
 		var res wire.ReattachResult
-		params := map[string]any{"id": id, "fromSeq": fromSeq, "notifyGone": true}
+		// wantPid: which process it is (Proc.resumed).
+		params := map[string]any{"id": id, "fromSeq": fromSeq, "wantPid": true, "notifyGone": true}
 		if mirrored {
 			params["mirrored"] = true // see wire.ProcessParams.Mirrored
 		}

@@ -95,6 +95,7 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 	for attempt := 0; ; attempt++ {
 		p := newProc(c, spec.ID, h)
 		p.spawning = true
+		_, p.keyedSpawn = ext.params["spawnKey"]
 		c.register(p)
 		// notifyGone, like wantPid, is ignored by a daemon without it.
 		params := map[string]any{"id": spec.ID, "command": spec.Command, "wantPid": true, "notifyGone": true}
@@ -150,12 +151,22 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		} else {
 			c.unregister(p)
 		}
-		if errors.Is(err, ErrConnectionLost) && attempt == 0 && c.Err() == nil {
-			continue // it never started: the reconnect did not find it
+		if errors.Is(err, ErrConnectionLost) && (attempt == 0 || p.keyedSpawn && attempt < maxSpawnResends) && c.Err() == nil {
+			// Without a key: it never started, as the reconnect did not
+			// find it (unless the daemon handles the first request late,
+			// and then the resend replaces it). With one, the resend
+			// answers with what the first request started, if it did, so
+			// it is safe however often the connection breaks.
+			continue
 		}
 		return nil, err
 	}
 }
+
+// maxSpawnResends bounds how often Spawn sends a keyed spawn again after
+// lost connections: a request that breaks every connection it is sent on
+// would otherwise be sent forever.
+const maxSpawnResends = 8
 
 // spawnSettle bounds how long a cancelled spawn waits for the daemon's
 // answer, to stop what it started.

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -23,6 +25,10 @@ import (
 //     the command under env -u NAME ... (claustrum itself would set them
 //     to ""), so the command runs as "env" on the daemon.
 //   - TTY (process.spawn.tty): cannot be emulated: Spawn fails naming it.
+//   - The spawn key (process.spawn.key), which makes Spawn's resend after a
+//     lost connection idempotent: without it the resend is a plain spawn,
+//     which replaces the first request's process if the daemon handled
+//     that one late.
 
 // spawnExt is what Spawn adds to process.spawn for the extensions.
 type spawnExt struct {
@@ -91,6 +97,16 @@ func (c *Client) prepareSpawn(ctx context.Context, spec *SpawnSpec) (spawnExt, e
 	if ext.pipeline {
 		ext.params["pipeline"] = spec.Pipeline
 	}
+	// One key per Spawn, the same on its resend after a lost connection
+	// (process.spawn.key): the daemon may handle the first request after
+	// the reconnect looked for the process, and the resend must then find
+	// that process rather than replace it. Without the feature the resend
+	// is a plain spawn again, as it always was.
+	if ok, err := c.HasFeature(ctx, wire.FeatureSpawnKey); err != nil {
+		return ext, err
+	} else if ok {
+		ext.params["spawnKey"] = newSpawnKey()
+	}
 	// Always asked where the daemon can: which signal ended a process
 	// (ExitSignal) is what tells a crash or the OOM killer from the rest.
 	if ok, err := c.HasFeature(ctx, wire.FeatureSpawnExitSignal); err != nil {
@@ -99,6 +115,14 @@ func (c *Client) prepareSpawn(ctx context.Context, spec *SpawnSpec) (spawnExt, e
 		ext.params["exitSignal"] = true
 	}
 	return ext, nil
+}
+
+// newSpawnKey returns a process.spawn.key: 16 random hex digits, which no
+// other spawn of the id will pick.
+func newSpawnKey() string {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 // apply adds the extension members to process.spawn's params.

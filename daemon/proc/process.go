@@ -20,6 +20,7 @@ type Process struct {
 	StartTime float64 // the daemon's wall clock at spawn, epoch seconds
 	Log       *streamlog.Log
 
+	key     string      // Spec.Key: a spawn with the same key answers with this process (process.spawn.key)
 	cmds    []*exec.Cmd // one per pipeline stage, else one; cmds[0] leads the group
 	outputs []output    // the daemon's read ends: stdout and stderr, a pipeline's or a terminal's
 	ext     extState    // pipeline, terminal and timeout state (ext.go)

@@ -100,6 +100,10 @@ type Registry struct {
 	// the flag are guarded by mu.
 	spawning sync.WaitGroup
 	shutting bool
+	// starting holds, for each id a SpawnFollowed is starting, what is
+	// closed once it is in procs or failed: the next spawn of the id
+	// waits for it (awaitSpawnOf). Guarded by mu.
+	starting map[string]chan struct{}
 
 	// strays are the groups reaped leaders left members in, for Shutdown
 	// (strays.go); guarded by mu.
@@ -129,7 +133,7 @@ func NewRegistry(opt Options) *Registry {
 	if opt.ReplayMemTotal <= 0 {
 		opt.ReplayMemTotal = defaultReplayMemTotal
 	}
-	r := &Registry{opt: opt, procs: make(map[string]*Process), stopping: make(chan struct{})}
+	r := &Registry{opt: opt, procs: make(map[string]*Process), starting: make(map[string]chan struct{}), stopping: make(chan struct{})}
 	r.opt.Log.Recycle = r.putBuf
 	r.opt.Log.OnDisk = r.spilledChanged
 	if r.opt.Log.WriteSlots == nil {

@@ -40,6 +40,11 @@ type Spec struct {
 	// Mirror is where the spawner wants the child's output written as it
 	// is read (see mirror.Spec): pipes it passed with process.spawn.
 	Mirror mirror.Spec
+
+	// Key, when set, makes the spawn idempotent (process.spawn.key): a
+	// process the registry still has under ID with the same Key is the one
+	// this spawn meant, and nothing starts (see SpawnFollowed).
+	Key string
 }
 
 // Spawn starts a process. A live process with the same id is torn down first
@@ -54,8 +59,61 @@ func (r *Registry) Spawn(spec Spec) (*Process, error) {
 // caller takes to start reading, nothing is dropped before the caller's
 // subscription (the log holds the child back instead). The caller must
 // close the cursor.
-func (r *Registry) SpawnFollowed(spec Spec) (*Process, *streamlog.Cursor, error) {
-	return r.spawn(spec, true)
+//
+// With spec.Key set, a process the registry has under spec.ID (running or
+// exited and retained) that was spawned with the same key is returned
+// instead, with again set and a cursor from its first retained frame:
+// nothing is started, and spec's passed descriptors are the caller's to
+// close.
+func (r *Registry) SpawnFollowed(spec Spec) (p *Process, cur *streamlog.Cursor, again bool, err error) {
+	r.mu.Lock()
+	if err := r.awaitSpawnOf(spec); err != nil {
+		r.mu.Unlock()
+		return nil, nil, false, err
+	}
+	if old := r.procs[spec.ID]; spec.Key != "" && old != nil && old.key == spec.Key {
+		r.mu.Unlock()
+		r.opt.Logger.Info("spawn answered again", "id", spec.ID, "pid", old.Pid)
+		return old, old.Log.NewCursor(0), true, nil
+	}
+	done := r.claimSpawnOf(spec.ID)
+	r.mu.Unlock()
+	defer done()
+	p, cur, err = r.spawn(spec, true)
+	return p, cur, false, err
+}
+
+// awaitSpawnOf waits, with r.mu held (it lets go of it meanwhile), until no
+// spawn of spec.ID is under way: spawns of one id are serialised, so that
+// two requests with one key (a client's spawn and its resend) cannot both
+// start a process, the second replacing the first. It fails once the
+// registry is shutting down.
+func (r *Registry) awaitSpawnOf(spec Spec) error {
+	for {
+		if r.shutting {
+			return fmt.Errorf("spawn %s: the daemon is shutting down", spec.Command)
+		}
+		busy, ok := r.starting[spec.ID]
+		if !ok {
+			return nil
+		}
+		r.mu.Unlock()
+		<-busy
+		r.mu.Lock()
+	}
+}
+
+// claimSpawnOf marks a spawn of id under way, with r.mu held, and returns
+// what ends it (called without r.mu).
+func (r *Registry) claimSpawnOf(id string) (done func()) {
+	busy := make(chan struct{})
+	r.starting[id] = busy
+	return func() {
+		r.mu.Lock()
+		delete(r.starting, id)
+		r.mu.Unlock()
+		close(busy)
+	}
 }
 
 func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, error) {
@@ -170,6 +228,7 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Process{
 		ID:        spec.ID,
+		key:       spec.Key,
 		Command:   spec.Command,
 		Args:      append([]string(nil), spec.Args...),
 		Pid:       cmds[0].Process.Pid,

@@ -157,6 +157,14 @@ const (
 	// spawner nobody else can follow the process through (sous exec on its
 	// embedded daemon). A terminal's child cannot take them.
 	FeatureSpawnMirrorDirect = "process.spawn.mirror.direct"
+	// process.spawn {"spawnKey": k}: a spawn whose id names a process the
+	// daemon still has (running or exited) that was spawned with the same
+	// key starts nothing: it answers as that spawn did and follows that
+	// process from its first frame. A client sends one key per spawn it
+	// means, the same on a resend after a lost connection, so the resend
+	// cannot replace (kill) the process the first request started when
+	// the daemon handled it late. Spawns of one id are serialised.
+	FeatureSpawnKey = "process.spawn.key"
 
 	// git.worktree_remove {"strict": true}: instead of removing whatever is
 	// at worktreePath (the contract's lenient default), the daemon removes
@@ -377,6 +385,7 @@ type ProcessParams struct {
 	Sandbox  *Sandbox   `json:"sandbox,omitempty"`  // process.spawn.sandbox; absent or null: unsandboxed
 	Mirror   []string   `json:"mirror,omitempty"`   // process.spawn.mirror(.stdin): the streams of the passed descriptors, in order
 	Direct   bool       `json:"direct,omitempty"`   // process.spawn.mirror.direct: the passed stdout and stderr are the child's own
+	SpawnKey string     `json:"spawnKey,omitempty"` // process.spawn.key: a resend with the same key answers, it does not spawn again
 	// process.reattach by the spawner of a mirrored process, on a new
 	// connection (process.spawn.mirror): it has what the daemon mirrored,
 	// so those frames come marked, without data, as on the spawn's.
