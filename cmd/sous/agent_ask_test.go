@@ -450,9 +450,8 @@ func TestAskSurvivesReconnects(t *testing.T) {
 	cfg.StateDir = t.TempDir() // exact replay of the CLI's output across the cuts
 	sock, _ := socketDaemon(t, "tok", cfg)
 	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinLife: 200 * time.Millisecond, MaxLife: 600 * time.Millisecond})
-	// The cuts start once the request waits: what is tested is the wait.
-	// (A cut while the CLI's spawn is in flight can still make the retried
-	// spawn replace the first: a known race of spawn across reconnects.)
+	// The cuts start once the request waits: what is tested is the wait
+	// (spawns across cuts are daemon/client's spawn_once_test.go).
 	proxy.Pause()
 	c := dialDaemon(t, sock, "tok")
 	r := w.startRecipe(askRecipe, "-a", "n=1", "--socket", proxy.Path(), "--token-file", tokenFile(t, "tok"), "--ask", "--json")
