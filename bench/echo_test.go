@@ -27,6 +27,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if mode := os.Getenv(wsRelayEnv); mode != "" {
+		if err := wsRelayMain(mode); err != nil {
+			os.Stderr.WriteString("ws relay: " + err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

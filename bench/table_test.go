@@ -3,7 +3,7 @@
 //
 //	make bench                                  # the whole table (several minutes)
 //	SOUS_BENCH_TABLE=1 SOUS_BENCH_REPEATS=3 go test ./bench -run TestTable -v -timeout 60m
-//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket socket-frames protocol rss ping spawn start extract children fanout live sessions
+//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket socket-frames protocol ws ssh rss ping spawn start extract children fanout live sessions
 //
 // Every figure is a ratio against a baseline measured in the same run, as
 // the median of interleaved repeats: the machines are shared and noisy, so
@@ -28,7 +28,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
@@ -58,6 +57,8 @@ func TestTable(t *testing.T) {
 		{"exec-socket", func(t *testing.T) row { return e.execStream(t, true) }},
 		{"socket-frames", e.socketFrames},
 		{"protocol", e.protocolClient},
+		{"ws", e.wsStream},
+		{"ssh", e.sshStream},
 		{"rss", e.peakRSS},
 		{"ping", e.ping},
 		{"spawn", e.spawnExit},
@@ -328,46 +329,6 @@ func callRate(t *testing.T, n int, d time.Duration, setup func() func() error) f
 	}
 	wg.Wait()
 	return float64(total.Load()) / d.Seconds()
-}
-
-func (e *env) spawnExit(t *testing.T) row {
-	srv, err := daemon.New(daemon.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c := client.Embedded(srv)
-	defer c.Close()
-	ctx := context.Background()
-	const n = 200
-	i := 0
-	viaDaemon := func() time.Duration {
-		start := time.Now()
-		for range n {
-			i++
-			p, err := c.Spawn(ctx, client.SpawnSpec{ID: "t" + strconv.Itoa(i), Command: "/bin/true"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return time.Since(start)
-	}
-	osExec := func() time.Duration {
-		start := time.Now()
-		for range n {
-			if err := exec.Command("/bin/true").Run(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return time.Since(start)
-	}
-	tb, ts := e.interleave(t, osExec, viaDaemon)
-	ratio := ts.Seconds() / tb.Seconds()
-	return row{figure: "process spawn to exit frame (`/bin/true`)", baseline: "`os/exec` Run in a Go loop", target: "within 1.5x",
-		result: fmt.Sprintf("%.2fx (%.2f vs %.2f ms each)", ratio, ts.Seconds()*1000/n, tb.Seconds()*1000/n), ok: ratio <= 1.5}
 }
 
 func (e *env) recipeStart(t *testing.T) row {

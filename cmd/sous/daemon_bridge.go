@@ -47,15 +47,27 @@ func daemonBridgeRun(opts *DaemonBridgeOptions) error {
 	defer conn.Close()
 	done := make(chan struct{})
 	go func() {
-		io.Copy(conn, streams.In)
+		relay(conn, streams.In)
 		// The client finished sending; let the daemon finish answering.
 		if uc, ok := conn.(*net.UnixConn); ok {
 			uc.CloseWrite()
 		}
 		close(done)
 	}()
-	if _, err := io.Copy(streams.Out, conn); err != nil && !errors.Is(err, net.ErrClosed) {
+	if _, err := relay(streams.Out, conn); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("bridge: %w", err)
 	}
 	return nil
+}
+
+// relayBuffer is what one read of the relay takes: the daemon writes its
+// frames in batches of up to a few hundred KiB.
+const relayBuffer = 256 << 10
+
+// relay copies src to dst with plain reads and writes. io.Copy between a
+// socket and a file splices through a pipe of its own, which on the answers'
+// side (the daemon's socket into sshd's pipe) took the bridge 2.7 s of CPU
+// to move 340 MB, 57% of a CPU, most of it in splice(2) itself.
+func relay(dst io.Writer, src io.Reader) (int64, error) {
+	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, make([]byte, relayBuffer))
 }

@@ -26,7 +26,7 @@ import (
 const testToken = "t0ken with spaces "
 
 // startDaemon serves a real daemon on a temp socket and returns its path.
-func startDaemon(t *testing.T, cfg daemon.Config) string {
+func startDaemon(t testing.TB, cfg daemon.Config) string {
 	t.Helper()
 	cfg.Token = testToken
 	if cfg.StateDir == "" {

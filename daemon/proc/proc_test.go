@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -418,6 +419,57 @@ func TestChildStdioBlocking(t *testing.T) {
 		}
 		if exit := all[len(all)-1]; exit.ExitCode != 0 {
 			t.Errorf("%s: exit frame %+v", p.ID, exit)
+		}
+	}
+}
+
+// A running child costs the daemon three goroutines: its supervisor, which
+// reaps it too, and a reader for each of stdout and stderr. It cost five
+// while the reaping and the stdin writer had one each (the writer now starts
+// with the first data): each one more to start, park and wake on the path
+// from a child's exit to its exit frame, and a stack while it runs. Stdin
+// still reaches the child, and closing it unwritten still ends it.
+func TestRunningChildGoroutines(t *testing.T) {
+	r := newTestRegistry(t)
+	settle := func() int {
+		time.Sleep(100 * time.Millisecond) // the readers are parked by now
+		return runtime.NumGoroutine()
+	}
+	before := settle()
+	const n = 50
+	ps := make([]*Process, n)
+	for i := range ps {
+		var err error
+		ps[i], err = r.Spawn(Spec{ID: fmt.Sprint(i), Command: "cat"})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if per := float64(settle()-before) / n; per > 3 {
+		t.Errorf("a running child holds %.2f goroutines, want at most 3", per)
+	}
+	for i, p := range ps {
+		if i%2 == 0 {
+			if _, _, err := p.WriteStdin(context.Background(), []byte("hello\n"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.CloseStdin()
+	}
+	for i, p := range ps {
+		fs := frames(t, p)
+		want := map[bool]string{true: "hello\n", false: ""}[i%2 == 0]
+		var out []byte
+		for _, f := range fs {
+			if f.Stream == wire.Stdout {
+				out = append(out, f.Data...)
+			}
+		}
+		if got := string(out); got != want {
+			t.Errorf("%s: stdout %q, want %q", p.ID, got, want)
+		}
+		if last := fs[len(fs)-1]; last.Stream != wire.Exit || last.ExitCode != 0 {
+			t.Errorf("%s: exit frame %+v", p.ID, last)
 		}
 	}
 }

@@ -223,7 +223,7 @@ func (r *Registry) start(cmd *exec.Cmd, sb *sandbox.Policy) error {
 }
 
 // launch registers a started process and starts its goroutines: stdin,
-// output, reaping (and its timeout).
+// output and reaping (and its timeout).
 func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW io.WriteCloser, follow bool) (*Process, *streamlog.Cursor, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Process{
@@ -271,14 +271,21 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 				p.stdin.shrink = r.releasePipe
 			}
 		}
-		r.wg.Add(1)
-		go func() { defer r.wg.Done(); p.stdin.run(stdinW) }()
+		r.wg.Add(1) // the writer's, or the pipe's close if it never starts
+		writer := func() { go func() { defer r.wg.Done(); p.stdin.run(stdinW) }() }
+		if _, ok := stdinW.(*os.File); ok {
+			// A pipe: closing it never blocks, so a writer that never
+			// started can have it closed under the queue's lock. (A
+			// terminal's input is closed by writing ^D, which may wait.)
+			p.stdin.deferWriter(writer, func() { stdinW.Close(); r.wg.Done() })
+		} else {
+			writer()
+		}
 	} else {
 		p.stdin.passed()
 	}
-	r.wg.Add(2)
-	go func() { defer r.wg.Done(); r.supervise(p) }()
-	go func() { defer r.wg.Done(); p.reap(r.addStrays) }()
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); r.supervise(p) }() // reaps it too
 	if spec.Timeout > 0 {
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); r.enforceTimeout(p, spec.Timeout) }() // ext.go

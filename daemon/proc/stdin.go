@@ -11,7 +11,11 @@ import (
 
 // stdinQueue accepts stdin data with the exactly-once offset contract and
 // feeds it to the child from its own goroutine, so a child that does not read
-// its stdin never blocks a request for longer than the queue's bound.
+// its stdin never blocks a request for longer than the queue's bound. That
+// goroutine starts with the first data (see deferWriter): most children are
+// never written to, and each would have cost a goroutine to start, park and
+// wake at its exit, on the path to its exit frame, and a parked stack while
+// it ran.
 //
 // applied is the count of bytes accepted for delivery (the contract's
 // high-water mark); it advances when data is queued, not when the child reads
@@ -27,6 +31,10 @@ type stdinQueue struct {
 	foreign bool  // the child's stdin was passed by its spawner (mirror.Spec.Stdin): nothing to write to
 	limit   int
 	w       io.WriteCloser // the pipe, once run has started
+
+	// startWriter starts run on the pipe; letGo closes the pipe instead,
+	// when the writer never started. Both are nil once either has run.
+	startWriter, letGo func()
 
 	// recycle, when set, takes back each chunk once it is written or
 	// dropped (Registry.putStdinBuf): the buffers the requests were decoded
@@ -58,6 +66,33 @@ func newStdinQueue(limit int) *stdinQueue {
 		limit = defaultStdinQueueLimit
 	}
 	return &stdinQueue{notify: make(chan struct{}), limit: limit}
+}
+
+// deferWriter arranges for start to begin feeding the pipe once there is
+// data to write, and for letGo to close it if that never happens (stdin
+// closed with nothing queued, or the writer stopped).
+func (q *stdinQueue) deferWriter(start, letGo func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.startWriter, q.letGo = start, letGo
+}
+
+// wakeWriter starts the writer if it has not started. Called with mu held.
+func (q *stdinQueue) wakeWriter() {
+	if start := q.startWriter; start != nil {
+		q.startWriter, q.letGo = nil, nil
+		start()
+	}
+}
+
+// closeIdle closes the pipe of a writer that never started. Called with mu
+// held.
+func (q *stdinQueue) closeIdle() {
+	if letGo := q.letGo; letGo != nil {
+		q.startWriter, q.letGo = nil, nil
+		q.dead = true
+		letGo()
+	}
 }
 
 func (q *stdinQueue) broadcast() {
@@ -110,6 +145,7 @@ func (q *stdinQueue) Offer(ctx context.Context, data []byte, offset *int64) (app
 		// The caller's buffer is ours: it was decoded for this request.
 		q.chunks = append(q.chunks, data)
 		q.queued += len(data)
+		q.wakeWriter()
 		q.broadcast()
 	}
 	return q.applied, false, nil
@@ -128,6 +164,9 @@ func (q *stdinQueue) Close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closing = true
+	if len(q.chunks) == 0 {
+		q.closeIdle() // nothing to write: the child sees EOF now
+	}
 	q.broadcast()
 }
 
@@ -147,6 +186,7 @@ func (q *stdinQueue) stop() {
 	defer q.mu.Unlock()
 	q.dead = true
 	q.drop()
+	q.closeIdle()
 	if d, ok := q.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
 		d.SetWriteDeadline(time.Now())
 	}

@@ -7,7 +7,10 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
-// supervise reads the output pipes until they end, then appends the exit frame.
+// supervise reads the output pipes until they end and reaps the child, then
+// appends the exit frame. It reaps on its own goroutine rather than waiting
+// for another's: one goroutine fewer to start and wake for every child, on
+// the path from its exit to its exit frame.
 //
 // After the child exits, descendants may still hold its pipes open (a shell
 // that started something in the background). Output keeps flowing while they
@@ -19,7 +22,7 @@ func (r *Registry) supervise(p *Process) {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.readPipe(p, o) }()
 	}
-	<-p.reapedCh
+	p.reap(r.addStrays) // closes reapedCh
 	for _, o := range p.outputs {
 		o.f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))
 	}
