@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -165,7 +163,8 @@ func (e *env) sshStream(t *testing.T) row {
 	}
 	size := e.remoteSize()
 	d := e.startDaemon(t)
-	ssh, port := e.startSSHD(t)
+	sshd := testutil.StartSSHD(t)
+	ssh, port := sshd.Command, sshd.Port
 	raw := fmt.Sprintf("%s -p %d root@127.0.0.1 head -c %s /dev/zero > /dev/null", ssh, port, size)
 	via := fmt.Sprintf("%s exec --remote ssh://root@127.0.0.1:%d%s -- head -c %s /dev/zero > /dev/null", e.bin, port, d.socket, size)
 	env := []string{"SOUS_SSH_COMMAND=" + ssh, "SOUS_BRIDGE_CMD=" + e.bin + " daemon bridge --socket", "SOUS_TOKEN=" + d.token}
@@ -180,56 +179,6 @@ func (e *env) sshStream(t *testing.T) row {
 	return row{figure: figure, baseline: baseline, target: target,
 		result: fmt.Sprintf("%.2fx (%.0f MB/s)", ratio, float64(e.bytes/4)/median(times).Seconds()/1e6),
 		ok:     ratio >= 0.7}
-}
-
-// startSSHD starts an OpenSSH server on a loopback port with keys made for
-// the run (as cmd/sous's ssh tests do), and returns the ssh command that
-// logs in to it and its port.
-func (e *env) startSSHD(t *testing.T) (ssh string, port int) {
-	dir := testutil.ShortTempDir(t)
-	for _, k := range []string{"host_key", "user_key"} {
-		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k)).CombinedOutput(); err != nil {
-			t.Fatalf("ssh-keygen: %v\n%s", err, out)
-		}
-	}
-	pub, err := os.ReadFile(filepath.Join(dir, "user_key.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
-	addr := freeAddr(t)
-	_, p, _ := net.SplitHostPort(addr)
-	port, _ = strconv.Atoi(p)
-	config := fmt.Sprintf("Port %d\nListenAddress 127.0.0.1\nHostKey %s/host_key\nAuthorizedKeysFile %s/authorized_keys\n"+
-		"PidFile %s/sshd.pid\nStrictModes no\nUsePAM no\nPermitRootLogin yes\nPasswordAuthentication no\n"+
-		"KbdInteractiveAuthentication no\nLogLevel ERROR\n", port, dir, dir, dir)
-	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sshd did not start: %s", log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	ssh = "ssh -i " + dir + "/user_key -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
-	return ssh, port
 }
 
 func freeAddr(t *testing.T) string {

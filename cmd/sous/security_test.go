@@ -46,7 +46,7 @@ func TestDaemonStartKeepsTheTokenSecret(t *testing.T) {
 	args := []string{"daemon", "start", "--socket", sock, "--token-fd", "0", "--state-dir", filepath.Join(dir, "state"), "--log-file", logFile}
 	metricsURL := ""
 	if help, _ := exec.Command(bin, "daemon", "serve", "--help").CombinedOutput(); bytes.Contains(help, []byte("--metrics-addr")) {
-		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 		args = append(args, "--metrics-addr", addr)
 		metricsURL = "http://" + addr + "/metrics"
 	}

@@ -30,64 +30,17 @@ type sshFixture struct {
 
 func newSSHFixture(t *testing.T) *sshFixture {
 	t.Helper()
-	sshd := "/usr/sbin/sshd"
-	if _, err := os.Stat(sshd); err != nil {
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
 		t.Skip("openssh-server is not installed (.ci/run installs it): skipping the ssh transport tests")
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("the ssh fixture logs in as the current user with sshd's root-only privilege separation: run as root")
 	}
 	bin := sousBinary(t)
-	dir := testutil.ShortTempDir(t)
-	run := func(name string, args ...string) {
-		t.Helper()
-		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-		}
-	}
-	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, "host_key"))
-	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, "user_key"))
-	pub, err := os.ReadFile(filepath.Join(dir, "user_key.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
+	sshd := testutil.StartSSHD(t)
+	dir, port := sshd.Dir, sshd.Port
 
-	port := freePort(t)
-	config := fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
-HostKey %s/host_key
-AuthorizedKeysFile %s/authorized_keys
-PidFile %s/sshd.pid
-StrictModes no
-UsePAM no
-PermitRootLogin yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-LogLevel ERROR
-`, port, dir, dir, dir)
-	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
-	var sshdLog bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &sshdLog, &sshdLog
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("sshd log:\n%s", sshdLog.String())
-		}
-	})
-	waitForPort(t, port)
-
-	f := &sshFixture{bin: bin, port: port, socket: filepath.Join(dir, "d.sock"), token: "ssh-test-token", sshdPID: cmd.Process.Pid}
+	f := &sshFixture{bin: bin, port: port, socket: filepath.Join(dir, "d.sock"), token: "ssh-test-token", sshdPID: sshd.Pid}
 	// The daemon: a standalone one the ssh bridge relays to.
 	tokFile := filepath.Join(dir, "tok")
 	os.WriteFile(tokFile, []byte(f.token+"\n"), 0o600)
@@ -116,7 +69,7 @@ LogLevel ERROR
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	sshCmd := fmt.Sprintf("ssh -i %s/user_key -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR", dir)
+	sshCmd := sshd.Command
 	f.env = append(os.Environ(),
 		"SOUS_SSH_COMMAND="+sshCmd,
 		"SOUS_BRIDGE_CMD="+bin+" daemon bridge --socket",
@@ -124,29 +77,6 @@ LogLevel ERROR
 	)
 	f.remote = fmt.Sprintf("ssh://root@127.0.0.1:%d%s", port, f.socket)
 	return f
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func waitForPort(t *testing.T, port int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on port %d", port)
 }
 
 // sous runs the binary with the fixture's environment.
@@ -185,7 +115,7 @@ func TestSSHExec(t *testing.T) {
 		t.Fatalf("wrong token: %v %s", err, b)
 	}
 	// An unreachable host: one line naming ssh's complaint.
-	cmd = exec.Command(f.bin, "rpc", "--remote", fmt.Sprintf("ssh://root@127.0.0.1:%d/x.sock", freePort(t)), "server.ping")
+	cmd = exec.Command(f.bin, "rpc", "--remote", fmt.Sprintf("ssh://root@127.0.0.1:%d/x.sock", testutil.FreePort(t)), "server.ping")
 	cmd.Env = f.env
 	b, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "ssh:") {
