@@ -244,35 +244,13 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string in one pass, without
 // allocating; bytes that are not UTF-8 become U+FFFD, as with encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = appendEscaped(append(b, s[start:i]...), c)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(append(b, s[start:]...), '"')
-}
+func appendJSONString(b []byte, s string) []byte { return appendJSONText(b, s) }
 
 // appendJSONBytes is appendJSONString for bytes (output data), without
 // making a string of them.
-func appendJSONBytes(b []byte, s []byte) []byte {
+func appendJSONBytes(b []byte, s []byte) []byte { return appendJSONText(b, s) }
+
+func appendJSONText[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -286,7 +264,9 @@ func appendJSONBytes(b []byte, s []byte) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
+		// At most 4 bytes: for []byte the conversion uses a buffer on the
+		// stack, for a string it is no conversion at all.
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			b = append(append(b, s[start:i]...), `\ufffd`...)
 			i++

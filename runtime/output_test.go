@@ -144,6 +144,16 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// Output data is the hot path: no allocation, multi-byte and invalid
+// UTF-8 included. (Not parallel: AllocsPerRun counts the whole process.)
+func TestAppendJSONBytesAllocatesNothing(t *testing.T) {
+	data := []byte("é ✓ 🙂 bad\xffutf8\xc3 \x01 plain")
+	buf := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() { buf = appendJSONBytes(buf[:0], data) }); n != 0 {
+		t.Errorf("appendJSONBytes allocates %v times", n)
+	}
+}
+
 // TestApprovalLineEscapesControlCharacters: the approval line on stderr
 // shows what the request carried, control characters escaped, so a
 // command cannot redraw the line as something else.
