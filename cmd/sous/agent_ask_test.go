@@ -499,13 +499,13 @@ func TestAskNotifies(t *testing.T) {
 	}
 	r.wait(t).expect(t, 0, "turn 0: denials 0: done 0", "approval: allow Bash touch got-0 (by remote)")
 	var approvalsSeen []map[string]any
-	for _, p := range hook.got() {
+	for _, p := range hook.Payloads() {
 		if p["event"] == "approval" {
 			approvalsSeen = append(approvalsSeen, p)
 		}
 	}
 	if len(approvalsSeen) != 1 {
-		t.Fatalf("approval notifications: %v", hook.got())
+		t.Fatalf("approval notifications: %v", hook.Payloads())
 	}
 	p := approvalsSeen[0]
 	if ap, _ := p["approval"].(map[string]any); ap["id"] != a.ID || ap["tool"] != "Bash" {

@@ -2,56 +2,32 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
-// hookServer is a local HTTP server that keeps the JSON objects POSTed to
-// it; hold, when set, makes it never answer (until the test ends).
-type hookServer struct {
-	*httptest.Server
-	mu       sync.Mutex
-	payloads []map[string]any
-}
-
-func newHookServer(t *testing.T, hold bool) *hookServer {
+// newHookServer is a webhook for --notify; hold makes it never answer
+// (until the test ends).
+func newHookServer(t *testing.T, hold bool) *testutil.Webhook {
 	t.Helper()
+	if !hold {
+		return testutil.NewWebhook(t, nil)
+	}
 	release := make(chan struct{})
-	h := &hookServer{}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hold {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-			return
+	h := testutil.NewWebhook(t, func(w http.ResponseWriter, r *http.Request) bool {
+		select {
+		case <-release:
+		case <-r.Context().Done():
 		}
-		body, _ := io.ReadAll(r.Body)
-		var m map[string]any
-		if r.Method != http.MethodPost || json.Unmarshal(body, &m) != nil {
-			t.Errorf("%s %s with %q, want a POST of a JSON object", r.Method, r.URL, body)
-		}
-		h.mu.Lock()
-		h.payloads = append(h.payloads, m)
-		h.mu.Unlock()
-	}))
-	t.Cleanup(func() {
-		close(release)
-		h.Close()
+		return false
 	})
+	t.Cleanup(func() { close(release) }) // before the server closes: cleanups run last first
 	return h
-}
-
-func (h *hookServer) got() []map[string]any {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]map[string]any(nil), h.payloads...)
 }
 
 // TestRunNotifyEnd: a run that finishes POSTs one "end" notification to
@@ -62,8 +38,8 @@ func TestRunNotifyEnd(t *testing.T) {
 	a, b := newHookServer(t, false), newHookServer(t, false)
 	o, dir := runStar(t, "print(\"hi\")\nrun(\"true\")\n", "--notify", a.URL+"/hook?k=1", "--notify", b.URL)
 	o.expect(t, 0, "hi")
-	for _, h := range []*hookServer{a, b} {
-		got := h.got()
+	for _, h := range []*testutil.Webhook{a, b} {
+		got := h.Payloads()
 		if len(got) != 1 {
 			t.Fatalf("%s got %d notifications, want 1: %v", h.URL, len(got), got)
 		}
@@ -77,7 +53,7 @@ func TestRunNotifyEnd(t *testing.T) {
 			t.Errorf("notification %v", p)
 		}
 	}
-	if a.got()[0]["run"].(map[string]any)["id"] != b.got()[0]["run"].(map[string]any)["id"] {
+	if a.Payloads()[0]["run"].(map[string]any)["id"] != b.Payloads()[0]["run"].(map[string]any)["id"] {
 		t.Error("the two URLs were told of different runs")
 	}
 }
@@ -89,7 +65,7 @@ func TestRunNotifyFailed(t *testing.T) {
 	h := newHookServer(t, false)
 	o, _ := runStar(t, "print(\"hi\")\nfail(\"boom\")\n", "--notify", h.URL)
 	o.expect(t, 1, "boom")
-	got := h.got()
+	got := h.Payloads()
 	if len(got) != 1 {
 		t.Fatalf("got %d notifications, want 1: %v", len(got), got)
 	}
@@ -103,7 +79,7 @@ func TestRunNotifyFailed(t *testing.T) {
 	h = newHookServer(t, false)
 	o, _ = runStar(t, "x = (\n", "--notify", h.URL)
 	o.expect(t, 2)
-	if got := h.got(); len(got) != 1 || got[0]["event"] != "failed" || got[0]["end"].(map[string]any)["status"] != "error" {
+	if got := h.Payloads(); len(got) != 1 || got[0]["event"] != "failed" || got[0]["end"].(map[string]any)["status"] != "error" {
 		t.Errorf("notifications of a refused recipe: %v", got)
 	}
 }
@@ -116,7 +92,7 @@ func TestRunNotifyRedacts(t *testing.T) {
 	h := newHookServer(t, false)
 	o, _ := runStar(t, "redact(args[\"token\"])\nfail(\"rejected \" + args[\"token\"])\n", "-a", "token=tok-77c1e0", "--notify", h.URL)
 	o.expect(t, 1, "rejected ***")
-	got := h.got()
+	got := h.Payloads()
 	if len(got) != 1 {
 		t.Fatalf("got %d notifications, want 1", len(got))
 	}

@@ -2,52 +2,15 @@ package notify
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime/event"
 )
-
-// receiver is a local HTTP server that keeps what was POSTed to it.
-type receiver struct {
-	*httptest.Server
-	mu       sync.Mutex
-	payloads []map[string]any
-	headers  []http.Header
-}
-
-func newReceiver(t *testing.T, handler func(w http.ResponseWriter, r *http.Request) bool) *receiver {
-	t.Helper()
-	rc := &receiver{}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if handler != nil && !handler(w, r) {
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var m map[string]any
-		if err := json.Unmarshal(body, &m); err != nil {
-			t.Errorf("the body is not a JSON object: %q", body)
-		}
-		rc.mu.Lock()
-		rc.payloads = append(rc.payloads, m)
-		rc.headers = append(rc.headers, r.Header.Clone())
-		rc.mu.Unlock()
-	}))
-	t.Cleanup(rc.Close)
-	return rc
-}
-
-func (rc *receiver) got() []map[string]any {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]map[string]any(nil), rc.payloads...)
-}
 
 // TestSinkNotifies: on a real bus, a request decided without asking (no
 // id) is not notified; one that waits for a person is, with its id,
@@ -66,7 +29,7 @@ func TestSinkNotifies(t *testing.T) {
 	} {
 		t.Run(tc.end.Status, func(t *testing.T) {
 			t.Parallel()
-			a, b := newReceiver(t, nil), newReceiver(t, nil)
+			a, b := testutil.NewWebhook(t, nil), testutil.NewWebhook(t, nil)
 			n, err := New(Options{URLs: []string{a.URL + "/hook", b.URL}, Timeout: 5 * time.Second, UserAgent: "sous/test"})
 			if err != nil {
 				t.Fatal(err)
@@ -82,8 +45,8 @@ func TestSinkNotifies(t *testing.T) {
 			if reports := n.Close(); len(reports) != 2 || !reports[0].OK() || !reports[1].OK() || reports[0].Sent != 2 {
 				t.Fatalf("reports %+v, want 2 sent to each", reports)
 			}
-			for _, rc := range []*receiver{a, b} {
-				got := rc.got()
+			for _, rc := range []*testutil.Webhook{a, b} {
+				got := rc.Payloads()
 				if len(got) != 2 {
 					t.Fatalf("%s got %d notifications, want 2: %v", rc.URL, len(got), got)
 				}
@@ -103,7 +66,7 @@ func TestSinkNotifies(t *testing.T) {
 				if tc.end.Error != "" && (e["error"] != tc.end.Error || !strings.Contains(end["text"].(string), tc.end.Error)) {
 					t.Errorf("end notification %v lacks the error %q", end, tc.end.Error)
 				}
-				if h := rc.headers[0]; h.Get("Content-Type") != "application/json" || h.Get("User-Agent") != "sous/test" {
+				if h := rc.Headers()[0]; h.Get("Content-Type") != "application/json" || h.Get("User-Agent") != "sous/test" {
 					t.Errorf("headers %v", h)
 				}
 			}
@@ -117,7 +80,7 @@ func TestSinkNotifies(t *testing.T) {
 // summary, the error or the text.
 func TestSinkRedacts(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, nil)
+	rc := testutil.NewWebhook(t, nil)
 	n, err := New(Options{URLs: []string{rc.URL}})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +93,7 @@ func TestSinkRedacts(t *testing.T) {
 	bus.Publish(&event.Pending{Approval: event.Approval{ID: "req-1", Kind: "tool", Tool: "Bash", Summary: "curl -H " + secret}})
 	bus.Publish(&event.End{Status: "failed", ExitCode: 1, Error: "bad token " + secret})
 	n.Close()
-	got := rc.got()
+	got := rc.Payloads()
 	if len(got) != 2 {
 		t.Fatalf("got %d notifications, want 2", len(got))
 	}
@@ -153,7 +116,7 @@ func TestSendNeverBlocks(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
-	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) bool {
+	rc := testutil.NewWebhook(t, func(w http.ResponseWriter, r *http.Request) bool {
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -208,8 +171,8 @@ func TestUnreachable(t *testing.T) {
 // and count as failures saying why.
 func TestRedirects(t *testing.T) {
 	t.Parallel()
-	other := newReceiver(t, nil)
-	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) bool {
+	other := testutil.NewWebhook(t, nil)
+	rc := testutil.NewWebhook(t, func(w http.ResponseWriter, r *http.Request) bool {
 		switch r.URL.Path {
 		case "/same":
 			http.Redirect(w, r, "/final", http.StatusTemporaryRedirect)
@@ -232,7 +195,7 @@ func TestRedirects(t *testing.T) {
 	if r := reports[0]; !r.OK() || r.Sent != 1 {
 		t.Errorf("same-host 307: %+v", r)
 	}
-	if got := rc.got(); len(got) != 1 || got[0]["event"] != "end" {
+	if got := rc.Payloads(); len(got) != 1 || got[0]["event"] != "end" {
 		t.Errorf("the final URL got %v, want the payload once", got)
 	}
 	if r := reports[1]; r.Failed != 1 || r.LastErr == nil || !strings.Contains(r.LastErr.Error(), "another host") {
@@ -241,7 +204,7 @@ func TestRedirects(t *testing.T) {
 	if r := reports[2]; r.Failed != 1 || r.LastErr == nil || !strings.Contains(r.LastErr.Error(), "HTTP 302") {
 		t.Errorf("302: %+v (%v)", r, r.LastErr)
 	}
-	if got := other.got(); len(got) != 0 {
+	if got := other.Payloads(); len(got) != 0 {
 		t.Errorf("the other host got %v", got)
 	}
 }
