@@ -65,23 +65,19 @@ func (k Journaling) record() string {
 
 // JournalOptions make a run durable (Options.Journal).
 type JournalOptions struct {
-	// Dir keeps the journal: a file per run, named by the run's id.
-	Dir string
+	// Store keeps the journal (journal.Dir: a file per run, named by
+	// the run's id).
+	Store journal.Store
 	// Resumed, when set, is the journal of the run to continue
 	// (OpenResume); Options.RunID, Recipe, Args and Dir must be its.
 	Resumed *Resumed
-	// CrashAfter and Torn kill the runner after the CrashAfter-th record
-	// it appends, Torn leaving that record half written: a crash at a
-	// chosen point, for tests (SOUS_FAULT_JOURNAL).
-	CrashAfter int
-	Torn       bool
 }
 
 // Resumed is the journal of a run to resume, opened and locked.
 type Resumed struct {
 	Run, Recipe, Dir string
 	Args             map[string]string
-	w                *journal.Writer
+	w                journal.Log
 	calls            []replayCall
 	printed          int // the lines the run printed
 }
@@ -98,15 +94,15 @@ func (r *Resumed) Close() error { return r.w.Close() }
 // Calls is how many calls the journal answers.
 func (r *Resumed) Calls() int { return len(r.calls) }
 
-// OpenResume opens the journal of run in dir to resume it. It refuses a
+// OpenResume opens the journal of run in store to resume it. It refuses a
 // run whose runner is still alive (it holds the journal's lock), a run
 // that finished, and one that this version cannot replay (a live call);
 // the error says which, for `sous resume` to report with exit code 2.
-func OpenResume(dir, run string) (*Resumed, error) {
-	w, recs, err := journal.Open(dir, run)
+func OpenResume(store journal.Store, run string) (*Resumed, error) {
+	w, recs, err := store.Open(run)
 	switch {
 	case errors.Is(err, journal.ErrNoRun):
-		return nil, fmt.Errorf("run %s: no journal in %s", run, dir)
+		return nil, fmt.Errorf("run %s: no journal in %s", run, store)
 	case err != nil:
 		return nil, fmt.Errorf("run %s: %w", run, err)
 	}
@@ -155,7 +151,7 @@ func place(r journal.Record) string {
 // Journal is a durable run's journal, which Table's builtins go through
 // (Env.Journal). Recipe thread only.
 type Journal struct {
-	w     *journal.Writer
+	w     journal.Log
 	run   string
 	calls []replayCall // the resumed journal's calls, answered in order
 	next  int          // the next of calls to answer
@@ -180,7 +176,6 @@ func startJournal(opt Options, notice func(string)) (*Journal, error) {
 		for _, c := range r.calls {
 			j.seq = max(j.seq, c.call.Seq)
 		}
-		j.w.CrashAfter, j.w.Torn = jo.CrashAfter, jo.Torn
 		return j, nil
 	}
 	// What a resume needs to run the recipe again as it ran: the
@@ -195,12 +190,11 @@ func startJournal(opt Options, notice func(string)) (*Journal, error) {
 			return nil, fmt.Errorf("--journal: %w", err)
 		}
 	}
-	w, err := journal.Create(jo.Dir, journal.Record{Kind: journal.KindRun, Run: opt.RunID, Recipe: recipe,
+	w, err := jo.Store.Create(journal.Record{Kind: journal.KindRun, Run: opt.RunID, Recipe: recipe,
 		Args: opt.Args, Dir: dir, At: time.Now().UTC()})
 	if err != nil {
 		return nil, fmt.Errorf("--journal: %w", err)
 	}
-	w.CrashAfter, w.Torn = jo.CrashAfter, jo.Torn
 	return &Journal{w: w, run: opt.RunID, notice: notice}, nil
 }
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seed5ad92d46/sous/runtime"
+	"github.com/seed5ad92d46/sous/runtime/journal"
 )
 
 // newCmdResume is `sous resume --journal DIR RUN_ID`: a durable run
@@ -72,15 +72,14 @@ The rules a recipe follows to be resumable: docs/RECIPES.md, "Durable runs".`,
 // journalFault reads SOUS_FAULT_JOURNAL, a crash at a chosen point for the
 // tests: "N" kills sous with SIGKILL right after the N-th journal record it
 // appends, "N:torn" half way through writing it.
-func journalFault(spec string, jo *runtime.JournalOptions) error {
+func journalFault(spec string) (journal.Fault, error) {
 	if spec == "" {
-		return nil
+		return journal.Fault{}, nil
 	}
 	n, torn := strings.CutSuffix(spec, ":torn")
 	after, err := strconv.Atoi(n)
 	if err != nil || after < 1 {
-		return usageErrorf("SOUS_FAULT_JOURNAL=%q: want N or N:torn, N >= 1", spec)
+		return journal.Fault{}, usageErrorf("SOUS_FAULT_JOURNAL=%q: want N or N:torn, N >= 1", spec)
 	}
-	jo.CrashAfter, jo.Torn = after, torn
-	return nil
+	return journal.Fault{CrashAfter: after, Torn: torn}, nil
 }

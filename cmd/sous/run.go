@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/runtime"
+	"github.com/seed5ad92d46/sous/runtime/journal"
 	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
@@ -213,27 +214,30 @@ func runRecipe(opts *RunOptions) error {
 		}
 		return refuseJSON(ropt, err)
 	}
+	var store journal.Store
+	if opts.Journal != "" {
+		fault, err := journalFault(opts.Getenv("SOUS_FAULT_JOURNAL"))
+		if err != nil {
+			return refuse(err)
+		}
+		store = journal.Dir{Path: opts.Journal, Fault: fault}
+	}
 	if opts.Resume != "" {
-		res, err := runtime.OpenResume(opts.Journal, opts.Resume)
+		res, err := runtime.OpenResume(store, opts.Resume)
 		if err != nil {
 			return refuse(usageErrorf("resume: %v", err))
 		}
 		defer res.Close() // a no-op once the run took it over and closed it
 		ropt.Recipe, ropt.Args, ropt.Dir, ropt.RunID = res.Recipe, res.Args, res.Dir, res.Run
-		ropt.Journal = &runtime.JournalOptions{Dir: opts.Journal, Resumed: res}
+		ropt.Journal = &runtime.JournalOptions{Store: store, Resumed: res}
 	} else {
 		args, err := parseRecipeArgs(opts.Args)
 		if err != nil {
 			return refuse(err)
 		}
 		ropt.Args = args
-		if opts.Journal != "" {
-			ropt.Journal = &runtime.JournalOptions{Dir: opts.Journal}
-		}
-	}
-	if ropt.Journal != nil {
-		if err := journalFault(opts.Getenv("SOUS_FAULT_JOURNAL"), ropt.Journal); err != nil {
-			return refuse(err)
+		if store != nil {
+			ropt.Journal = &runtime.JournalOptions{Store: store}
 		}
 	}
 	var err error

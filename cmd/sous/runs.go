@@ -50,7 +50,7 @@ such as spawn).`,
 }
 
 func runsList(opts *RunsOptions) error {
-	runs, err := journal.List(opts.Journal)
+	runs, err := journal.Dir{Path: opts.Journal}.List()
 	if err != nil {
 		return fmt.Errorf("runs: %w", err)
 	}
