@@ -730,6 +730,7 @@ func (se *Session) Close() {
 	se.subs = nil
 	se.mu.Unlock()
 	se.cancel()
+	se.s.runs.release(se) // the run journals it held are free to take over
 	for _, sub := range subs {
 		sub.cur.Close()
 	}

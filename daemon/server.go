@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,6 +112,7 @@ type Server struct {
 	reg       *proc.Registry
 	git       *gitops.Git
 	approvals *approvals.Queue // approval.*: requests waiting for a person
+	runs      *runJournals     // run.*: the journals of durable runs (runjournal.go)
 	stats     Stats
 	// extractLimits are Config's, defaults applied.
 	extractLimits fileops.Limits
@@ -185,6 +187,11 @@ func New(cfg Config) (*Server, error) {
 		conns:         make(map[*conn]struct{}),
 		shutdownReq:   make(chan struct{}),
 	}
+	if cfg.StateDir == "" {
+		// Nowhere to keep journals: the daemon does not offer to.
+		s.cfg.DisableFeatures = append(slices.Clone(cfg.DisableFeatures), wire.FeatureRunJournal)
+	}
+	s.runs = newRunJournals(cfg.StateDir)
 	logOpt := streamlog.Options{MemLimit: cfg.ReplayMemLimit, DiskLimit: cfg.ReplayDiskLimit}
 	if cfg.StateDir != "" {
 		spill := filepath.Join(cfg.StateDir, "replay")
@@ -486,6 +493,7 @@ func (s *Server) Close() error {
 		for _, c := range conns {
 			c.close(errShutdown)
 		}
+		s.runs.closeAll()
 		n := s.reg.Shutdown(s.cfg.KeepChildren, s.cfg.ShutdownGrace)
 		if s.cfg.KeepChildren && n > 0 {
 			s.log.Info(fmt.Sprintf("[Server] -keep-children: leaving %d running child process(es) alive across shutdown", n))
