@@ -180,11 +180,14 @@ func Run(ctx context.Context, opt Options) error {
 			finishNotify()
 			return &ExitError{Code: CodeFailed, Err: err}
 		}
-		if opt.Journal.Resumed != nil {
-			out.Error(fmt.Sprintf("sous: resuming run %s (%d calls journaled)", opt.RunID, opt.Journal.Resumed.Calls()))
-		} else {
-			out.Error("sous: run " + opt.RunID)
-		}
+	}
+	if opt.Journal != nil && opt.Journal.Resumed != nil {
+		out.Error(fmt.Sprintf("sous: resuming run %s (%d calls journaled)", opt.RunID, opt.Journal.Resumed.Calls()))
+	} else {
+		// Every run says its id: the one `sous runs` and `sous resume`
+		// know it by when it is journaled, the one its requests for a
+		// person and its notifications carry either way.
+		out.Error("sous: run " + opt.RunID)
 	}
 	r, err := prepare(opt, out, budget, jnl)
 	if r != nil {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/runtime"
-	"github.com/seed5ad92d46/sous/runtime/journal"
 	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
@@ -63,10 +62,12 @@ type RunOptions struct {
 	// continues from it ("": a new run).
 	Journal string
 	Resume  string
+	// JournalSync is --journal-sync: when the journal reaches the disk.
+	JournalSync journalSync
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto"}
+	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto", JournalSync: journalSyncBatch}
 	cmd := &cobra.Command{
 		Use:   "run RECIPE.star [-a key=value]... [flags]",
 		Short: "Run a recipe",
@@ -179,7 +180,8 @@ model serve --help.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&opts.Args, "arg", "a", nil, "a recipe argument `key=value`, in the recipe's args dict (repeatable)")
-	fl.StringVar(&opts.Journal, "journal", "", "journal the run in `DIR` so that sous resume continues it if its runner dies (embedded daemon; see sous resume --help)")
+	fl.StringVar(&opts.Journal, "journal", "", "journal the run in `DIR` so that sous resume continues it if its runner dies (the embedded daemon's way; a standalone daemon with run.journal keeps the journal itself; see sous resume --help)")
+	fl.Var(&opts.JournalSync, "journal-sync", journalSyncUsage)
 	registerRunFlags(fl, opts)
 	opts.Target.register(cmd)
 	return cmd
@@ -214,14 +216,20 @@ func runRecipe(opts *RunOptions) error {
 		}
 		return refuseJSON(ropt, err)
 	}
-	var store journal.Store
-	if opts.Journal != "" {
-		fault, err := journalFault(opts.Getenv("SOUS_FAULT_JOURNAL"))
-		if err != nil {
+	opts.Target.Notices = streams.ErrOut
+	target, err := opts.Target.Client()
+	if err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
 			return refuse(err)
 		}
-		store = journal.Dir{Path: opts.Journal, Fault: fault}
+		return refuse(usageErrorf("--token-file: %v", err))
 	}
+	store, closeStore, err := runJournalStore(opts, target)
+	if err != nil {
+		return refuse(err)
+	}
+	defer closeStore() // after the run, which closed the journal
 	if opts.Resume != "" {
 		res, err := runtime.OpenResume(store, opts.Resume)
 		if err != nil {
@@ -240,22 +248,12 @@ func runRecipe(opts *RunOptions) error {
 			ropt.Journal = &runtime.JournalOptions{Store: store}
 		}
 	}
-	var err error
 	ropt.MaxCost = float64(opts.MaxCost)
 	if ropt.Notify, err = notifyOptions(opts); err != nil {
 		return refuse(err)
 	}
 	if ropt.Shard, err = parseShard(opts.Shard); err != nil {
 		return refuse(err)
-	}
-	opts.Target.Notices = streams.ErrOut
-	target, err := opts.Target.Client()
-	if err != nil {
-		var ue *usageError
-		if errors.As(err, &ue) {
-			return refuse(err)
-		}
-		return refuse(usageErrorf("--token-file: %v", err))
 	}
 	var approvals rules.Set
 	if approvals.Allow, err = rules.ParseList("--allow", opts.Allow); err != nil {
