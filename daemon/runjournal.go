@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -38,7 +37,7 @@ const runJournalSyncEvery = 100 * time.Millisecond
 
 // runJournals are the journals of one daemon.
 type runJournals struct {
-	dir string // STATE/runs
+	dir string // Config.RunsDir: STATE/runs
 
 	mu   sync.Mutex
 	runs map[string]*heldRun // the runs whose lease the daemon knows
@@ -54,8 +53,8 @@ type heldRun struct {
 	count  int            // records in the journal
 }
 
-func newRunJournals(stateDir string) *runJournals {
-	return &runJournals{dir: filepath.Join(stateDir, "runs"), runs: make(map[string]*heldRun)}
+func newRunJournals(dir string) *runJournals {
+	return &runJournals{dir: dir, runs: make(map[string]*heldRun)}
 }
 
 // get returns the run's state, made on first use.

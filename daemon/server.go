@@ -45,6 +45,10 @@ type Config struct {
 	// StateDir receives spilled replay frames. Empty: replay is kept in
 	// memory only and honestly truncated (firstSeq) beyond ReplayMemLimit.
 	StateDir string
+	// RunsDir keeps the journals of durable runs (the run.journal
+	// extension, runjournal.go). Empty: StateDir/runs, or, without a
+	// StateDir, none: the daemon does not advertise the extension.
+	RunsDir string
 	// ReplayMemLimit is the per-process bytes of frames kept in memory.
 	ReplayMemLimit int
 	// ReplayDiskLimit is the per-process bytes of frames spilled to StateDir.
@@ -187,11 +191,15 @@ func New(cfg Config) (*Server, error) {
 		conns:         make(map[*conn]struct{}),
 		shutdownReq:   make(chan struct{}),
 	}
-	if cfg.StateDir == "" {
+	runsDir := cfg.RunsDir
+	if runsDir == "" && cfg.StateDir != "" {
+		runsDir = filepath.Join(cfg.StateDir, "runs")
+	}
+	if runsDir == "" {
 		// Nowhere to keep journals: the daemon does not offer to.
 		s.cfg.DisableFeatures = append(slices.Clone(cfg.DisableFeatures), wire.FeatureRunJournal)
 	}
-	s.runs = newRunJournals(cfg.StateDir)
+	s.runs = newRunJournals(runsDir)
 	logOpt := streamlog.Options{MemLimit: cfg.ReplayMemLimit, DiskLimit: cfg.ReplayDiskLimit}
 	if cfg.StateDir != "" {
 		spill := filepath.Join(cfg.StateDir, "replay")

@@ -243,3 +243,23 @@ func TestDurableOnDaemonWithoutTheFeature(t *testing.T) {
 	o, _ = durableRun(t, dir, nil, append([]string{"resume", id}, target...)...)
 	o.expect(t, 2, "sous: resume: "+want)
 }
+
+// TestRunSaysItsID: every run, journaled or not, says its id first on
+// stderr, and --json's start event carries it.
+func TestRunSaysItsID(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte("print('hi')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := Main([]string{"run", "--json", filepath.Join(dir, "main.star")}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	m := regexp.MustCompile(`^sous: run ([0-9a-f]{16})\n`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("stderr does not start with the run's id:\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"event":"start"`) || !strings.Contains(stdout.String(), `"run":"`+m[1]+`"`) {
+		t.Errorf("the start event does not carry run %s:\n%s", m[1], stdout.String())
+	}
+}

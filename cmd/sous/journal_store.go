@@ -93,7 +93,6 @@ func (s *journalSync) Set(v string) error {
 // journalSyncUsage is the --journal-sync flag's help.
 const journalSyncUsage = "when the journal reaches the disk: batch (in the background within 100ms, and at the end) or always (before every call with an effect; slower)"
 
-
 // runJournalStore is the store of a run's journal (nil: the run is not
 // journaled) and what closes it once the run is over.
 func runJournalStore(opts *RunOptions, tg client.Target) (journal.Store, func(), error) {
@@ -105,6 +104,8 @@ func runJournalStore(opts *RunOptions, tg client.Target) (journal.Store, func(),
 	switch {
 	case opts.Journal != "":
 		return journal.Dir{Path: opts.Journal, SyncAlways: opts.JournalSync == journalSyncAlways, Fault: fault}, nothing, nil
+	case opts.NoJournal:
+		return nil, nothing, nil
 	case tg.URL == "embedded":
 		if opts.Resume != "" {
 			return nil, nil, usageErrorf("resume: where is the run's journal? --journal DIR for a run on the embedded daemon, " +

@@ -64,6 +64,9 @@ type RunOptions struct {
 	Resume  string
 	// JournalSync is --journal-sync: when the journal reaches the disk.
 	JournalSync journalSync
+	// NoJournal is --no-journal: a run against a daemon that keeps
+	// journals is not journaled.
+	NoJournal bool
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
@@ -142,11 +145,18 @@ background and never hold the run up: each gives up after --notify-timeout
 says on stderr what was not delivered. A notification that fails never fails
 the run. Redirects are followed only with 307 or 308 to the same host.
 
---journal DIR makes the run durable: every builtin call with an effect or an
-answer from outside is journaled in DIR, and if the runner dies (killed, crashed)
-sous resume --journal DIR RUN_ID continues the run without doing again what was
-done (see sous resume --help). The run's id is printed on stderr at start
-(sous: run RUN_ID).
+Every run has an id, printed on stderr at start (sous: run RUN_ID; the --json
+start event carries it too). A run against a standalone daemon (--socket,
+--remote) whose features include run.journal is durable: every builtin call with
+an effect or an answer from outside is journaled by that daemon, and if the
+runner dies (killed, crashed, its machine or ssh session lost) sous resume
+RUN_ID, with the same target, from any client of the daemon, continues the run
+without doing again what was done (see sous resume --help; sous runs lists the
+daemon's runs). On the embedded daemon, --journal DIR keeps the journal in DIR
+(sous resume --journal DIR RUN_ID); --no-journal journals nothing. By default
+the journal reaches the disk within 100 ms (what reached the journal survives
+the runner's and the daemon's death at once; a machine crash may lose the last
+100 ms); --journal-sync=always syncs it before every call with an effect.
 
 --fake-model SCRIPT.json serves a scripted model in sous for the run and points
 every agent session at it (ANTHROPIC_BASE_URL, a dummy ANTHROPIC_API_KEY): the
@@ -172,6 +182,9 @@ model serve --help.`,
 			if opts.AskTimeout < 0 {
 				return usageErrorf("run: --ask-timeout: want a duration >= 0, got %s", opts.AskTimeout)
 			}
+			if opts.NoJournal && opts.Journal != "" {
+				return usageErrorf("run: --journal and --no-journal: choose one")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -182,6 +195,7 @@ model serve --help.`,
 	fl.StringArrayVarP(&opts.Args, "arg", "a", nil, "a recipe argument `key=value`, in the recipe's args dict (repeatable)")
 	fl.StringVar(&opts.Journal, "journal", "", "journal the run in `DIR` so that sous resume continues it if its runner dies (the embedded daemon's way; a standalone daemon with run.journal keeps the journal itself; see sous resume --help)")
 	fl.Var(&opts.JournalSync, "journal-sync", journalSyncUsage)
+	fl.BoolVar(&opts.NoJournal, "no-journal", false, "do not journal the run, though its daemon would keep the journal (the run cannot be resumed)")
 	registerRunFlags(fl, opts)
 	opts.Target.register(cmd)
 	return cmd
@@ -209,7 +223,7 @@ func registerRunFlags(fl *pflag.FlagSet, opts *RunOptions) {
 // runRecipe is run's run function.
 func runRecipe(opts *RunOptions) error {
 	ctx, streams := context.Background(), opts.IO
-	ropt := runtime.Options{Recipe: opts.Recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: opts.JSON}
+	ropt := runtime.Options{Recipe: opts.Recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: opts.JSON, AnnounceRun: true}
 	refuse := func(err error) error {
 		if !opts.JSON {
 			return err

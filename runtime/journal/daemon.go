@@ -102,8 +102,17 @@ func (l *daemonLog) Append(r Record) error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if len(p) > maxBatch {
-		return fmt.Errorf("journal on %s: a record of %d bytes is more than a daemon takes in one request (%d)", l.d, len(p), maxBatch)
+	if len(p) > maxBatch && r.Kind == KindAnswer && !r.Failed {
+		// Too large for a request: kept as not kept, so the run goes on
+		// and a resume refuses this call rather than replay it wrong.
+		r.Value, r.Unkept = nil, fmt.Sprintf("%d bytes, more than a daemon takes in one request", len(p))
+		p, err = json.Marshal(r)
+	}
+	if err == nil && len(p) > maxBatch {
+		err = fmt.Errorf("a record of %d bytes is more than a daemon takes in one request (%d)", len(p), maxBatch)
+	}
+	if err != nil {
+		return fmt.Errorf("journal on %s: %w", l.d, err)
 	}
 	l.mu.Lock()
 	if l.err != nil {
