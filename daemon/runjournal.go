@@ -109,11 +109,6 @@ func (hr *heldRun) letGo() {
 // take makes se the holder of the run's journal by lease, opening it
 // again when it was let go. hr.mu held.
 func (rj *runJournals) take(hr *heldRun, se *Session, run, lease string) error {
-	if se.ctx.Err() != nil {
-		// A request that outlived its connection: its runner reconnected
-		// and resends it, or died and never heard it was applied.
-		return connGone(run)
-	}
 	if hr.lease == "" || hr.lease != lease {
 		return wire.Errorf(wire.CodeRunLeaseLost, "run %s: the lease is not the run's: another client took the run over (or the daemon restarted)", run)
 	}
@@ -121,7 +116,13 @@ func (rj *runJournals) take(hr *heldRun, se *Session, run, lease string) error {
 		return nil
 	}
 	// The same lease on another connection: the runner reconnected, maybe
-	// before the daemon saw its old connection go.
+	// before the daemon saw its old connection go. Or a request of a
+	// connection that closed (the runner wrote it and died): it is applied
+	// all the same, its connection lets go once its requests are done, and
+	// it takes nothing from a live one.
+	if hr.holder != nil && se.ctx.Err() != nil {
+		return nil
+	}
 	if hr.w == nil {
 		w, recs, err := runlog.Open(rj.dir, run)
 		if err != nil {
@@ -132,12 +133,6 @@ func (rj *runJournals) take(hr *heldRun, se *Session, run, lease string) error {
 	}
 	hr.holder = se
 	return nil
-}
-
-// connGone refuses a request whose connection closed while it waited: no
-// client hears the answer, and its runner, if alive, resends it.
-func connGone(run string) error {
-	return wire.Internal(fmt.Errorf("run %s: the connection is gone", run))
 }
 
 func runError(run string, err error) error {
@@ -182,9 +177,6 @@ var runNamespace = map[string]handler{
 			// A resend: the first one created it.
 			return okResult{true}, rj.take(hr, se, run, p.Lease)
 		}
-		if se.ctx.Err() != nil {
-			return nil, connGone(run)
-		}
 		if _, err := os.Stat(runlog.Path(rj.dir, run)); err == nil || hr.lease != "" {
 			return nil, wire.Errorf(wire.CodeRunExists, "run %s: the daemon has a journal of that run already", run)
 		}
@@ -203,9 +195,6 @@ var runNamespace = map[string]handler{
 		hr := rj.get(p.Run)
 		hr.mu.Lock()
 		defer hr.mu.Unlock()
-		if se.ctx.Err() != nil {
-			return nil, connGone(p.Run)
-		}
 		if hr.holder != nil && hr.lease != p.Lease {
 			return nil, runError(p.Run, runlog.ErrBusy)
 		}
@@ -220,7 +209,13 @@ var runNamespace = map[string]handler{
 		hr.lease, hr.holder, hr.w, hr.count = p.Lease, se, w, len(recs)
 		return wire.RunOpenResult{Records: recs}, nil
 	}),
-	"append": runMethod("append", func(_ context.Context, se *Session, rj *runJournals, p wire.RunAppendParams) (any, error) {
+	"append": runMethod("append", func(ctx context.Context, se *Session, rj *runJournals, p wire.RunAppendParams) (any, error) {
+		if t := ticketOf(ctx); t != 0 {
+			// After the appends the connection sent before this one, even
+			// when it closed meanwhile: they wait only on requests being
+			// handled, which end.
+			se.order.wait(context.WithoutCancel(ctx), t, "\x00run "+p.Run)
+		}
 		hr := rj.get(p.Run)
 		hr.mu.Lock()
 		defer hr.mu.Unlock()

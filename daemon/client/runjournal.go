@@ -68,3 +68,29 @@ func (c *Client) ListRuns(ctx context.Context) ([]wire.RunSummary, error) {
 	}
 	return r.Runs, nil
 }
+
+// AppendRunAsync is AppendRun without waiting for the answer: once it
+// returns the request is sent (on a Unix socket: in the daemon's kernel;
+// after a reconnect, sent again), and wait returns the answer. Answers
+// are read in order by whoever waits; wait for each.
+func (c *Client) AppendRunAsync(ctx context.Context, run, lease string, at int, recs []json.RawMessage, sync bool) (wait func() (int, error), err error) {
+	raw, err := json.Marshal(runAppendParams{Run: run, Lease: lease, At: at, Records: recs, Sync: sync})
+	if err != nil {
+		return nil, fmt.Errorf("run.append: encode params: %w", err)
+	}
+	id, cl, err := c.start(ctx, "run.append", raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	return func() (int, error) {
+		res, err := c.await(ctx, id, cl)
+		if err != nil {
+			return 0, err
+		}
+		var r wire.RunAppendResult
+		if err := decodeResult(res, &r); err != nil {
+			return 0, fmt.Errorf("run.append: decode result: %w", err)
+		}
+		return r.Count, nil
+	}, nil
+}

@@ -19,11 +19,13 @@ import (
 // the journals are files under the daemon's state directory, so a run
 // started from one client is resumed from any other client of the daemon.
 //
-// A Log sends what is appended in the background, one batch of records at
-// a time, and Sync waits until the daemon has written all of it (write(2)
-// returned there): a runner killed after Sync returned loses nothing, and
-// neither does a daemon killed then. The daemon fsyncs within GroupCommit
-// (SyncAlways: before Sync returns) and at Close.
+// A Log sends what is appended in the background, and Sync waits until
+// it is where a runner killed after Sync returned loses nothing: written
+// to a Unix socket (the daemon's kernel has it, and the daemon applies
+// it even if the runner is gone by then), or, over ssh and WebSocket,
+// answered by the daemon (written to its file). The daemon fsyncs within
+// GroupCommit and at Close; with SyncAlways, Sync waits for the daemon's
+// answers and then for its fsync.
 type Daemon struct {
 	Client *client.Client
 	// Target names the daemon in messages (its URL).
@@ -45,7 +47,8 @@ func (d Daemon) Create(head Record) (Log, error) {
 	if err := d.Client.CreateRun(context.Background(), l.lease, head); err != nil {
 		return nil, fmt.Errorf("journal on %s: %w", d, err)
 	}
-	l.count, l.acked = 1, 1 // the head, as the file store counts it
+	l.count, l.sent, l.acked = 1, 1, 1 // the head, as the file store counts it
+	go l.reap()
 	return l, nil
 }
 
@@ -60,7 +63,9 @@ func (d Daemon) Open(run string) (Log, []Record, error) {
 		return nil, nil, ErrNoRun
 	case err != nil:
 		return nil, nil, fmt.Errorf("journal on %s: %w", d, err)
-	case len(recs) == 0 || recs[0].Kind != KindRun:
+	}
+	go l.reap()
+	if len(recs) == 0 || recs[0].Kind != KindRun {
 		l.Close()
 		return nil, nil, errors.New("journal: no run record (its run never started)")
 	}
@@ -75,34 +80,49 @@ func (d Daemon) String() string { return "the daemon at " + d.Target }
 func (d Daemon) newLog(run string) *daemonLog {
 	var b [16]byte
 	rand.Read(b[:])
-	l := &daemonLog{d: d, run: run, lease: hex.EncodeToString(b[:])}
+	kind, _, _ := client.Kind(d.Target)
+	l := &daemonLog{d: d, run: run, lease: hex.EncodeToString(b[:]), written: kind == "unix" && !d.SyncAlways,
+		answers: make(chan pendingAppend, 1024)}
 	l.cond = sync.NewCond(&l.mu)
 	return l
 }
 
 // daemonLog is one run's journal on a daemon, held under lease.
+//
+// A sender goroutine sends what is appended in batches, without waiting
+// for the answers (the daemon applies one connection's appends in the
+// order they came); a reaper goroutine waits for the answers, in order.
+// Sync returns once every record appended is sent (written) on a Unix
+// socket, where a request written is in the daemon's kernel and the
+// daemon applies it even when the runner is gone by then; else, and with
+// SyncAlways, once the daemon answered for every one.
 type daemonLog struct {
 	d          Daemon
 	run, lease string
+	written    bool // Sync waits for the sending only, not the answers
 
 	mu       sync.Mutex
-	cond     *sync.Cond // signalled when a batch is answered
+	cond     *sync.Cond // signalled when a batch is sent or answered
 	queue    []json.RawMessage
-	queued   int   // bytes in queue
-	count    int   // records the daemon has or will have once queue is sent: what the next batch follows
-	acked    int   // records of this log the daemon acknowledged (for Fault)
-	sending  bool  // a batch is in flight
+	count    int   // records the journal holds once everything queued is applied
+	sent     int   // records of this log sent
+	acked    int   // records of this log the daemon answered for
+	sending  bool  // the sender goroutine runs
 	err      error // the first failure: every later call returns it
 	closed   bool
-	appended int // records this log appended (for Fault)
+	appended int // records this log appended
+	answers  chan pendingAppend
+}
+
+// pendingAppend is an append sent whose answer the reaper waits for.
+type pendingAppend struct {
+	n    int
+	wait func() (int, error)
 }
 
 func (l *daemonLog) Append(r Record) error {
 	p, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	if len(p) > maxBatch && r.Kind == KindAnswer && !r.Failed {
+	if err == nil && len(p) > maxBatch && r.Kind == KindAnswer && !r.Failed {
 		// Too large for a request: kept as not kept, so the run goes on
 		// and a resume refuses this call rather than replay it wrong.
 		r.Value, r.Unkept = nil, fmt.Sprintf("%d bytes, more than a daemon takes in one request", len(p))
@@ -115,12 +135,14 @@ func (l *daemonLog) Append(r Record) error {
 		return fmt.Errorf("journal on %s: %w", l.d, err)
 	}
 	l.mu.Lock()
+	if l.err == nil && l.closed {
+		l.err = fmt.Errorf("journal on %s: run %s: the journal is closed", l.d, l.run)
+	}
 	if l.err != nil {
 		defer l.mu.Unlock()
 		return l.err
 	}
 	l.queue = append(l.queue, p)
-	l.queued += len(p)
 	l.count++
 	l.appended++
 	if !l.sending {
@@ -134,8 +156,7 @@ func (l *daemonLog) Append(r Record) error {
 	return nil
 }
 
-// send sends the queue in batches until it is empty, one batch in flight
-// at a time: the daemon applies them in order.
+// send sends the queue in batches until it is empty.
 func (l *daemonLog) send() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -147,18 +168,19 @@ func (l *daemonLog) send() {
 		}
 		batch, at := l.queue[:n], l.count-len(l.queue)
 		l.mu.Unlock()
-		_, err := l.d.Client.AppendRun(context.Background(), l.run, l.lease, at, batch, false)
+		wait, err := l.d.Client.AppendRunAsync(context.Background(), l.run, l.lease, at, batch, false)
+		if err == nil {
+			l.answers <- pendingAppend{n: n, wait: wait}
+		}
 		l.mu.Lock()
 		if err != nil {
-			l.err = fmt.Errorf("journal on %s: %w", l.d, err)
+			l.fail(err)
 			break
 		}
 		l.queue = l.queue[n:]
-		l.queued -= size
-		l.acked += n
-		if f := l.d.Fault.CrashAfter; f > 0 && l.acked >= f {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {} // SIGKILL is not handled: nothing after this runs
+		l.sent += n
+		if l.written {
+			l.crashAt(l.sent)
 		}
 		l.cond.Broadcast()
 	}
@@ -166,19 +188,59 @@ func (l *daemonLog) send() {
 	l.cond.Broadcast()
 }
 
+// reap waits for the answers of the appends sent, in order.
+func (l *daemonLog) reap() {
+	for p := range l.answers {
+		_, err := p.wait()
+		l.mu.Lock()
+		if err != nil {
+			l.fail(err)
+		} else {
+			l.acked += p.n
+			if !l.written {
+				l.crashAt(l.acked)
+			}
+		}
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	}
+}
+
+// fail keeps the log's first error. l.mu held.
+func (l *daemonLog) fail(err error) {
+	if l.err == nil {
+		l.err = fmt.Errorf("journal on %s: %w", l.d, err)
+	}
+}
+
+// crashAt kills the runner once n records are safe, when the test fault
+// asks for it. l.mu held.
+func (l *daemonLog) crashAt(n int) {
+	if f := l.d.Fault.CrashAfter; f > 0 && n >= f {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL is not handled: nothing after this runs
+	}
+}
+
 func (l *daemonLog) Sync() error {
+	if err := l.wait(!l.written); err != nil || !l.d.SyncAlways {
+		return err
+	}
+	if err := l.d.Client.SyncRun(context.Background(), l.run, l.lease); err != nil {
+		return fmt.Errorf("journal on %s: %w", l.d, err)
+	}
+	return nil
+}
+
+// wait returns once everything appended is sent, and answered too when
+// answered is set, or the log failed.
+func (l *daemonLog) wait(answered bool) error {
 	l.mu.Lock()
-	for (l.sending || len(l.queue) > 0) && l.err == nil {
+	defer l.mu.Unlock()
+	for l.err == nil && (l.sending || len(l.queue) > 0 || answered && l.acked < l.sent) {
 		l.cond.Wait()
 	}
-	err := l.err
-	l.mu.Unlock()
-	if err == nil && l.d.SyncAlways {
-		if err = l.d.Client.SyncRun(context.Background(), l.run, l.lease); err != nil {
-			err = fmt.Errorf("journal on %s: %w", l.d, err)
-		}
-	}
-	return err
+	return l.err
 }
 
 func (l *daemonLog) Close() error {
@@ -189,7 +251,8 @@ func (l *daemonLog) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
-	err := l.Sync()
+	err := l.wait(true)
+	close(l.answers) // nothing is sent any more: the reaper ends
 	if cerr := l.d.Client.CloseRun(context.Background(), l.run, l.lease); err == nil && cerr != nil {
 		err = fmt.Errorf("journal on %s: %w", l.d, cerr)
 	}
