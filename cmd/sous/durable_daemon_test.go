@@ -263,3 +263,29 @@ func TestRunSaysItsID(t *testing.T) {
 		t.Errorf("the start event does not carry run %s:\n%s", m[1], stdout.String())
 	}
 }
+
+// TestDurableOverWebSocketResumedOnTheSocket: `sous daemon serve` (its
+// default state dir) keeps the journal of a run made over WebSocket,
+// where the runner waits for the daemon's answers; killed, the run is
+// resumed by a client on the daemon's Unix socket.
+func TestDurableOverWebSocketResumedOnTheSocket(t *testing.T) {
+	const token = "tok"
+	sock := filepath.Join(testutil.ShortTempDir(t), "d.sock")
+	d := serveDaemonProc(t, token, 2, "--socket", sock, "--listen", "ws://127.0.0.1:0")
+	ws := d.url(t, wsLine)
+	tf := tokenFile(t, token)
+	dir := durableDir(t, daemonRecipe)
+	o, killed := durableRun(t, dir, []string{"SOUS_FAULT_JOURNAL=6"}, "run", "main.star", "-a", "dir="+dir, "--remote", ws, "--token-file", tf)
+	if !killed {
+		t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+	}
+	id := runIDOf(t, o)
+	o, _ = durableRun(t, t.TempDir(), nil, "resume", id, "--socket", sock, "--token-file", tf)
+	o.expect(t, 0, "sous: resuming run "+id)
+	if recipePrints(o) != "done" {
+		t.Errorf("the resume printed %q", recipePrints(o))
+	}
+	if got := counts(t, dir); got != eachOnce {
+		t.Errorf("counters %s, want each once", got)
+	}
+}
