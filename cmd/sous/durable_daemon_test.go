@@ -289,3 +289,46 @@ func TestDurableOverWebSocketResumedOnTheSocket(t *testing.T) {
 		t.Errorf("counters %s, want each once", got)
 	}
 }
+
+// TestDurableOnDaemonEveryKillPoint kills the runner right after each
+// record of daemonRecipe's journal reached the daemon's socket (the
+// daemon applies it after the runner is gone), then resumes from another
+// client: no command is ever done twice. Killed after a command's answer
+// or a print, the resume finishes the run, every command done once;
+// killed after a command's call record, before it started, the resume
+// stops (exit 2) rather than guess whether the daemon ran it; killed
+// after the end record, the run is finished.
+func TestDurableOnDaemonEveryKillPoint(t *testing.T) {
+	target, _ := journalDaemon(t, true)
+	for point := 2; point <= 10; point++ {
+		t.Run(fmt.Sprint(point), func(t *testing.T) {
+			dir := durableDir(t, daemonRecipe)
+			o, killed := durableRun(t, dir, []string{"SOUS_FAULT_JOURNAL=" + fmt.Sprint(point)},
+				append([]string{"run", "main.star", "-a", "dir=" + dir}, target...)...)
+			if !killed {
+				t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+			}
+			id := runIDOf(t, o)
+			o, _ = durableRun(t, t.TempDir(), nil, append([]string{"resume", id}, target...)...)
+			got := counts(t, dir)
+			switch point {
+			case 2, 5, 7: // a call record: its command may or may not have run
+				o.expect(t, 2, "which may still be doing it")
+				want := map[int]string{2: `a="" b="" c="" `, 5: `a="a\n" b="" c="" `, 7: `a="a\n" b="b\n" c="" `}[point]
+				if got != want {
+					t.Errorf("counters %s, want %s", got, want)
+				}
+			case 10:
+				o.expect(t, 2, "finished (ok, exit code 0): there is nothing to resume")
+				if got != eachOnce {
+					t.Errorf("counters %s, want each once", got)
+				}
+			default:
+				o.expect(t, 0, "sous: resuming run "+id)
+				if got != eachOnce {
+					t.Errorf("counters %s, want each once", got)
+				}
+			}
+		})
+	}
+}
