@@ -579,6 +579,10 @@ func TestDurableFlags(t *testing.T) {
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
 		{args: args("run --journal .sous/runs r.star -a k=v"), want: parsed{Recipe: "r.star", Journal: ".sous/runs", Args: []string{"k=v"}, URL: "embedded"}},
 		{args: args("run r.star --journal"), code: 2, err: "sous: flag needs an argument: --journal\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --no-journal --socket /run/s.sock"), want: parsed{Recipe: "r.star", URL: "unix:///run/s.sock"}},
+		{args: args("run r.star --journal j --no-journal"), code: 2, err: "sous: run: --journal and --no-journal: choose one\n"},
+		{args: args("run r.star --journal-sync=never"), code: 2,
+			err: "sous: invalid argument \"never\" for \"--journal-sync\" flag: want batch or always, got \"never\"\nRun 'sous run --help' for usage.\n"},
 	})
 	testFlags(t, []string{"resume"}, newCmdResume, project, []flagCase[parsed]{
 		{args: args("resume --journal j 3f9c2a7b1d0e4c55 --json -q"), want: parsed{Resume: "3f9c2a7b1d0e4c55", Journal: "j", JSON: true, Quiet: true, URL: "embedded"}},
