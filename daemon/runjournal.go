@@ -21,7 +21,10 @@ import (
 // Who may write a run's journal: the connection that created it or took
 // it over (run.open), for as long as that connection lasts. The daemon
 // releases it when the connection goes, however it goes, so a runner
-// killed with SIGKILL leaves its run resumable at once. The runner chose
+// killed with SIGKILL leaves its run resumable at once: once every request
+// that came on the connection was handled (conn.serve), so the records a
+// runner wrote just before it died are in the journal, in the order sent
+// (run.append takes its turn as process.stdin does). The runner chose
 // a lease (a random token) when it took the journal; presenting it again
 // on a new connection (the client's automatic reconnect resends run.*
 // requests) takes the journal back, unless another client took the run
