@@ -3,7 +3,7 @@
 //
 //	make bench                                  # the whole table (several minutes)
 //	SOUS_BENCH_TABLE=1 SOUS_BENCH_REPEATS=3 go test ./bench -run TestTable -v -timeout 60m
-//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket socket-frames protocol ws ssh rss ping spawn start extract children fanout live sessions
+//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket socket-frames protocol ws ssh rss ping spawn start extract children fanout live sessions agent-turn
 //
 // Every figure is a ratio against a baseline measured in the same run, as
 // the median of interleaved repeats: the machines are shared and noisy, so
@@ -68,6 +68,7 @@ func TestTable(t *testing.T) {
 		{"fanout", e.fanout},
 		{"live", e.liveArea},
 		{"sessions", e.sessions},
+		{"agent-turn", e.agentTurn},
 	} {
 		if only == "" || slices.Contains(strings.Split(only, ","), m.name) {
 			add(m.run(t))
