@@ -121,28 +121,10 @@ func TestShellModelMatchesBash(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for line := range next {
-				p := parseShell(line)
-				if !allowable(p) {
-					continue
-				}
-				run, ok := o.run(t, work, line)
-				if !ok {
-					continue
-				}
-				mu.Lock()
-				checked++
-				mu.Unlock()
-				if len(run.created) > 0 {
-					t.Errorf("bash -c %q created %q, but the model calls it safe", line, run.created)
-				}
-				for _, argv := range run.execs {
-					if !slices.ContainsFunc(p.cmds, func(c command) bool { return sameCommand(c, argv) }) {
-						t.Errorf("bash -c %q ran %q, which is not among the model's commands %q", line, argv, p.texts())
-					}
-				}
-				if len(p.cmds) == 1 && !slices.ContainsFunc(p.cmds[0], func(w word) bool { return !w.literal }) &&
-					runnable(p.cmds[0][0].text) && (len(run.execs) != 1 || !sameCommand(p.cmds[0], run.execs[0])) {
-					t.Errorf("bash -c %q ran %q, want exactly %q (stderr %q)", line, run.execs, p.cmds[0].texts(), run.stderr)
+				if checkAgainstBash(t, o, work, line) {
+					mu.Lock()
+					checked++
+					mu.Unlock()
 				}
 			}
 		}()
@@ -157,5 +139,48 @@ func TestShellModelMatchesBash(t *testing.T) {
 	if checked < cases/10 {
 		t.Errorf("only %d of %d generated lines were safe enough to check against bash", checked, cases)
 	}
-	t.Logf("%d of %d generated lines checked against bash", checked, cases)
+	t.Logf("%d of %d generated lines checked against bash (sandboxed: %v)", checked, cases, o.sandboxed)
+}
+
+// checkAgainstBash runs line in bash when the model calls it safe, and
+// reports whether it did. Whenever the model calls a line safe, every
+// command bash ran is one of the model's commands with the same words, bash
+// executed no simple command that ran no program (an assignment, `((..))`,
+// a function: set -x shows them), no file appeared, and a line of one
+// all-literal command ran exactly that command.
+func checkAgainstBash(t testing.TB, o *bashOracle, work, line string) bool {
+	t.Helper()
+	p := parseShell(line)
+	if !allowable(p) {
+		return false
+	}
+	run, ok := o.run(t, work, line)
+	if !ok {
+		return false
+	}
+	if len(run.created) > 0 {
+		t.Errorf("bash -c %q created %q, but the model calls it safe", line, run.created)
+	}
+	for _, argv := range run.execs {
+		if !slices.ContainsFunc(p.cmds, func(c command) bool { return sameCommand(c, argv) }) {
+			t.Errorf("bash -c %q ran %q, which is not among the model's commands %q", line, argv, p.texts())
+		}
+	}
+	// Bash traces a command it cannot start (a path that is no file) and
+	// records nothing: those are the model's, and may be traced once each.
+	unstartable := 0
+	for _, c := range p.cmds {
+		if !runnable(c[0].text) {
+			unstartable++
+		}
+	}
+	if len(run.traced) > len(run.execs)+unstartable {
+		t.Errorf("bash -c %q executed %q (set -x), more than the programs it ran, %q: the model calls safe a command that runs none",
+			line, run.traced, run.execs)
+	}
+	if len(p.cmds) == 1 && !slices.ContainsFunc(p.cmds[0], func(w word) bool { return !w.literal }) &&
+		runnable(p.cmds[0][0].text) && (len(run.execs) != 1 || !sameCommand(p.cmds[0], run.execs[0])) {
+		t.Errorf("bash -c %q ran %q, want exactly %q (stderr %q)", line, run.execs, p.cmds[0].texts(), run.stderr)
+	}
+	return true
 }
