@@ -85,7 +85,7 @@ func spawnBuiltin(c *runtime.Call) (starlark.Value, error) {
 	if spec.argv, err = commandLine(c, cmd, cmdList, args); err != nil {
 		return nil, err
 	}
-	return startProcess(c, c.Host, spec, procOptions{echo: echo, showPid: wantPid, limit: DefaultOutputCap})
+	return startProcess(c, c.Host, spec, procOptions{echo: echo, showPid: wantPid, limit: DefaultOutputCap, beside: true})
 }
 
 // startProcess spawns spec on host and follows it.
