@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +213,52 @@ func TestEchoBesideFloodIsNotHeld(t *testing.T) {
 	}
 	if o.bus.State().Holding {
 		t.Error("still holding after the flood went out")
+	}
+}
+
+// TestEchoBesideLimitWaitsForTheSpawn: the time a spawn call takes (a
+// loaded machine, a remote daemon) does not count toward HoldLimit, so
+// that the process spawned before it is still decided with it.
+func TestEchoBesideLimitWaitsForTheSpawn(t *testing.T) {
+	t.Parallel()
+	var stdout bytes.Buffer
+	o := newOutput(Options{Stdout: &stdout, Stderr: &bytes.Buffer{}}, nil)
+	o.SpawnStarts()
+	a := o.EchoBeside("a")
+	o.SpawnEnds()
+	a.Write(wire.Stdout, []byte("a1\n"))
+	o.SpawnStarts()
+	time.Sleep(3 * HoldLimit) // b's spawn is slow
+	b := o.EchoBeside("b")
+	o.SpawnEnds()
+	b.Write(wire.Stdout, []byte("b1\n"))
+	o.Settle()
+	if got := screenOf(o, &stdout); got != "[a] a1\n[b] b1\n" {
+		t.Errorf("stdout %q, want both decided together", got)
+	}
+}
+
+// TestEchoBesideMaxHold: a recipe that does nothing but spawn, for long,
+// still shows its processes' lines within MaxHold.
+func TestEchoBesideMaxHold(t *testing.T) {
+	t.Parallel()
+	var stdout bytes.Buffer
+	o := newOutput(Options{Stdout: &stdout, Stderr: &bytes.Buffer{}}, nil)
+	began := time.Now()
+	for i := 0; screenOf(o, &stdout) == ""; i++ {
+		if time.Since(began) > MaxHold+2*time.Second {
+			t.Fatal("the held lines never went out")
+		}
+		o.SpawnStarts()
+		time.Sleep(HoldLimit / 2)
+		e := o.EchoBeside(fmt.Sprintf("p%d", i))
+		o.SpawnEnds()
+		e.Write(wire.Stdout, []byte("started\n"))
+	}
+	if waited := time.Since(began); waited < MaxHold {
+		t.Errorf("out after %s, before MaxHold", waited)
+	}
+	if got := screenOf(o, &stdout); !strings.HasPrefix(got, "[p0] started\n[p1] started\n") {
+		t.Errorf("stdout %q", got)
 	}
 }

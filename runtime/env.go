@@ -108,8 +108,13 @@ type Output interface {
 	EchoBeside(id string) Echo
 	// Settle says the recipe moved on from what it spawned: the runtime
 	// calls it before each builtin call but spawn's, and at the recipe's
-	// end; the echo held goes out, at most HoldLimit after it began.
+	// end; the echo held goes out. Else it goes out once the recipe
+	// computed HoldLimit without calling a builtin, time spent in spawn
+	// calls aside (SpawnStarts, SpawnEnds), and at most MaxHold after the
+	// hold began (hold.go).
 	Settle()
+	SpawnStarts()
+	SpawnEnds()
 	// Pending is a permission request that waits for a decision: the
 	// Approval with the same kind, session, tool and tool use id ends it.
 	// The status area on a terminal shows it meanwhile.

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"encoding/json"
-	"sync/atomic"
 	"time"
 
 	"github.com/seed5ad92d46/sous/runtime/event"
@@ -13,19 +12,9 @@ import (
 // subscribed to it (sinks.go) write what they make of it. Nothing here
 // writes anything itself.
 type output struct {
-	bus *event.Bus
-	// holding is set while a hold is open (event.State.Holding): Settle,
-	// called before every builtin call, looks at it without the bus's
-	// lock. holdGen numbers the holds, so that a hold's time limit never
-	// settles a later one (lock held).
-	holding atomic.Bool
-	holdGen uint64
+	bus  *event.Bus
+	hold hold // the echo held for the recipe to settle (hold.go)
 }
-
-// HoldLimit is the longest the human output holds a spawned process's
-// lines while the recipe computes without calling a builtin: past it
-// they go out, decided with the processes spawned so far.
-const HoldLimit = 100 * time.Millisecond
 
 var _ Output = (*output)(nil)
 
@@ -86,43 +75,6 @@ func (o *output) Echo(id string) Echo {
 	e.ev.ID = id
 	o.bus.Publish(&event.EchoStart{ID: id})
 	return e
-}
-
-// EchoBeside implements Output: the echo of a process that runs beside
-// the recipe. Its lines are held (event.EchoStart.Held) until the recipe
-// settles, at most HoldLimit after the hold opened.
-func (o *output) EchoBeside(id string) Echo {
-	e := &echo{bus: o.bus, id: id}
-	e.ev.ID = id
-	o.bus.Lock()
-	defer o.bus.Unlock()
-	if !o.bus.State().Holding {
-		o.holdGen++
-		gen := o.holdGen
-		time.AfterFunc(HoldLimit, func() { o.settleHold(gen) })
-	}
-	o.bus.PublishLocked(&event.EchoStart{ID: id, Held: true})
-	o.holding.Store(o.bus.State().Holding)
-	return e
-}
-
-// Settle implements Output. Without a hold open it costs one atomic load:
-// it runs before every builtin call.
-func (o *output) Settle() {
-	if o.holding.Load() {
-		o.settleHold(0)
-	}
-}
-
-// settleHold publishes a Settle if a hold is open: any hold for gen 0,
-// else only hold gen (a time limit firing after its hold was settled).
-func (o *output) settleHold(gen uint64) {
-	o.bus.Lock()
-	defer o.bus.Unlock()
-	if o.bus.State().Holding && (gen == 0 || gen == o.holdGen) {
-		o.bus.PublishLocked(&event.Settle{})
-	}
-	o.holding.Store(o.bus.State().Holding)
 }
 
 // Agent implements Output.

@@ -83,7 +83,7 @@ type EchoEnd struct{ ID string }
 
 // Settle says the recipe moved on from the processes it spawned (its
 // next builtin call that is not spawn, its end, or the hold's time
-// limit): the echo held since the first of them goes out, "[id] "-
+// limits: runtime/hold.go): the echo held since the first of them goes out, "[id] "-
 // prefixed when two or more processes echo (State.Echoing > 1, counting
 // those whose echo ended during the hold). The bus publishes one itself
 // before End and when the held output grows past MaxHeld.
