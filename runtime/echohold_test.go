@@ -262,3 +262,24 @@ func TestEchoBesideMaxHold(t *testing.T) {
 		t.Errorf("stdout %q", got)
 	}
 }
+
+// TestEchoBesideEndSettles: the run's end writes what is still held,
+// before anything the end brings; --verbose's exit line of a held process
+// follows its lines, as it does for a process that is not held.
+func TestEchoBesideEndSettles(t *testing.T) {
+	t.Parallel()
+	var screen bytes.Buffer
+	o := newOutput(Options{Stdout: &screen, Stderr: &screen, View: View{Verbose: true}},
+		func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) })
+	o.start(Options{Recipe: "r.star"})
+	o.Spawned(SpawnInfo{ID: "a", Command: []string{"sh"}, Host: "embedded"})
+	a := o.EchoBeside("a")
+	a.Write(wire.Stdout, []byte("a1\nlast"))
+	a.Close()
+	o.Exited("a", 3)
+	o.end(&event.End{Status: "ok"})
+	want := "sous: [a] started: sh\na1\nlast\nsous: [a] exited with code 3 after 0ms\n"
+	if got := screen.String(); !strings.HasPrefix(got, want) {
+		t.Errorf("screen %q, want it to start %q", got, want)
+	}
+}

@@ -40,12 +40,15 @@ type humanSink struct {
 }
 
 // heldPiece is one held output event; its Data is heldData[start:end].
+// A line of sous's own about a held process (--verbose's exit line) is
+// held too, so that it follows the process's lines: line says so.
 type heldPiece struct {
 	id         string
 	stream     wire.Stream
 	start, end int
 	midLine    bool
 	last       bool
+	line       bool
 }
 
 // Handle implements event.Sink.
@@ -95,7 +98,12 @@ func (h *humanSink) Handle(at time.Time, e event.Event) {
 	case *event.Exit:
 		if h.verbose {
 			if p := h.state.Proc(e.ID); p != nil {
-				h.line(visible(fmt.Sprintf("sous: [%s] exited with code %d after %s", e.ID, e.ExitCode, view.Duration(p.Ended.Sub(p.Started)))))
+				text := visible(fmt.Sprintf("sous: [%s] exited with code %d after %s", e.ID, e.ExitCode, view.Duration(p.Ended.Sub(p.Started))))
+				if !h.quiet && h.state.Held(e.ID) {
+					h.holdLine(e.ID, text)
+				} else {
+					h.line(text)
+				}
 			}
 		}
 	case *event.Agent:
@@ -165,11 +173,25 @@ func (h *humanSink) hold(e *event.Output) {
 		midLine: e.MidLine, last: e.Last})
 }
 
+// holdLine keeps a line of sous's own about held process id until the
+// process's lines before it go out.
+func (h *humanSink) holdLine(id, text string) {
+	start := len(h.heldData)
+	h.heldData = append(h.heldData, text...)
+	h.held = append(h.held, heldPiece{id: id, stream: wire.Stderr, start: start, end: len(h.heldData), line: true})
+}
+
 // release writes the held lines in the order they came, now that
 // State.Prefixed says whether they carry their ids.
 func (h *humanSink) release() {
 	for _, p := range h.held {
-		h.output(&event.Output{ID: p.id, Stream: p.stream, Data: h.heldData[p.start:p.end], MidLine: p.midLine, Last: p.last})
+		data := h.heldData[p.start:p.end]
+		if p.line {
+			h.buf = append(append(h.buf[:0], data...), '\n')
+			h.screen.Write(wire.Stderr, h.buf)
+			continue
+		}
+		h.output(&event.Output{ID: p.id, Stream: p.stream, Data: data, MidLine: p.midLine, Last: p.last})
 	}
 	h.held = h.held[:0]
 	if cap(h.heldData) > event.MaxHeld {

@@ -21,6 +21,12 @@
 // check per event; with some, an output chunk is redacted into the bus's
 // own buffers, and the end of a chunk that may begin a secret waits for
 // the stream's next chunk.
+//
+// Whether a process's lines carry "[id] " is decided here too (State.
+// Prefixed), for every sink at the same event: the echo of a process
+// started by spawn is held by the human output from its EchoStart (Held)
+// to the next Settle, when the processes spawned together are decided
+// together.
 package event
 
 import (
