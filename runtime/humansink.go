@@ -70,7 +70,7 @@ func (h *humanSink) Handle(at time.Time, e event.Event) {
 	case *event.Output:
 		switch {
 		case h.quiet:
-		case h.state.Held(e.ID):
+		case h.state.Holding && h.state.Held(e.ID):
 			h.hold(e)
 		default:
 			h.output(e)
@@ -99,7 +99,7 @@ func (h *humanSink) Handle(at time.Time, e event.Event) {
 		if h.verbose {
 			if p := h.state.Proc(e.ID); p != nil {
 				text := visible(fmt.Sprintf("sous: [%s] exited with code %d after %s", e.ID, e.ExitCode, view.Duration(p.Ended.Sub(p.Started))))
-				if !h.quiet && h.state.Held(e.ID) {
+				if !h.quiet && h.state.Holding && h.state.Held(e.ID) {
 					h.holdLine(e.ID, text)
 				} else {
 					h.line(text)

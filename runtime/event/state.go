@@ -187,7 +187,7 @@ func (s *State) apply(at time.Time, e Event) {
 		if p := s.procs[e.ID]; p != nil {
 			p.noteOutput(e.Stream, e.Data)
 		}
-		if s.held[e.ID] {
+		if s.Holding && s.held[e.ID] {
 			s.heldBytes += len(e.Data)
 		}
 	case *Exit:
