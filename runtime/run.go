@@ -101,7 +101,7 @@ type Options struct {
 	// publishes for a person to answer ("": 16 random hex digits).
 	RunID string
 	// AnnounceRun says "sous: run RUN_ID" on stderr as the run starts, as a
-	// journaled run always does (sous run: every run).
+	// journaled run always does (sous run: a run on a standalone daemon).
 	AnnounceRun bool
 	// Journal, when set, makes the run durable (durable.go): its builtin
 	// calls are journaled in Journal.Dir, or it resumes Journal.Resumed.

@@ -244,23 +244,41 @@ func TestDurableOnDaemonWithoutTheFeature(t *testing.T) {
 	o.expect(t, 2, "sous: resume: "+want)
 }
 
-// TestRunSaysItsID: every run, journaled or not, says its id first on
-// stderr, and --json's start event carries it.
+// TestRunSaysItsID: a journaled run says its id first on stderr, a plain
+// run on the embedded daemon does not, and --json's start event carries
+// it either way.
 func TestRunSaysItsID(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte("print('hi')\n"), 0o644); err != nil {
+	recipe := filepath.Join(dir, "main.star")
+	if err := os.WriteFile(recipe, []byte("print('hi')\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr strings.Builder
-	if code := Main([]string{"run", "--json", filepath.Join(dir, "main.star")}, strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	m := regexp.MustCompile(`^sous: run ([0-9a-f]{16})\n`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		t.Fatalf("stderr does not start with the run's id:\n%s", stderr.String())
-	}
-	if !strings.Contains(stdout.String(), `"event":"start"`) || !strings.Contains(stdout.String(), `"run":"`+m[1]+`"`) {
-		t.Errorf("the start event does not carry run %s:\n%s", m[1], stdout.String())
+	idLine := regexp.MustCompile(`^sous: run ([0-9a-f]{16})\n`)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		wants bool
+	}{
+		{"plain", []string{"run", "--json", recipe}, false},
+		{"journaled", []string{"run", "--json", "--journal", filepath.Join(dir, "j"), recipe}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			if code := Main(tc.args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			start := regexp.MustCompile(`"event":"start".*"run":"([0-9a-f]{16})"`).FindStringSubmatch(stdout.String())
+			if start == nil {
+				t.Fatalf("the start event carries no run id:\n%s", stdout.String())
+			}
+			m := idLine.FindStringSubmatch(stderr.String())
+			switch {
+			case tc.wants && (m == nil || m[1] != start[1]):
+				t.Errorf("stderr does not start with run %s:\n%s", start[1], stderr.String())
+			case !tc.wants && m != nil:
+				t.Errorf("a plain run said its id:\n%s", stderr.String())
+			}
+		})
 	}
 }
 

@@ -223,7 +223,7 @@ func registerRunFlags(fl *pflag.FlagSet, opts *RunOptions) {
 // runRecipe is run's run function.
 func runRecipe(opts *RunOptions) error {
 	ctx, streams := context.Background(), opts.IO
-	ropt := runtime.Options{Recipe: opts.Recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: opts.JSON, AnnounceRun: true}
+	ropt := runtime.Options{Recipe: opts.Recipe, Stdout: streams.Out, Stderr: streams.ErrOut, JSON: opts.JSON}
 	refuse := func(err error) error {
 		if !opts.JSON {
 			return err
@@ -243,6 +243,12 @@ func runRecipe(opts *RunOptions) error {
 	if err != nil {
 		return refuse(err)
 	}
+	// A journaled run says its id (sous runs and sous resume know it by
+	// that); so does any run on a standalone daemon, where `sous
+	// approvals` shows its requests under it. A plain run on the embedded
+	// daemon keeps its stderr for the recipe (--json's start event
+	// carries the id either way).
+	ropt.AnnounceRun = target.URL != "embedded"
 	defer closeStore() // after the run, which closed the journal
 	if opts.Resume != "" {
 		res, err := runtime.OpenResume(store, opts.Resume)
