@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDurableOverSSH: a run over ssh is journaled by the daemon the ssh
+// bridge reaches, with no flag; killed, it is listed as resumable and
+// resumed over ssh by another runner, with every command done once. Its
+// runner's ssh session ends with it (ssh reads EOF), and with it the
+// connection that held the run: the resume may have to wait for that.
+func TestDurableOverSSH(t *testing.T) {
+	f := newSSHFixture(t)
+	dir := durableDir(t, daemonRecipe)
+	sous := func(cwd string, extra []string, args ...string) (o outcome, killed bool) {
+		t.Helper()
+		cmd := exec.Command(f.bin, args...)
+		cmd.Dir, cmd.Env = cwd, append(append([]string(nil), f.env...), extra...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		o = outcome{stdout: stdout.String(), stderr: stderr.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				return o, true
+			}
+			o.code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return o, false
+	}
+	o, killed := sous(dir, []string{"SOUS_FAULT_JOURNAL=4"}, "run", "main.star", "-a", "dir="+dir, "--remote", f.remote)
+	if !killed {
+		t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+	}
+	id := runIDOf(t, o)
+	if got := counts(t, dir); got != `a="a\n" b="" c="" ` {
+		t.Fatalf("before the resume: counters %s", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		o, _ = sous(t.TempDir(), nil, "resume", id, "--remote", f.remote)
+		if o.code != 2 || !strings.Contains(o.stderr, "runner is still alive") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // the dead runner's ssh session is still closing
+	}
+	o.expect(t, 0, "sous: resuming run "+id)
+	if recipePrints(o) != "done" {
+		t.Errorf("the resume printed %q, want only what the run had not printed", recipePrints(o))
+	}
+	if got := counts(t, dir); got != eachOnce {
+		t.Errorf("counters %s, want each once", got)
+	}
+	o, _ = sous(t.TempDir(), nil, "runs", "--remote", f.remote)
+	o.expect(t, 0)
+	if line := runsLine(t, o, id); !strings.Contains(line, "finished ok") {
+		t.Errorf("runs: %q", line)
+	}
+}
