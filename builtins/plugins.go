@@ -31,7 +31,7 @@ func (cfg Config) Plugins() []runtime.Plugin {
 		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries(), fanoutEntries(), retryEntries(), budgetEntries())},
 		{Name: procPlugin, Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries()),
 			OnStart:  func(*runtime.Env) any { return &procState{lines: cfg.Lines} },
-			Decoders: map[string]runtime.Decoder{resultKind: decodeResult}},
+			Decoders: map[string]runtime.Decoder{resultKind: decodeResult, processKind: decodeProcess}},
 		{Name: "files", Entries: filesEntries()},
 		{Name: "secrets", Entries: secretsEntries()},
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},

@@ -38,9 +38,9 @@ import (
 type Journaling int
 
 const (
-	// JournalLive: the call returns a live object (a process, a session,
-	// a turn) or acts on one; it is recorded, but a journal holding it is
-	// not resumed (not yet supported).
+	// JournalLive: the call returns a live object (a session, a turn) or
+	// acts on one; it is recorded, but a journal holding it is not
+	// resumed (not yet supported). Processes are resumed: durablelive.go.
 	JournalLive Journaling = iota
 	// JournalPure: no effect and no answer from outside (struct-like
 	// helpers, defer, parallel): not journaled; what it calls is.
@@ -117,7 +117,7 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 		switch r.Kind {
 		case journal.KindCall:
 			if r.Call == journal.CallLive {
-				return refuse("cannot be resumed: %s called %s, whose process, session or turn "+
+				return refuse("cannot be resumed: %s called %s, whose session or turn "+
 					"a resumed run does not take over yet", place(r), r.Fn)
 			}
 			bySeq[r.Seq] = len(res.calls)
@@ -246,17 +246,24 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 		// The runner died in this call: it runs again, unless it acted on
 		// a daemon that outlives the runner, where its process (or its
 		// git or files call) may still be going on.
+		c.Since, c.JournalID = rc.call.At, journalID(j.run, rc.call.Seq)
 		if kind == JournalEffect && rc.call.Host != "" {
-			j.changed = &ResumeStopped{Msg: fmt.Sprintf("run %s died in %s at line %d on %s, which may still be doing it: "+
-				"a resume does not take it over yet", j.run, c.Name, line, rc.call.Host)}
-			return nil, j.changed
-		}
-		c.Since = rc.call.At
-		if kind == JournalEffect {
+			if !e.Rejoin {
+				j.changed = &ResumeStopped{Msg: fmt.Sprintf("run %s died in %s at line %d on %s, which may still be doing it: "+
+					"a resume does not take it over", j.run, c.Name, line, rc.call.Host)}
+				return nil, j.changed
+			}
+			c.Rejoining = true // durablelive.go
+			j.notice(fmt.Sprintf("sous: %s at line %d was under way when run %s's runner died: taking over what it started on %s",
+				c.Name, line, j.run, rc.call.Host))
+		} else if kind == JournalEffect {
 			j.notice(fmt.Sprintf("sous: %s at line %d was under way when run %s's runner died: it runs again",
 				c.Name, line, j.run))
 		}
 		return j.finish(c, rc.call.Seq, kind, fn)
+	}
+	if err := takeOver(c); err != nil { // durablelive.go
+		return nil, err
 	}
 	j.seq++
 	rec := journal.Record{Kind: journal.KindCall, Seq: j.seq, Fn: c.Name, File: file, Line: line, Hash: hash,
@@ -270,15 +277,18 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 			return nil, c.Errorf("%v", err)
 		}
 	}
+	c.JournalID = journalID(j.run, j.seq)
 	return j.finish(c, j.seq, kind, fn)
 }
 
 // finish does call seq and appends its answer.
 func (j *Journal) finish(c *Call, seq int, kind Journaling, fn Func) (starlark.Value, error) {
 	v, err := fn(c)
-	if kind == JournalLive || c.Env.Ctx.Err() != nil {
+	var stopped *ResumeStopped
+	if kind == JournalLive || c.Env.Ctx.Err() != nil || errors.As(err, &stopped) {
 		// A live object is not replayed; an interrupted call did not
-		// finish: neither has an answer to keep.
+		// finish; a resume that stopped did not: none has an answer to
+		// keep.
 		return v, err
 	}
 	ans := journal.Record{Kind: journal.KindAnswer, Seq: seq}
@@ -288,6 +298,8 @@ func (j *Journal) finish(c *Call, seq int, kind Journaling, fn Func) (starlark.V
 		ans.Unkept = fmt.Sprintf("%s returned %v", c.Name, kerr)
 	} else if ans.Value, kerr = json.Marshal(kv); kerr != nil {
 		ans.Unkept = kerr.Error()
+	} else {
+		ans.Mark = markOf(c, v) // durablelive.go
 	}
 	if aerr := j.w.Append(ans); aerr != nil && err == nil {
 		return nil, c.Errorf("%v", aerr)
@@ -309,6 +321,7 @@ func (j *Journal) replay(c *Call, e *Entry, rc replayCall) (starlark.Value, erro
 	if err != nil {
 		return nil, c.Errorf("journal: the answer of call %d: %v", a.Seq, err)
 	}
+	replayMark(c, v, a.Mark) // durablelive.go
 	if e.Replayed != nil {
 		e.Replayed(c, v)
 	}
@@ -398,7 +411,7 @@ func callKey(c *Call) (hash, show string) {
 	}
 	if c.Recv != nil {
 		b.WriteString("; on ")
-		b.WriteString(c.Recv.String())
+		b.WriteString(recvKey(c.Recv)) // durablelive.go
 	}
 	if c.Host != nil && c.Host.target != c.Env.Hosts.DefaultTarget() {
 		// h.run(...) on a host the recipe named: another host is

@@ -27,8 +27,8 @@ const (
 	// CallAnswer only reads (the clock, the environment, a file): its
 	// answer is kept, but nothing is synced for it.
 	CallAnswer = "answer"
-	// CallLive returns a live object (a process, a session, a turn) that
-	// this version cannot replay: a journal with one is not resumed.
+	// CallLive returns a live object (a session, a turn) that this
+	// version cannot replay: a journal with one is not resumed.
 	CallLive = "live"
 )
 
@@ -67,6 +67,9 @@ type Record struct {
 	// Unkept says why the value was not kept (a type the journal cannot
 	// hold): the call is not replayed, so its run is not resumed.
 	Unkept string `json:"unkept,omitempty"`
+	// Mark is what a live object (a process) had shown of its output when
+	// the call on it returned: a resumed run does not show it again.
+	Mark int64 `json:"mark,omitempty"`
 
 	// KindEnd: how the run ended (an end event's status) and its exit code.
 	Status string `json:"status,omitempty"`
