@@ -214,6 +214,9 @@ func (p *Process) restore(r *Result) {
 // TakeOver implements runtime.TakingOver: the calls that only read need
 // no process once the journal gave its end.
 func (p *Process) TakeOver(c *runtime.Call) error {
+	if c.Resuming() {
+		return nil // answered from the journal
+	}
 	switch c.Name {
 	case "Process.wait", "Process.output", "Process.read_line", "Process.lines.next":
 		return p.ensureLive(c, false)

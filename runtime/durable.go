@@ -38,9 +38,10 @@ import (
 type Journaling int
 
 const (
-	// JournalLive: the call returns a live object (a session, a turn) or
-	// acts on one; it is recorded, but a journal holding it is not
-	// resumed (not yet supported). Processes are resumed: durablelive.go.
+	// JournalLive: the call returns a live object (a Pending turn) or
+	// acts on one in a way a resume cannot take over; it is recorded, but
+	// a journal holding it is not resumed. Processes and sessions are
+	// taken over: durablelive.go.
 	JournalLive Journaling = iota
 	// JournalPure: no effect and no answer from outside (struct-like
 	// helpers, defer, parallel): not journaled; what it calls is.
@@ -229,6 +230,10 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 	file, line := callerPlace(c.Thread)
 	hash, show := callKey(c)
 	if j.next < len(j.calls) {
+		c.JournalID = journalID(j.run, j.calls[j.next].call.Seq)
+		if err := takeOver(c); err != nil { // durablelive.go
+			return nil, err
+		}
 		rc := j.calls[j.next]
 		if rc.call.Fn != c.Name || rc.call.Hash != hash {
 			got, had := c.Name+"("+show+")", rc.call.Fn+"("+rc.call.Show+")"
@@ -262,6 +267,7 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 		}
 		return j.finish(c, rc.call.Seq, kind, fn)
 	}
+	c.JournalID = journalID(j.run, j.seq+1)
 	if err := takeOver(c); err != nil { // durablelive.go
 		return nil, err
 	}
@@ -277,7 +283,6 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 			return nil, c.Errorf("%v", err)
 		}
 	}
-	c.JournalID = journalID(j.run, j.seq)
 	return j.finish(c, j.seq, kind, fn)
 }
 

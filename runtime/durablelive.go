@@ -131,3 +131,16 @@ func (c *Call) Resuming() bool {
 	j := c.Env.Journal
 	return j != nil && j.next < len(j.calls)
 }
+
+// NextJournaled names the call the journal answers next, as its builtin
+// and the rendering of its arguments ("", "" once the journal ended): a
+// live value that journals steps of its own (a session's resume) replays
+// one only where the journal has it.
+func (c *Call) NextJournaled() (fn, show string) {
+	j := c.Env.Journal
+	if j == nil || j.next >= len(j.calls) {
+		return "", ""
+	}
+	rc := j.calls[j.next].call
+	return rc.Fn, rc.Show
+}

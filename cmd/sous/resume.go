@@ -23,8 +23,9 @@ func newCmdResume(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 again from the top with the run's args, in the directory it ran in, and
 answers every builtin call the journal holds from the journal, without doing
 it again: commands run, files read, git, extract_tar, getenv, time.now(),
-sleep, and processes: spawn, reattach and every call on a Process (write,
-close_stdin, wait, read_line, output, each line of a lines() loop, kill...).
+sleep, processes (spawn, reattach and every call on a Process: write,
+close_stdin, wait, read_line, output, each line of a lines() loop, kill...)
+and agent sessions (sdk.session, Session.send and its Turn, Session.close).
 What the run printed, and what its processes echoed, is not shown again. Once
 the journal ends the run goes on live, journaling as before, so it can be
 resumed again.
@@ -46,11 +47,18 @@ call had started if the daemon has it (its id is the call's) rather than start
 it twice; extract_tar(keep_archive=True) extracts again; git.worktree_create
 takes a worktree it finds on its branch as made.
 
+Sessions: the turns the journal holds are not sent again. At the first send it
+does not hold, the session's old CLI is ended and a new one resumes the session
+by its id (--resume). A send the runner died in on a daemon that outlives it is
+finished by that CLI, whose output the resume reads up to the turn's result;
+one whose prompt never reached the CLI is sent then; on the embedded daemon it
+is sent again, with a notice.
+
 Resume refuses (exit code 2): a run that finished (ok, failed or interrupted:
 its deferred calls ran); a run whose runner is still alive (it holds the
-journal's lock); a journal holding an agent session or turn (sdk.*, a
-Session's or a Pending's methods), which this version does not take over
-yet. It stops (exit code 2) once the replay finds: a runner that died in a call
+journal's lock); a journal holding sdk.send, Session.start, a Pending's wait
+or a session control (interrupt, set_model, ...), which this version does not
+take over yet. It stops (exit code 2) once the replay finds: a runner that died in a call
 on a daemon that outlives it which it cannot take over (git.commit, git.merge,
 git.push, git.worktree_remove, pipeline, extract_tar without keep_archive);
 a process of the embedded daemon that the run had used and the recipe uses

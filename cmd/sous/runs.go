@@ -30,8 +30,9 @@ STATE is "running" (its runner is alive: it holds the journal's lock),
 "finished STATUS" (ok, failed, error or interrupted: nothing to resume),
 "resumable" (its runner died: sous resume --journal DIR ID continues it) or
 "stopped (...)" (its runner died after a call a resume does not take over yet:
-an agent session or turn, sdk.*, "stopped (line N called sdk.session)"). A run
-that spawned processes is resumable: see sous resume --help. A resumable run
+sdk.send, Session.start, Pending.wait or a session control, "stopped (line N
+called sdk.send)"). A run with processes and sessions (sdk.session,
+Session.send) is resumable: see sous resume --help. A resumable run
 may still stop when resumed, with exit code 2, at a point only the replay
 finds: a call on a daemon that outlives the runner that the runner died in and
 a resume cannot take over, a process of the embedded daemon the run had used,
