@@ -230,10 +230,12 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 	file, line := callerPlace(c.Thread)
 	hash, show := callKey(c)
 	if j.next < len(j.calls) {
-		c.JournalID = journalID(j.run, j.calls[j.next].call.Seq)
-		if err := takeOver(c); err != nil { // durablelive.go
+		// A live value may replay a step of its own first (durablelive.go).
+		if err := takeOver(c); err != nil {
 			return nil, err
 		}
+	}
+	if j.next < len(j.calls) {
 		rc := j.calls[j.next]
 		if rc.call.Fn != c.Name || rc.call.Hash != hash {
 			got, had := c.Name+"("+show+")", rc.call.Fn+"("+rc.call.Show+")"

@@ -178,6 +178,27 @@ func TestDurableSessionResumes(t *testing.T) {
 		}
 	})
 	a.reset()
+	t.Run("killed as the resume resumes the session", func(t *testing.T) {
+		// The first resume dies once its Session.resume step is recorded;
+		// the second replays that step's record (it runs again).
+		dir := a.agentDir(t, "twice")
+		o, killed := a.sousIn(t, dir, []string{"SOUS_FAULT_JOURNAL=7"}, a.runArgs(dir)...)
+		if !killed {
+			t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+		}
+		id := runIDOf(t, o)
+		o, killed = a.sousIn(t, dir, []string{"SOUS_FAULT_JOURNAL=1"}, "resume", "--journal", "j", id)
+		if !killed {
+			t.Fatalf("resume not killed: %d\n%s", o.code, o.stderr)
+		}
+		o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 0, "sous: Session.resume at line 6 was under way when run "+id+"'s runner died: it runs again")
+		checkTurns(t, dir)
+		if a.count("first") != 1 || a.count("second") != 1 {
+			t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
+		}
+	})
+	a.reset()
 	t.Run("before the first turn", func(t *testing.T) {
 		// A session with no turn has no conversation to --resume: the
 		// new CLI starts it afresh under its id.
