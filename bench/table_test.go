@@ -3,7 +3,7 @@
 //
 //	make bench                                  # the whole table (several minutes)
 //	SOUS_BENCH_TABLE=1 SOUS_BENCH_REPEATS=3 go test ./bench -run TestTable -v -timeout 60m
-//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket socket-frames protocol ws ssh rss ping spawn start extract children fanout live sessions
+//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket socket-frames protocol ws ssh rss ping spawn start extract children fanout live sessions agent-turn
 //
 // Every figure is a ratio against a baseline measured in the same run, as
 // the median of interleaved repeats: the machines are shared and noisy, so
@@ -68,6 +68,7 @@ func TestTable(t *testing.T) {
 		{"fanout", e.fanout},
 		{"live", e.liveArea},
 		{"sessions", e.sessions},
+		{"agent-turn", e.agentTurn},
 	} {
 		if only == "" || slices.Contains(strings.Split(only, ","), m.name) {
 			add(m.run(t))
@@ -334,13 +335,9 @@ func callRate(t *testing.T, n int, d time.Duration, setup func() func() error) f
 func (e *env) recipeStart(t *testing.T) row {
 	recipe := filepath.Join(e.dir, "one.star")
 	os.WriteFile(recipe, []byte("x = 1\n"), 0o644)
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		return row{figure: "`sous run` of a one-line recipe", baseline: "`python3 -c pass`", target: "no slower", result: "python3 not found"}
-	}
-	// pyenv shims add a shell script in front of python; time the real one.
-	if out, err := exec.Command(python, "-c", "import sys; print(sys.executable)").Output(); err == nil {
-		python = strings.TrimSpace(string(out))
+	python := fastestPython(t)
+	if python == "" {
+		return row{figure: "`sous run` of a one-line recipe", baseline: "`python3 -c pass`", target: "at most 0.35x", result: "python3 not found"}
 	}
 	const n = 20
 	loop := func(name string, args ...string) func() time.Duration {
@@ -356,8 +353,8 @@ func (e *env) recipeStart(t *testing.T) row {
 	}
 	tb, ts := e.interleave(t, loop(python, "-c", "pass"), loop(e.bin, "run", recipe))
 	ratio := ts.Seconds() / tb.Seconds()
-	return row{figure: "`sous run` of a one-line recipe", baseline: "`python3 -c pass`", target: "no slower",
-		result: fmt.Sprintf("%.2fx (%.1f vs %.1f ms)", ratio, ts.Seconds()*1000/n, tb.Seconds()*1000/n), ok: ratio <= 1}
+	return row{figure: "`sous run` of a one-line recipe", baseline: "`python3 -c pass` (the quickest python3 here)", target: "at most 0.35x",
+		result: fmt.Sprintf("%.2fx (%.1f vs %.1f ms)", ratio, ts.Seconds()*1000/n, tb.Seconds()*1000/n), ok: ratio <= 0.35}
 }
 
 func (e *env) extractTar(t *testing.T) row {

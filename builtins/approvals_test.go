@@ -58,6 +58,10 @@ func (o *recordingOutput) Pending(runtime.ApprovalInfo)          {}
 func (o *recordingOutput) Spawned(runtime.SpawnInfo)             {}
 func (o *recordingOutput) Exited(string, int)                    {}
 func (o *recordingOutput) Echo(string) runtime.Echo              { return nil }
+func (o *recordingOutput) EchoBeside(string) runtime.Echo        { return nil }
+func (o *recordingOutput) Settle()                               {}
+func (o *recordingOutput) SpawnStarts()                          {}
+func (o *recordingOutput) SpawnEnds()                            {}
 func (o *recordingOutput) Agent(string, string, json.RawMessage) {}
 func (o *recordingOutput) Approval(a runtime.ApprovalInfo)       { o.approvals = append(o.approvals, a) }
 func (o *recordingOutput) Hook(runtime.HookInfo)                 {}

@@ -59,7 +59,10 @@ type procOptions struct {
 	echo     bool
 	showPid  bool
 	internal bool // a helper a builtin runs (pipeline's mktemp): no events, no echo
-	limit    int  // bytes kept per stream
+	// beside: spawn started it and returned, so it runs beside the recipe;
+	// its echo is held until the recipe settles (runtime.Output.EchoBeside).
+	beside bool
+	limit  int // bytes kept per stream
 }
 
 // chunk is a copy of output held back from the echo.
@@ -139,7 +142,11 @@ func (p *Process) announce(reattached bool) {
 	}
 	p.mu.Lock()
 	if p.opt.echo && !p.opt.internal {
-		p.echo = p.env.Output.Echo(p.id)
+		if p.opt.beside {
+			p.echo = p.env.Output.EchoBeside(p.id)
+		} else {
+			p.echo = p.env.Output.Echo(p.id)
+		}
 		for _, c := range p.early {
 			p.echo.Write(c.stream, c.data)
 		}

@@ -69,6 +69,7 @@ type keptProcess struct {
 	TTY     bool     `json:"tty,omitempty"`
 	Pid     int      `json:"pid,omitempty"`
 	FromSeq int64    `json:"from_seq,omitempty"`
+	Beside  bool     `json:"beside,omitempty"`
 }
 
 // Record implements runtime.Recordable.
@@ -80,7 +81,7 @@ func (p *Process) Record() (string, any, error) {
 	tty := p.tty
 	p.mu.Unlock()
 	k := keptProcess{ID: p.id, Argv: p.argv, Echo: p.opt.echo, ShowPid: p.opt.showPid, Limit: p.opt.limit,
-		TTY: tty, Pid: p.pid()}
+		TTY: tty, Pid: p.pid(), Beside: p.opt.beside}
 	if p.replayed != nil {
 		k.FromSeq = p.replayed.fromSeq
 	}
@@ -94,7 +95,7 @@ func decodeProcess(env *runtime.Env, data json.RawMessage) (starlark.Value, erro
 	if err := json.Unmarshal(data, &k); err != nil {
 		return nil, fmt.Errorf("a Process: %w", err)
 	}
-	p := newProcess(env, env.DefaultHost(), k.ID, k.Argv, procOptions{echo: k.Echo, showPid: k.ShowPid, limit: k.Limit})
+	p := newProcess(env, env.DefaultHost(), k.ID, k.Argv, procOptions{echo: k.Echo, showPid: k.ShowPid, limit: k.Limit, beside: k.Beside})
 	p.tty = k.TTY
 	p.announced = true // by the runner that started it
 	p.replayed = &replayedProcess{pid: k.Pid, fromSeq: k.FromSeq}

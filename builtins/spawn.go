@@ -26,7 +26,11 @@ func spawnEntries() []runtime.Entry {
 				"environment; a value of None unsets a variable. echo=True streams stdout and stderr to the runner's as " +
 				"they arrive, line by line. From the moment a second process echoes while another does, every line of " +
 				"every process is prefixed \"[id] \" for the rest of the run, so a process's lines do not lose their id " +
-				"when the other ends; processes that echo one after another (run after run) stay bare. " +
+				"when the other ends; processes that echo one after another (run after run) stay bare. A spawned " +
+				"process's lines are held until the recipe's next builtin call other than spawn or its end (at the latest " +
+				"after 100 ms of recipe code since the last spawn returned, or 1 s); if two or more processes echo " +
+				"then, the held lines carry their ids too, so " +
+				"processes spawned together are prefixed from their first line, and a lone one stays bare. " +
 				ttyDoc + " Processes of the embedded daemon " +
 				"still running when the recipe ends are stopped. " + sandboxDoc,
 			Fn: spawnBuiltin},
@@ -94,7 +98,7 @@ func spawnArgs(c *runtime.Call) (spawnSpec, procOptions, error) {
 	if spec.argv, err = commandLine(c, cmd, cmdList, args); err != nil {
 		return spec, procOptions{}, err
 	}
-	return spec, procOptions{echo: echo, showPid: wantPid, limit: DefaultOutputCap}, nil
+	return spec, procOptions{echo: echo, showPid: wantPid, limit: DefaultOutputCap, beside: true}, nil
 }
 
 // startProcess spawns spec on host and follows it.

@@ -365,6 +365,7 @@ func (j *Journal) end(status string, code int) error {
 func Journaled(env *Env, e *Entry) *starlark.Builtin {
 	return starlark.NewBuiltin(e.Name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		c := &Call{Env: env, Thread: thread, Name: e.Name, Args: args, Kwargs: kwargs}
+		env.settle()
 		if env.Journal != nil && e.Journal != JournalPure {
 			return env.Journal.call(c, e)
 		}

@@ -101,6 +101,20 @@ type Output interface {
 	// Echo returns the live echo of one process. Its Write is called on the
 	// client's frame reader goroutine, so it must return promptly.
 	Echo(id string) Echo
+	// EchoBeside is Echo for a process that runs beside the recipe (one
+	// spawn started): the human output holds its lines until the recipe
+	// settles (Settle), so that whether they carry "[id] " is decided
+	// with the processes spawned next to it, whichever printed first.
+	EchoBeside(id string) Echo
+	// Settle says the recipe moved on from what it spawned: the runtime
+	// calls it before each builtin call but spawn's, and at the recipe's
+	// end; the echo held goes out. Else it goes out once the recipe
+	// computed HoldLimit without calling a builtin, time spent in spawn
+	// calls aside (SpawnStarts, SpawnEnds), and at most MaxHold after the
+	// hold began (hold.go).
+	Settle()
+	SpawnStarts()
+	SpawnEnds()
 	// Pending is a permission request that waits for a decision: the
 	// Approval with the same kind, session, tool and tool use id ends it.
 	// The status area on a terminal shows it meanwhile.

@@ -31,6 +31,24 @@ type humanSink struct {
 	// streamSlot).
 	color [2]bool
 	buf   []byte
+
+	// The lines of spawned processes held until the recipe settles
+	// (event.Settle): in the order they came, across processes and
+	// streams, their bytes one after another in heldData.
+	held     []heldPiece
+	heldData []byte
+}
+
+// heldPiece is one held output event; its Data is heldData[start:end].
+// A line of sous's own about a held process (--verbose's exit line) is
+// held too, so that it follows the process's lines: line says so.
+type heldPiece struct {
+	id         string
+	stream     wire.Stream
+	start, end int
+	midLine    bool
+	last       bool
+	line       bool
 }
 
 // Handle implements event.Sink.
@@ -50,9 +68,15 @@ func (h *humanSink) Handle(at time.Time, e event.Event) {
 	case *event.Prompt:
 		h.screen.Write(wire.Stderr, append(h.buf[:0], e.Text...))
 	case *event.Output:
-		if !h.quiet {
+		switch {
+		case h.quiet:
+		case h.state.Holding && h.state.Held(e.ID):
+			h.hold(e)
+		default:
 			h.output(e)
 		}
+	case *event.Settle:
+		h.release()
 	case *event.Spawn:
 		if e.Lost > 0 {
 			// Otherwise silent: the recipe would read an output that starts
@@ -74,7 +98,12 @@ func (h *humanSink) Handle(at time.Time, e event.Event) {
 	case *event.Exit:
 		if h.verbose {
 			if p := h.state.Proc(e.ID); p != nil {
-				h.line(visible(fmt.Sprintf("sous: [%s] exited with code %d after %s", e.ID, e.ExitCode, view.Duration(p.Ended.Sub(p.Started)))))
+				text := visible(fmt.Sprintf("sous: [%s] exited with code %d after %s", e.ID, e.ExitCode, view.Duration(p.Ended.Sub(p.Started))))
+				if !h.quiet && h.state.Holding && h.state.Held(e.ID) {
+					h.holdLine(e.ID, text)
+				} else {
+					h.line(text)
+				}
 			}
 		}
 	case *event.Agent:
@@ -133,6 +162,43 @@ func (h *humanSink) output(e *event.Output) {
 	}
 	h.buf = b
 	h.screen.Write(e.Stream, b)
+}
+
+// hold keeps a copy of e until the recipe settles: e's Data is the
+// publisher's, valid only while the event is handled.
+func (h *humanSink) hold(e *event.Output) {
+	start := len(h.heldData)
+	h.heldData = append(h.heldData, e.Data...)
+	h.held = append(h.held, heldPiece{id: e.ID, stream: e.Stream, start: start, end: len(h.heldData),
+		midLine: e.MidLine, last: e.Last})
+}
+
+// holdLine keeps a line of sous's own about held process id until the
+// process's lines before it go out.
+func (h *humanSink) holdLine(id, text string) {
+	start := len(h.heldData)
+	h.heldData = append(h.heldData, text...)
+	h.held = append(h.held, heldPiece{id: id, stream: wire.Stderr, start: start, end: len(h.heldData), line: true})
+}
+
+// release writes the held lines in the order they came, now that
+// State.Prefixed says whether they carry their ids.
+func (h *humanSink) release() {
+	for _, p := range h.held {
+		data := h.heldData[p.start:p.end]
+		if p.line {
+			h.buf = append(append(h.buf[:0], data...), '\n')
+			h.screen.Write(wire.Stderr, h.buf)
+			continue
+		}
+		h.output(&event.Output{ID: p.id, Stream: p.stream, Data: data, MidLine: p.midLine, Last: p.last})
+	}
+	h.held = h.held[:0]
+	if cap(h.heldData) > event.MaxHeld {
+		h.heldData = nil // a flood's buffer is not kept for the rest of the run
+	} else {
+		h.heldData = h.heldData[:0]
+	}
 }
 
 // appendPrefix appends "[id] ", coloured when color is an SGR sequence.

@@ -12,7 +12,8 @@ import (
 // subscribed to it (sinks.go) write what they make of it. Nothing here
 // writes anything itself.
 type output struct {
-	bus *event.Bus
+	bus  *event.Bus
+	hold hold // the echo held for the recipe to settle (hold.go)
 }
 
 var _ Output = (*output)(nil)

@@ -113,6 +113,7 @@ func (r *recipeRun) newThread(name string) *starlark.Thread {
 	return &starlark.Thread{
 		Name: name,
 		Print: func(_ *starlark.Thread, msg string) {
+			r.out.Settle() // print is a builtin call too: after what was spawned before it
 			if r.env.Journal != nil {
 				r.env.Journal.Print(msg, r.out.Log)
 				return

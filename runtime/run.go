@@ -192,6 +192,9 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	if err == nil {
 		err = r.execute(ctx)
+		// The recipe's end settles what it spawned last, before its
+		// report and its deferred calls' output.
+		out.Settle()
 		if cerr := jnl.changedErr(); cerr != nil {
 			err = cerr
 		}

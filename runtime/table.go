@@ -173,6 +173,14 @@ func (t *Table) global(env *Env, e *Entry, host *Host) starlark.Value {
 func (t *Table) builtin(env *Env, e *Entry, host *Host, recv starlark.Value) *starlark.Builtin {
 	return starlark.NewBuiltin(e.Name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		c := &Call{Env: env, Thread: thread, Name: e.Name, Args: args, Kwargs: kwargs, Host: host, Recv: recv}
+		if e.Name == "spawn" && env.Output != nil {
+			// Processes spawned one after another are decided together:
+			// the hold's time limit waits while a spawn runs (hold.go).
+			env.Output.SpawnStarts()
+			defer env.Output.SpawnEnds()
+		} else {
+			env.settle()
+		}
 		if env.Journal != nil && e.Journal != JournalPure {
 			// Every builtin call of a durable run goes through its
 			// journal: recorded, or answered from it on resume.
@@ -180,6 +188,16 @@ func (t *Table) builtin(env *Env, e *Entry, host *Host, recv starlark.Value) *st
 		}
 		return e.Fn(c)
 	})
+}
+
+// settle tells the output that the recipe moved on from the processes it
+// spawned, at any builtin call but spawn's own: processes spawned one
+// after another with only recipe code between them are decided together
+// (Output.EchoBeside). It costs an atomic load when nothing is held.
+func (env *Env) settle() {
+	if env.Output != nil {
+		env.Output.Settle()
+	}
 }
 
 // Attr answers an attribute lookup on recv, a value of type owner, from

@@ -236,41 +236,52 @@ print("extra:", sorted(set([t.text for t in checks])))
 	}
 }
 
-// TestAgentToolsConcurrent is the real CLI's smaller variant: three
-// sessions at once, each model reply asking for five calls of the
-// session's tool; the model gets each call's own answer, once.
+// TestAgentToolsConcurrent is the same on the real CLI, both versions:
+// twenty sessions at once, each model reply asking for five calls of the
+// session's tool in one message; the model gets each call's own answer,
+// once, and the recipe gets each call once.
 func TestAgentToolsConcurrent(t *testing.T) {
 	t.Parallel()
-	w := newAgentWorld(t, claudecli.Latest, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
-		if toolTurn(req) > 0 {
-			return fakemodel.Text("bumped")
-		}
-		name := strings.TrimPrefix(firstPrompt(req), "go ")
-		var blocks []fakemodel.Block
-		for i := range 5 {
-			blocks = append(blocks, fakemodel.Block{Type: "tool_use", ID: fmt.Sprintf("toolu_%s_%d", name, i), Name: "mcp__sous__bump",
-				Input: map[string]any{"n": i}})
-		}
-		return fakemodel.Blocks(blocks...)
-	}})
-	o := w.run(bumpRecipe, "-a", "sessions=3", "-a", "env={}")
-	o.expect(t, 0, "turns: 3", `texts: ["bumped", "bumped", "bumped"]`, "calls: 15 [1]")
-	got := map[string]int{}
-	for _, r := range w.api.Scripted() {
-		for _, tr := range r.ToolResults() {
-			if tr.IsError {
-				t.Errorf("tool result %+v is an error", tr)
+	const sessions, calls = 20, 5
+	for _, version := range []string{claudecli.WebSocket, claudecli.Latest} {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			w := newAgentWorld(t, version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
+				if toolTurn(req) > 0 {
+					return fakemodel.Text("bumped")
+				}
+				name := strings.TrimPrefix(firstPrompt(req), "go ")
+				var blocks []fakemodel.Block
+				for i := range calls {
+					blocks = append(blocks, fakemodel.Block{Type: "tool_use", ID: fmt.Sprintf("toolu_%s_%d", name, i), Name: "mcp__sous__bump",
+						Input: map[string]any{"n": i}})
+				}
+				return fakemodel.Blocks(blocks...)
+			}})
+			o := w.run(bumpRecipe, "-a", fmt.Sprint("sessions=", sessions), "-a", "env={}")
+			texts := `texts: [` + strings.Repeat(`"bumped", `, sessions-1) + `"bumped"]`
+			o.expect(t, 0, fmt.Sprint("turns: ", sessions), texts, fmt.Sprintf("calls: %d [1]", sessions*calls))
+			got := map[string]int{}
+			for _, r := range w.api.Scripted() {
+				for _, tr := range r.ToolResults() {
+					if tr.IsError {
+						t.Errorf("tool result %+v is an error", tr)
+					}
+					got[tr.ToolUseID+" "+tr.Content]++
+				}
 			}
-			got[tr.ToolUseID+" "+tr.Content]++
-		}
-	}
-	for s := range 3 {
-		for i := range 5 {
-			key := fmt.Sprintf("toolu_s%d_%d bumped s%d/%d", s, i, s, i)
-			if got[key] != 1 {
-				t.Errorf("%s: seen %d times by the model, want once (all: %v)", key, got[key], got)
+			if len(got) != sessions*calls {
+				t.Errorf("the model got %d distinct tool results, want %d", len(got), sessions*calls)
 			}
-		}
+			for s := range sessions {
+				for i := range calls {
+					key := fmt.Sprintf("toolu_s%d_%d bumped s%d/%d", s, i, s, i)
+					if got[key] != 1 {
+						t.Errorf("%s: seen %d times by the model, want once", key, got[key])
+					}
+				}
+			}
+		})
 	}
 }
 

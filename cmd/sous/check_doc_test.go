@@ -128,6 +128,10 @@ func TestDocOfOneName(t *testing.T) {
 		{"files", []string{"files.read(path, *, max_bytes=None) -> string or None", "files.stat(path)"}},
 		{"Process", []string{"Process.wait(timeout=None) -> Result", "Process.stop(grace=3, escalate=True)"}},
 		{"Process.lines", []string{"each lines() call iterates from the first", "use read_line()"}},
+		// A method by the name a recipe calls it with, when only one type
+		// or module has a member so named (issue 35 ran sous doc lines).
+		{"lines", []string{"lines: Process.lines\n", "each lines() call iterates from the first", "use read_line()"}},
+		{"read", []string{"read: files.read\n", "files.read(path, *, max_bytes=None) -> string or None"}},
 		{"Process.read_line", []string{`Process.read_line(stream="stdout", timeout=None) -> string or None`, "passes before a whole line arrives, read_line fails"}},
 		{"Result.stages", []string{"Result.stages -> list of struct(exit_code, stderr)"}},
 		{"Host", []string{"Methods and modules: dotenv, extract_tar, files, git, pipeline, reattach, run, sdk, sh, spawn"}},
@@ -163,6 +167,8 @@ func TestDocOfOneName(t *testing.T) {
 	}
 	sous(t, "doc", "wiat").expect(t, 2, `no builtin named "wiat"`)
 	sous(t, "doc", "Process.wai").expect(t, 2, "did you mean wait_all, Process.wait, Pending.wait?")
+	// Two types have a wait: the name alone is no one member.
+	sous(t, "doc", "wait").expect(t, 2, `no builtin named "wait"; did you mean wait_all, Process.wait, Pending.wait?`)
 	// Shell completion of NAME (what the completion scripts ask for).
 	o := sous(t, "__complete", "doc", "files.re")
 	if o.code != 0 || !strings.HasPrefix(o.stdout, "files.read\n:4\n") {

@@ -25,13 +25,15 @@ func newCmdDoc(f *Factory, runF func(*DocOptions) error) *cobra.Command {
 		Use:   "doc [NAME]",
 		Short: "Print the reference of the recipe builtins",
 		Long: `Doc prints every name a recipe can use, with its signature; with a NAME
-(a global, a module, a type, or a member such as files.read or Process.wait),
+(a global, a module, a type, or a member such as files.read or Process.wait;
+a member's own name, such as lines, where only one module or type has it),
 the full description. It is generated from the table the runtime registers the
 builtins from, so it lists exactly what exists.`,
 		Example: `  sous doc
   sous doc spawn
   sous doc Process
-  sous doc files.read`,
+  sous doc files.read
+  sous doc lines`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("%s takes at most one NAME\nRun '%s --help' for usage.", cmd.CommandPath(), cmd.CommandPath())
@@ -116,6 +118,14 @@ func writeEntry(w io.Writer, t *runtime.Table, name string) error {
 		}
 	}
 	if !ok {
+		// lines is Process.lines when no other owner has a member so named:
+		// a person asks for the method by the name a recipe calls it with.
+		if m := memberNamed(t, name); m != nil {
+			e, ok = m, true
+			fmt.Fprintf(w, "%s: %s\n\n", name, m.Name)
+		}
+	}
+	if !ok {
 		return usageErrorf("no builtin named %q%s (sous doc lists them all)", name, suggest(t, name))
 	}
 	fmt.Fprintln(w, e.Sig)
@@ -135,6 +145,25 @@ func writeEntry(w io.Writer, t *runtime.Table, name string) error {
 		fmt.Fprintf(w, "\nMethods and modules: %s\n", strings.Join(t.HostNames(), ", "))
 	}
 	return nil
+}
+
+// memberNamed is the one member of a module or type whose own name is
+// name (Process.lines for "lines"); nil when there is none, or several
+// (Process.wait and Pending.wait for "wait"), or name has a dot.
+func memberNamed(t *runtime.Table, name string) *runtime.Entry {
+	if strings.Contains(name, ".") {
+		return nil
+	}
+	var found *runtime.Entry
+	for _, e := range t.Entries() {
+		if owner, short := e.Owner(); owner != "" && short == name {
+			if found != nil {
+				return nil
+			}
+			found = e
+		}
+	}
+	return found
 }
 
 // suggest offers the names that contain name's last part.

@@ -13,7 +13,7 @@ import (
 
 // ExplainInvalidParams says which member of params made the daemon answer
 // method with -32602 "Invalid params", which on the wire names nothing
-// (seeds/001: the message is exactly that). The daemon decodes a
+// (docs/PROTOCOL.md §2.1: the message is exactly that). The daemon decodes a
 // namespace's params into one struct (files.* wire.PathParams, git.*
 // wire.GitParams, process.* wire.ProcessParams); decoding them the same
 // way here finds the member, e.g. `path: want string, got number`. It

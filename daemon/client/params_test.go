@@ -11,7 +11,7 @@ import (
 )
 
 // TestExplainInvalidParams: the daemon answers a mistyped member with the
-// bare -32602 "Invalid params" seeds/001 prescribes; the client can say
+// bare -32602 "Invalid params" docs/PROTOCOL.md §2.1 prescribes; the client can say
 // which member, from the param types it shares with the daemon. Each case
 // is checked against a real daemon first, so the explanation never covers
 // an answer the daemon does not give.

@@ -92,7 +92,7 @@ func (p *Process) exitFrame() wire.Frame {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := wire.Frame{Stream: wire.Exit, ExitCode: p.exitCode, StageCodes: p.stageCodes, TimedOut: p.timedOut}
-	if p.ext.exitSignal { // a default exit frame stays as seeds/001 has it
+	if p.ext.exitSignal { // a default exit frame stays as claustrum has it (docs/PROTOCOL.md §4.1)
 		f.Signal = p.signal
 	}
 	return f

@@ -229,26 +229,40 @@ func TestHooks(t *testing.T) {
 }
 
 // TestSubagentStop: a Task tool use runs a subagent; its end fires
-// SubagentStop before the main turn's Stop. Only 2.1.81: the current CLI
-// runs subagents in the background and finishes them after the turn.
+// SubagentStop before the main turn's Stop, on both versions. The current
+// CLI runs subagents in the background unless the tool use says
+// run_in_background false (2.1.81 has no such field), so the script asks
+// for a foreground one there, as a model whose next step needs the
+// subagent's answer does.
 func TestSubagentStop(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, claudecli.WebSocket, fakemodel.Options{Script: []fakemodel.Reply{
-		fakemodel.ToolUse("Task", map[string]any{"description": "look around", "prompt": "look around", "subagent_type": "general-purpose"}),
-		fakemodel.Text("the subagent is done"),
-		fakemodel.Text("all done"),
-	}})
-	log := &hookLog{}
-	rec := Hook{Func: func(ctx context.Context, c HookCall) (map[string]any, error) {
-		log.add(c)
-		return nil, nil
-	}}
-	s := w.start(embedded(t), TransportStdio, Options{Hooks: map[string][]Hook{"SubagentStop": {rec}, "Stop": {rec}}})
-	if turn := send(t, s, "delegate"); turn.Text != "all done" {
-		t.Errorf("turn text %q", turn.Text)
-	}
-	if got := strings.Join(log.events(), ","); got != "SubagentStop,Stop" {
-		t.Errorf("hooks ran as %s, want SubagentStop,Stop", got)
+	for _, version := range []string{claudecli.WebSocket, claudecli.Latest} {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			task := map[string]any{"description": "look around", "prompt": "look around", "subagent_type": "general-purpose"}
+			if version == claudecli.Latest {
+				task["run_in_background"] = false
+			}
+			w := newWorld(t, version, fakemodel.Options{Script: []fakemodel.Reply{
+				fakemodel.ToolUse("Task", task),
+				fakemodel.Text("the subagent is done"),
+				fakemodel.Text("all done"),
+			}})
+			log := &hookLog{}
+			rec := Hook{Func: func(ctx context.Context, c HookCall) (map[string]any, error) {
+				log.add(c)
+				return nil, nil
+			}}
+			s := w.start(embedded(t), TransportStdio, Options{Hooks: map[string][]Hook{"SubagentStop": {rec}, "Stop": {rec}}})
+			if turn := send(t, s, "delegate"); turn.Text != "all done" {
+				t.Errorf("turn text %q", turn.Text)
+			}
+			if got := strings.Join(log.events(), ","); got != "SubagentStop,Stop" {
+				t.Errorf("hooks ran as %s, want SubagentStop,Stop", got)
+			}
+			if tr := w.api.Scripted()[2].ToolResults(); len(tr) != 1 || !strings.Contains(tr[0].Content, "the subagent is done") {
+				t.Errorf("the main agent got %+v for the Task, want the subagent's answer", tr)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -479,5 +481,60 @@ func TestToolArgs(t *testing.T) {
 	opt = Options{}
 	if _, ok := initializeRequest(opt, nil)["sdkMcpServers"]; ok {
 		t.Error("a session without tools announces a server")
+	}
+}
+
+// TestSessionToolBigResult: a tool's 3 MiB result reaches the real CLI cut
+// to MaxToolResult at a line end, with sous's note, on one intact protocol
+// line over each version and transport; the session goes on. The CLI keeps
+// a result that large out of the model's context: it saves it to a file
+// and tells the model where (the file holds what sous sent).
+func TestSessionToolBigResult(t *testing.T) {
+	const line = "a line of the big result\n"
+	big := strings.Repeat(line, 3*MaxToolResult/len(line))
+	saved := regexp.MustCompile(`saved to (/\S+\.(?:txt|json))`)
+	for _, tc := range cliCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, tc.version, fakemodel.Options{Func: func(req *fakemodel.Request, n int) fakemodel.Reply {
+				switch n {
+				case 0:
+					return fakemodel.Blocks(fakemodel.Block{Type: "tool_use", ID: "toolu_big", Name: "mcp__sous__big", Input: map[string]any{}})
+				case 1:
+					return fakemodel.Text("got it")
+				}
+				return fakemodel.Text("still here")
+			}})
+			s := w.start(embedded(t), tc.transport, Options{
+				Tools:    []Tool{{Name: "big"}},
+				CallTool: func(context.Context, ToolCall) (string, error) { return big, nil },
+			})
+			if turn := send(t, s, "big"); turn.Text != "got it" || !turn.OK() {
+				t.Errorf("turn %q %s", turn.Text, turn.Subtype)
+			}
+			tr := toolResultFor(t, w, "toolu_big")
+			m := saved.FindStringSubmatch(tr.Content)
+			if m == nil {
+				t.Fatalf("the model got %.300q, want the CLI's note of where it saved the result", tr.Content)
+			}
+			b, err := os.ReadFile(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 2.1.81 saves the MCP content list as JSON, later CLIs its text.
+			text := string(b)
+			var content []struct{ Text string }
+			if json.Unmarshal(b, &content) == nil && len(content) == 1 {
+				text = content[0].Text
+			}
+			body, note, _ := strings.Cut(text, "[sous: ")
+			if len(text) > MaxToolResult || len(body)%len(line) != 0 || !strings.HasSuffix(body, line) ||
+				note != fmt.Sprintf("the tool's result was %d bytes; only the first %d are shown]", len(big), len(body)) {
+				t.Errorf("the CLI saved %d bytes ending %q", len(text), text[max(0, len(text)-150):])
+			}
+			if next := send(t, s, "again"); next.Text != "still here" {
+				t.Errorf("after the big result: %q", next.Text)
+			}
+		})
 	}
 }

@@ -94,6 +94,9 @@ func (b *Bus) PublishLocked(e Event) {
 		}
 		e = b.redactEvent(e)
 	}
+	if _, ok := e.(*End); ok && b.state.Holding {
+		b.deliver(&Settle{}) // the recipe's end settles what it spawned
+	}
 	b.deliver(e)
 }
 
@@ -104,8 +107,13 @@ func (b *Bus) deliver(e Event) {
 	for _, s := range b.sinks {
 		s.Handle(at, e)
 	}
-	if _, ok := e.(*End); ok {
+	switch e.(type) {
+	case *End:
 		b.ended = true
+	case *Output:
+		if b.state.overHeld() {
+			b.deliver(&Settle{}) // a flood is not kept back
+		}
 	}
 }
 

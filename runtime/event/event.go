@@ -21,6 +21,12 @@
 // check per event; with some, an output chunk is redacted into the bus's
 // own buffers, and the end of a chunk that may begin a secret waits for
 // the stream's next chunk.
+//
+// Whether a process's lines carry "[id] " is decided here too (State.
+// Prefixed), for every sink at the same event: the echo of a process
+// started by spawn is held by the human output from its EchoStart (Held)
+// to the next Settle, when the processes spawned together are decided
+// together.
 package event
 
 import (
@@ -69,10 +75,25 @@ type Spawn struct {
 
 // EchoStart and EchoEnd bracket the live echo of a process's output: the
 // human output prefixes lines with "[id] " once two processes echo at once.
-type EchoStart struct{ ID string }
+type EchoStart struct {
+	ID string
+	// Held: the process runs beside the recipe (spawn), so the human
+	// output holds its lines until the next Settle, and decides then
+	// whether they carry their ids: processes spawned together are
+	// decided together, whichever printed first (State.Holding).
+	Held bool
+}
 
 // EchoEnd: see EchoStart.
 type EchoEnd struct{ ID string }
+
+// Settle says the recipe moved on from the processes it spawned (its
+// next builtin call that is not spawn, its end, or the hold's time
+// limits: runtime/hold.go): the echo held since the first of them goes out, "[id] "-
+// prefixed when two or more processes echo (State.Echoing > 1, counting
+// those whose echo ended during the hold). The bus publishes one itself
+// before End and when the held output grows past MaxHeld.
+type Settle struct{}
 
 // Output is a piece of a process's echoed output: whole lines, or a piece
 // of a line longer than the echo holds (it then does not end in a newline).
@@ -196,6 +217,7 @@ func (*Failure) event()    {}
 func (*Spawn) event()      {}
 func (*EchoStart) event()  {}
 func (*EchoEnd) event()    {}
+func (*Settle) event()     {}
 func (*Output) event()     {}
 func (*Exit) event()       {}
 func (*Agent) event()      {}

@@ -24,12 +24,18 @@ type State struct {
 	Pending []*PendingRequest
 	// Denials are the requests denied so far, in order.
 	Denials []Approval
-	// Echoing counts the processes echoing now. Prefixed turns on once a
-	// second process echoes while another does, and stays on for the rest
-	// of the run: a process's lines must not lose their "[id] " because
+	// Echoing counts the processes echoing now; while a hold is open
+	// (Holding), also those held whose echo ended during it. Prefixed
+	// turns on once a second process echoes while another does, and at a
+	// Settle that finds two or more echoing, and stays on for the rest of
+	// the run: a process's lines must not lose their "[id] " because
 	// another ended, nor a reader have to guess whose a bare line is.
 	Echoing  int
 	Prefixed bool
+	// Holding says the human output holds the lines of the processes
+	// spawned since the last Settle (EchoStart.Held) and writes them at
+	// the next one, when Prefixed is decided for all of them at once.
+	Holding bool
 	// LastFailed is the last process that exited with a code other than 0.
 	LastFailed *Proc
 	// End is how the run ended (nil while it runs).
@@ -47,7 +53,22 @@ type State struct {
 	procs    map[string]*Proc
 	sessions map[string]*Session
 	cost     float64 // every session's Cost, added up as results come
+
+	// The open hold: the ids whose echo it holds, how many of them ended
+	// their echo during it (still counted in Echoing), and how many bytes
+	// of output it holds (the bus settles past MaxHeld).
+	held      map[string]bool
+	heldEnded int
+	heldBytes int
 }
+
+// MaxHeld bounds the output a hold keeps back: a spawned process that
+// writes more than this before the recipe settles has its lines decided
+// and written then, so a flood does not grow sous.
+const MaxHeld = 1 << 20
+
+// Held reports whether the human output holds process id's lines now.
+func (s *State) Held(id string) bool { return s.held[id] }
 
 // Proc is one process of the run.
 type Proc struct {
@@ -131,7 +152,7 @@ func (s *State) Cost() float64 { return s.cost }
 
 func (s *State) apply(at time.Time, e Event) {
 	switch e.(type) {
-	case *Output, *Log, *Error, *Failure, *Prompt, *PromptDone, *Tool, *Hook, *Progress:
+	case *Output, *Log, *Error, *Failure, *Prompt, *PromptDone, *Tool, *Hook, *Progress, *Settle:
 	default:
 		s.Version++
 	}
@@ -148,11 +169,26 @@ func (s *State) apply(at time.Time, e Event) {
 		if s.Echoing > 1 {
 			s.Prefixed = true
 		}
+		if e.Held {
+			if s.held == nil {
+				s.held = make(map[string]bool)
+			}
+			s.held[e.ID], s.Holding = true, true
+		}
 	case *EchoEnd:
-		s.Echoing--
+		if s.held[e.ID] {
+			s.heldEnded++ // its lines are not out yet: it counts until the Settle
+		} else {
+			s.Echoing--
+		}
+	case *Settle:
+		s.settle()
 	case *Output:
 		if p := s.procs[e.ID]; p != nil {
 			p.noteOutput(e.Stream, e.Data)
+		}
+		if s.Holding && s.held[e.ID] {
+			s.heldBytes += len(e.Data)
 		}
 	case *Exit:
 		if p := s.procs[e.ID]; p != nil {
@@ -175,6 +211,23 @@ func (s *State) apply(at time.Time, e Event) {
 		s.End, s.Ended = e, at
 	}
 }
+
+// settle closes the hold: Prefixed is decided for every process it held,
+// and those whose echo ended during it stop counting.
+func (s *State) settle() {
+	if !s.Holding {
+		return
+	}
+	if s.Echoing > 1 {
+		s.Prefixed = true
+	}
+	s.Echoing -= s.heldEnded
+	clear(s.held)
+	s.Holding, s.heldEnded, s.heldBytes = false, 0, 0
+}
+
+// overHeld reports whether the open hold keeps more than MaxHeld bytes.
+func (s *State) overHeld() bool { return s.heldBytes > MaxHeld }
 
 // ColorSlots is how many colours ids take turns at (view's palette).
 const ColorSlots = 10

@@ -3,6 +3,7 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +197,41 @@ func TestStatePendingForAPerson(t *testing.T) {
 	b.Publish(&Approval{ID: "a1b2c3d4", Kind: "tool", Session: "s1", Tool: "Bash", ToolUseID: "t1", By: "remote", Message: "no"})
 	if len(s.Pending) != 1 || s.Pending[0].ToolUseID != "t2" || len(s.Denials) != 1 || s.Denials[0].ID != "a1b2c3d4" {
 		t.Fatalf("after the decision: pending %+v, denials %+v", s.Pending, s.Denials)
+	}
+}
+
+// TestStateSettle: a held process whose echo ended before the next was
+// spawned still counts at the settle, which turns the prefixes on; once
+// settled it counts no more, and a settle without a hold changes nothing.
+func TestStateSettle(t *testing.T) {
+	b := New(nil)
+	s := b.State()
+	b.Publish(&Settle{})
+	b.Publish(&EchoStart{ID: "a", Held: true})
+	b.Publish(&EchoEnd{ID: "a"})
+	if !s.Holding || !s.Held("a") || s.Echoing != 1 {
+		t.Fatalf("holding %v held %v echoing %d after a's echo ended in the hold", s.Holding, s.Held("a"), s.Echoing)
+	}
+	b.Publish(&EchoStart{ID: "b", Held: true})
+	b.Publish(&Settle{})
+	if !s.Prefixed || s.Holding || s.Held("a") || s.Echoing != 1 {
+		t.Errorf("after the settle: prefixed %v holding %v echoing %d", s.Prefixed, s.Holding, s.Echoing)
+	}
+	b.Publish(&EchoEnd{ID: "b"})
+	if s.Echoing != 0 {
+		t.Errorf("echoing %d once b ended", s.Echoing)
+	}
+}
+
+// TestBusSettlesBeforeEnd: an End with a hold open is preceded by a
+// Settle, so that every sink writes what it held before the end.
+func TestBusSettlesBeforeEnd(t *testing.T) {
+	b := New(nil)
+	var seen []string
+	b.Subscribe(SinkFunc(func(_ time.Time, e Event) { seen = append(seen, fmt.Sprintf("%T", e)) }))
+	b.Publish(&EchoStart{ID: "a", Held: true})
+	b.Publish(&End{Status: "ok"})
+	if got := strings.Join(seen, " "); got != "*event.EchoStart *event.Settle *event.End" {
+		t.Errorf("events %s", got)
 	}
 }

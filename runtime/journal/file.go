@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"syscall"
 )
 
@@ -18,8 +17,20 @@ var ErrBusy = errors.New("its runner is still alive (it holds the journal's lock
 // ErrNoRun says the directory has no journal of that run.
 var ErrNoRun = errors.New("no journal of that run")
 
-// runIDPattern is what a run id may be: it names a file.
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// validRunID says whether run may be a run id, which names a file: 1 to
+// 64 of A-Z, a-z, 0-9, "_" and "-". (A function, not a regexp: the
+// regexp's 64-fold repetition compiled at every sous start cost 0.3 ms.)
+func validRunID(run string) bool {
+	if len(run) == 0 || len(run) > 64 {
+		return false
+	}
+	for _, c := range []byte(run) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Path is the file of run's journal in dir.
 func Path(dir, run string) string { return filepath.Join(dir, run+".journal") }
@@ -43,7 +54,7 @@ type Writer struct {
 // Create starts the journal of a new run in dir with its KindRun record,
 // synced together with the directory entry.
 func Create(dir string, head Record) (*Writer, error) {
-	if !runIDPattern.MatchString(head.Run) {
+	if !validRunID(head.Run) {
 		return nil, fmt.Errorf("journal: bad run id %q", head.Run)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -81,7 +92,7 @@ func Create(dir string, head Record) (*Writer, error) {
 // file (ErrBusy when its runner still holds it), reads its records, cuts
 // a torn last record off, and appends after the last good one.
 func Open(dir, run string) (*Writer, []Record, error) {
-	if !runIDPattern.MatchString(run) {
+	if !validRunID(run) {
 		return nil, nil, fmt.Errorf("bad run id %q", run)
 	}
 	f, err := os.OpenFile(Path(dir, run), os.O_RDWR, 0)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -133,6 +134,17 @@ func TestJournalFlippedByteIsNeverMisread(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, recs[:len(got)]) {
 			t.Fatalf("byte %d flipped: read %+v", pos, got)
+		}
+	}
+}
+
+func TestValidRunID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"3f9c2a7b1d0e4c55": true, "a": true, "A_b-9": true, strings.Repeat("x", 64): true,
+		"": false, strings.Repeat("x", 65): false, "../x": false, "a b": false, "a.journal": false, "é": false,
+	} {
+		if got := validRunID(id); got != want {
+			t.Errorf("validRunID(%q) = %v, want %v", id, got, want)
 		}
 	}
 }

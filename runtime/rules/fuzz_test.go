@@ -9,7 +9,8 @@ import (
 
 // FuzzRuleDecide checks the properties that make rules safe to rely on,
 // for any command, path or url. It runs no shell (CI runs it 50,000
-// times); TestShellModelMatchesBash holds the model to real bash.
+// times); TestShellModelMatchesBash and FuzzShellModelMatchesBash hold
+// the model to real bash.
 //   - deny wins: a rule both allowed and denied never allows;
 //   - a path glob never allows a path outside its tree, whatever the dots;
 //   - an allowed prefix never lets a second command through a separator

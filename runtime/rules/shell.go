@@ -219,6 +219,11 @@ func (l *lexer) word() {
 			}
 			return
 		}
+		if strings.HasPrefix(w.text, "%") {
+			// A job specification: bash runs `%1 &` as bg %1 and any
+			// other `%...` as fg, whatever the quoting (FuzzShellModelMatchesBash).
+			l.mark("a job specification " + w.raw + " (bash runs fg or bg)")
+		}
 		if isAssignment(w.raw) {
 			// FOO=1 cmd: the environment changes what cmd does, and
 			// a[expr]=1 evaluates expr. The word stays, for deny rules to

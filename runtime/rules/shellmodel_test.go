@@ -121,28 +121,10 @@ func TestShellModelMatchesBash(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for line := range next {
-				p := parseShell(line)
-				if !allowable(p) {
-					continue
-				}
-				run, ok := o.run(t, work, line)
-				if !ok {
-					continue
-				}
-				mu.Lock()
-				checked++
-				mu.Unlock()
-				if len(run.created) > 0 {
-					t.Errorf("bash -c %q created %q, but the model calls it safe", line, run.created)
-				}
-				for _, argv := range run.execs {
-					if !slices.ContainsFunc(p.cmds, func(c command) bool { return sameCommand(c, argv) }) {
-						t.Errorf("bash -c %q ran %q, which is not among the model's commands %q", line, argv, p.texts())
-					}
-				}
-				if len(p.cmds) == 1 && !slices.ContainsFunc(p.cmds[0], func(w word) bool { return !w.literal }) &&
-					runnable(p.cmds[0][0].text) && (len(run.execs) != 1 || !sameCommand(p.cmds[0], run.execs[0])) {
-					t.Errorf("bash -c %q ran %q, want exactly %q (stderr %q)", line, run.execs, p.cmds[0].texts(), run.stderr)
+				if checkAgainstBash(t, o, work, line) {
+					mu.Lock()
+					checked++
+					mu.Unlock()
 				}
 			}
 		}()
@@ -157,5 +139,62 @@ func TestShellModelMatchesBash(t *testing.T) {
 	if checked < cases/10 {
 		t.Errorf("only %d of %d generated lines were safe enough to check against bash", checked, cases)
 	}
-	t.Logf("%d of %d generated lines checked against bash", checked, cases)
+	t.Logf("%d of %d generated lines checked against bash (sandboxed: %v)", checked, cases, o.sandboxed)
+}
+
+// tracedWords reads back one command as set -x printed it: the words
+// after expansion, quoted where bash would read them otherwise (a ~ within
+// a word it leaves bare, which the model reads as the same text but takes
+// for a possible expansion). An assignment or keyword makes it unsafe.
+func tracedWords(entry string) ([]string, bool) {
+	p := parseShell(entry)
+	if !p.safe() || len(p.cmds) != 1 {
+		return nil, false
+	}
+	return p.cmds[0].texts(), true
+}
+
+// checkAgainstBash runs line in bash when the model calls it safe, and
+// reports whether it did. Whenever the model calls a line safe, every
+// command bash ran, and every simple command it executed (set -x shows an
+// assignment, `((..))`, a function too), is one of the model's commands
+// with the same words, no file appeared, and a line of one all-literal
+// command executed exactly that command.
+func checkAgainstBash(t testing.TB, o *bashOracle, work, line string) bool {
+	t.Helper()
+	p := parseShell(line)
+	if !allowable(p) {
+		return false
+	}
+	run, ok := o.run(t, work, line)
+	if !ok {
+		return false
+	}
+	if len(run.created) > 0 {
+		t.Errorf("bash -c %q created %q, but the model calls it safe", line, run.created)
+	}
+	for _, argv := range run.execs {
+		if !slices.ContainsFunc(p.cmds, func(c command) bool { return sameCommand(c, argv) }) {
+			t.Errorf("bash -c %q ran %q, which is not among the model's commands %q", line, argv, p.texts())
+		}
+	}
+	// Every simple command bash executed (set -x prints each, quoted so
+	// that bash reads it back, before its redirections and whether or not
+	// a program starts) is one of the model's, word for word.
+	for _, e := range run.traced {
+		argv, ok := tracedWords(e)
+		if !ok || !slices.ContainsFunc(p.cmds, func(c command) bool { return sameCommand(c, argv) }) {
+			t.Errorf("bash -c %q executed %q (set -x), which is not among the model's commands %q", line, e, p.texts())
+		}
+	}
+	if len(p.cmds) == 1 && !slices.ContainsFunc(p.cmds[0], func(w word) bool { return !w.literal }) {
+		argv, ok := []string(nil), len(run.traced) == 1
+		if ok {
+			argv, ok = tracedWords(run.traced[0])
+		}
+		if !ok || !sameCommand(p.cmds[0], argv) {
+			t.Errorf("bash -c %q executed %q, want exactly %q (stderr %q)", line, run.traced, p.cmds[0].texts(), run.stderr)
+		}
+	}
+	return true
 }

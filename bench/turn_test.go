@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/seed5ad92d46/sous/internal/claudecli"
+	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
+)
+
+// agentTurns is how many turns the agent-turn row's session takes.
+const agentTurns = 10
+
+// agentTurn is the row of one agent session through sous: `sous run` of a
+// recipe that opens one session of the real Claude Code CLI against the
+// scripted model and sends it agentTurns prompts one after another,
+// against the same CLI driven directly: the same command line and the
+// same stream-json lines on its stdin (recorded from a sous run through a
+// wrapper), each turn's prompt sent once the previous turn's result came
+// back, as sous does. What sous adds per turn is the difference of the
+// two walls over the turns; sous's own start and the embedded daemon's
+// are in it too.
+func (e *env) agentTurn(t *testing.T) row {
+	cli := claudecli.Find(t, claudecli.Latest)
+	api, err := fakemodel.Start(fakemodel.Options{Func: func(*fakemodel.Request, int) fakemodel.Reply {
+		return fakemodel.Text("done")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	home := t.TempDir()
+	env := []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb"}
+	for k, v := range claudecli.Env(home, api.URL()) {
+		env = append(env, k+"="+v)
+	}
+	recipe := filepath.Join(e.dir, "turns.star")
+	src := fmt.Sprintf(`
+s = sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]), model = "claude-sonnet-4-6")
+for i in range(%d):
+    t = s.send("turn %%d" %% i)
+    if not t.ok:
+        fail("turn %%d: %%s" %% (i, t.result))
+s.close()
+`, agentTurns)
+	if err := os.WriteFile(recipe, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runSous := func(cli []string) time.Duration {
+		cliArg, _ := json.Marshal(cli)
+		cmd := exec.Command(e.bin, "run", "--quiet", recipe, "-a", "dir="+home, "-a", "cli="+string(cliArg))
+		cmd.Env = env
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("sous run: %v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
+
+	// Record what sous gives the CLI: its arguments and its stdin.
+	rec := t.TempDir()
+	wrapper := filepath.Join(rec, "record.sh")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + rec + "/args\nexec tee " + rec + "/stdin | \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runSous(append([]string{wrapper}, cli...))
+	argsB, _ := os.ReadFile(filepath.Join(rec, "args"))
+	stdinB, _ := os.ReadFile(filepath.Join(rec, "stdin"))
+	argv := strings.Split(strings.TrimSuffix(string(argsB), "\n"), "\n")
+	lines := bytes.Split(bytes.TrimSuffix(stdinB, []byte("\n")), []byte("\n"))
+	if len(argv) <= len(cli) || len(lines) < agentTurns {
+		t.Fatalf("the recording has %d args and %d stdin lines", len(argv), len(lines))
+	}
+
+	direct := func() time.Duration {
+		// A new session id for each run, as sous makes one.
+		args := append([]string(nil), argv...)
+		for i := range args[:len(args)-1] {
+			if args[i] == "--session-id" {
+				args[i+1] = uuid.NewString()
+			}
+		}
+		start := time.Now()
+		driveCLI(t, args, env, lines)
+		return time.Since(start)
+	}
+	viaSous, alone := e.interleave(t, func() time.Duration { return runSous(cli) }, direct)
+	added := (viaSous - alone) / agentTurns
+	perTurn := alone / agentTurns
+	ratio := added.Seconds() / perTurn.Seconds()
+	return row{
+		figure:   fmt.Sprintf("one agent session of %d turns (real CLI, scripted model): the time `sous run` adds per turn", agentTurns),
+		baseline: "the same CLI, argv and stdin lines driven directly, per turn",
+		target:   "at most 10% of it",
+		result: fmt.Sprintf("%+.1f ms on %.0f ms (%+.1f%%; whole runs %.2f s vs %.2f s)",
+			added.Seconds()*1000, perTurn.Seconds()*1000, ratio*100, viaSous.Seconds(), alone.Seconds()),
+		ok: ratio <= 0.10,
+	}
+}
+
+// driveCLI runs the CLI with args and env and writes it lines, one at a
+// time: after a user message it waits for the turn's result, after a
+// control request for its response. Then it closes stdin and waits for
+// the CLI to exit.
+func driveCLI(t *testing.T, args, env []string, lines [][]byte) {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewReaderSize(stdout, 1<<16)
+	waitFor := func(match func(map[string]any) bool) {
+		for {
+			line, err := out.ReadBytes('\n')
+			if err != nil {
+				t.Fatalf("the CLI stopped: %v\n%s", err, stderr.String())
+			}
+			var m map[string]any
+			if json.Unmarshal(line, &m) == nil && match(m) {
+				return
+			}
+		}
+	}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("recorded stdin line %q: %v", l, err)
+		}
+		if _, err := stdin.Write(append(l, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		switch m["type"] {
+		case "user":
+			waitFor(func(r map[string]any) bool { return r["type"] == "result" })
+		case "control_request":
+			id := m["request_id"]
+			waitFor(func(r map[string]any) bool {
+				resp, _ := r["response"].(map[string]any)
+				return r["type"] == "control_response" && resp != nil && resp["request_id"] == id
+			})
+		}
+	}
+	stdin.Close()
+	io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the CLI: %v\n%s", err, stderr.String())
+	}
+}

@@ -1,0 +1,119 @@
+package metrics
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// goSamples are the runtime/metrics read for the go_* gauges (no stop of
+// the world, unlike runtime.ReadMemStats).
+var goSamples = []struct{ key, name, help, typ string }{
+	{"/sched/goroutines:goroutines", "go_goroutines", "Number of goroutines that currently exist.", typeGauge},
+	{"/memory/classes/heap/objects:bytes", "go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", typeGauge},
+	{"/memory/classes/total:bytes", "go_memstats_sys_bytes", "Number of bytes obtained from the system.", typeGauge},
+	{"/gc/cycles/total:gc-cycles", "go_gc_cycles_total", "Number of completed GC cycles.", typeCounter},
+	{"/sched/gomaxprocs:threads", "go_sched_gomaxprocs_threads", "The current runtime.GOMAXPROCS setting.", typeGauge},
+}
+
+// collectGo adds the Go runtime's gauges, named as client_golang's Go
+// collector names them so that existing dashboards read them.
+func collectGo(e *exposition) {
+	samples := make([]metrics.Sample, len(goSamples))
+	for i, g := range goSamples {
+		samples[i].Name = g.key
+	}
+	metrics.Read(samples)
+	for i, g := range goSamples {
+		var v float64
+		switch samples[i].Value.Kind() {
+		case metrics.KindUint64:
+			v = float64(samples[i].Value.Uint64())
+		case metrics.KindFloat64:
+			v = samples[i].Value.Float64()
+		default:
+			continue // not in this Go version
+		}
+		e.sample(g.name, g.help, g.typ, v)
+	}
+	e.sample("go_threads", "Number of OS threads created.", typeGauge,
+		float64(pprof.Lookup("threadcreate").Count()))
+	e.labelled("go_info", "Information about the Go environment.", typeGauge,
+		map[string]string{"version": runtime.Version()}, 1)
+}
+
+// collectProcess adds the process_* gauges of client_golang's process
+// collector, read from /proc/self; what cannot be read is left out.
+func collectProcess(e *exposition) {
+	if st, ok := readStat(); ok {
+		e.sample("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", typeCounter,
+			float64(st.utime+st.stime)/clockTicks)
+		e.sample("process_virtual_memory_bytes", "Virtual memory size in bytes.", typeGauge, float64(st.vsize))
+		e.sample("process_resident_memory_bytes", "Resident memory size in bytes.", typeGauge,
+			float64(st.rss*int64(os.Getpagesize())))
+		if boot, ok := bootTime(); ok {
+			e.sample("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", typeGauge,
+				float64(boot)+float64(st.starttime)/clockTicks)
+		}
+	}
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		e.sample("process_open_fds", "Number of open file descriptors.", typeGauge, float64(len(fds)))
+	}
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
+		e.sample("process_max_fds", "Maximum number of open file descriptors.", typeGauge, float64(lim.Cur))
+	}
+}
+
+// clockTicks is USER_HZ, the unit of /proc's times: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+type procStat struct {
+	utime, stime, starttime uint64
+	vsize                   uint64
+	rss                     int64
+}
+
+// readStat reads /proc/self/stat. Its second field, the command name in
+// parentheses, may hold spaces: the fields are counted after its ")".
+func readStat() (procStat, bool) {
+	data, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := bytes.Fields(data[i+1:])
+	// f[0] is field 3 (state): utime is field 14, stime 15, starttime 22,
+	// vsize 23, rss 24.
+	if len(f) < 22 {
+		return procStat{}, false
+	}
+	num := func(k int) uint64 { n, _ := strconv.ParseUint(string(f[k-3]), 10, 64); return n }
+	rss, _ := strconv.ParseInt(string(f[24-3]), 10, 64)
+	return procStat{utime: num(14), stime: num(15), starttime: num(22), vsize: num(23), rss: rss}, true
+}
+
+// bootTime is when the machine booted, in seconds since the epoch (the
+// btime line of /proc/stat).
+func bootTime() (uint64, bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
+			n, err := strconv.ParseUint(string(bytes.TrimSpace(rest)), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
