@@ -45,6 +45,7 @@ type Process struct {
 
 	// What a durable run keeps of it (process_durable.go).
 	seen     int64            // the seq of the last frame received
+	whole    int64            // the seq of the last output frame that ended a line: all before it can be shown
 	shown    int64            // frames up to this seq were shown before the runner died: not echoed again
 	catchUp  int64            // a takeover waits for the frame with this seq...
 	caught   chan struct{}    // ...closed once it came
@@ -113,6 +114,9 @@ func (p *Process) onFrame(f *wire.Frame) {
 	i, ok := streamIndex(f.Stream)
 	if !ok || p.closed {
 		return
+	}
+	if n := len(f.Data); n > 0 && f.Data[n-1] == '\n' {
+		p.whole = f.Seq
 	}
 	if s := f.StageIndex(); s >= 0 && s < len(p.stages) {
 		p.stages[s].add(f.Data)

@@ -97,7 +97,6 @@ func decodeProcess(env *runtime.Env, data json.RawMessage) (starlark.Value, erro
 	}
 	p := newProcess(env, env.DefaultHost(), k.ID, k.Argv, procOptions{echo: k.Echo, showPid: k.ShowPid, limit: k.Limit, beside: k.Beside})
 	p.tty = k.TTY
-	p.announced = true // by the runner that started it
 	p.replayed = &replayedProcess{pid: k.Pid, fromSeq: k.FromSeq}
 	return p, nil
 }
@@ -106,12 +105,14 @@ func decodeProcess(env *runtime.Env, data json.RawMessage) (starlark.Value, erro
 // id, not by its state.
 func (p *Process) JournalKey() string { return "<Process " + p.id + ">" }
 
-// JournalMark implements runtime.Marked: the frames received (and so
-// echoed) so far.
+// JournalMark implements runtime.Marked: the frames received up to the
+// last whole line, which the echo has shown once the recipe made its next
+// builtin call (the journal asks as a call starts). A frame shown after
+// that may show again on a resume; none is lost.
 func (p *Process) JournalMark() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.seen
+	return p.whole
 }
 
 // ReplayMark implements runtime.Marked.

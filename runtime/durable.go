@@ -290,6 +290,7 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 
 // finish does call seq and appends its answer.
 func (j *Journal) finish(c *Call, seq int, kind Journaling, fn Func) (starlark.Value, error) {
+	mark := markOf(c) // durablelive.go: what the call's live value had shown as it started
 	v, err := fn(c)
 	var stopped *ResumeStopped
 	if kind == JournalLive || c.Env.Ctx.Err() != nil || errors.As(err, &stopped) {
@@ -306,7 +307,7 @@ func (j *Journal) finish(c *Call, seq int, kind Journaling, fn Func) (starlark.V
 	} else if ans.Value, kerr = json.Marshal(kv); kerr != nil {
 		ans.Unkept = kerr.Error()
 	} else {
-		ans.Mark = markOf(c, v) // durablelive.go
+		ans.Mark = mark
 	}
 	if aerr := j.w.Append(ans); aerr != nil && err == nil {
 		return nil, c.Errorf("%v", aerr)
@@ -328,7 +329,7 @@ func (j *Journal) replay(c *Call, e *Entry, rc replayCall) (starlark.Value, erro
 	if err != nil {
 		return nil, c.Errorf("journal: the answer of call %d: %v", a.Seq, err)
 	}
-	replayMark(c, v, a.Mark) // durablelive.go
+	replayMark(c, a.Mark) // durablelive.go
 	if e.Replayed != nil {
 		e.Replayed(c, v)
 	}

@@ -24,9 +24,12 @@ type Keyed interface {
 	JournalKey() string
 }
 
-// Marked is a live value that keeps a mark with each answer of a call on
-// it (or that returned it): how much of its output was shown. A resumed
-// run hands each replayed mark back, in order.
+// Marked is a live value that keeps a mark with the answer of each call
+// on it: how much of its output it had shown when the call started. (The
+// output a process echoes is held until the recipe's next builtin call,
+// and a line until its end: what it received is not yet shown, what it
+// had received when the next call started is.) A resumed run hands each
+// replayed mark back, in order.
 type Marked interface {
 	JournalMark() int64
 	ReplayMark(int64)
@@ -35,7 +38,8 @@ type Marked interface {
 // TakingOver is a live value rebuilt from a journal that must take its
 // object over before a call on it the journal does not answer: the
 // journal asks it before it records the call, so that a resume that
-// cannot take it over stops with the journal as it was.
+// cannot take it over stops with the journal as it was. It is asked
+// before a replayed call too, where it may replay a step of its own.
 type TakingOver interface {
 	TakeOver(c *Call) error
 }
@@ -54,22 +58,17 @@ func recvKey(v starlark.Value) string {
 	return v.String()
 }
 
-// markOf is the mark of the live value a call acted on, or returned.
-func markOf(c *Call, v starlark.Value) int64 {
+// markOf is the mark of the live value a call acts on.
+func markOf(c *Call) int64 {
 	if m, ok := c.Recv.(Marked); ok {
-		return m.JournalMark()
-	}
-	if m, ok := v.(Marked); ok {
 		return m.JournalMark()
 	}
 	return 0
 }
 
 // replayMark hands a replayed answer's mark back to the live value.
-func replayMark(c *Call, v starlark.Value, mark int64) {
+func replayMark(c *Call, mark int64) {
 	if m, ok := c.Recv.(Marked); ok {
-		m.ReplayMark(mark)
-	} else if m, ok := v.(Marked); ok {
 		m.ReplayMark(mark)
 	}
 }

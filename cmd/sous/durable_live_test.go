@@ -56,6 +56,13 @@ func TestDurableProcessesResumeOnASocketDaemon(t *testing.T) {
 		t.Fatalf("the run never killed:\n%s\n%s", want, o.stderr)
 	}
 	total := len(journalRecords(t, filepath.Join(base, "j"), runIDOf(t, o)))
+	dup := 0 // lines of p shown, over all the kills
+	defer func() {
+		// Most kills show each line once: the marks do their work.
+		if runs := 2 * (total - 2); dup > runs+runs/4 {
+			t.Errorf("%d got: lines shown over %d kills, want about %d", dup, total-2, runs)
+		}
+	}()
 	for point := 2; point < total; point++ {
 		t.Run(fmt.Sprint("kill_at", point), func(t *testing.T) {
 			dir := durableDir(t, processRecipe)
@@ -74,6 +81,16 @@ func TestDurableProcessesResumeOnASocketDaemon(t *testing.T) {
 			if n := len(regexp.MustCompile(`(?m)^finished$`).FindAllString(shown, -1)); n != 1 {
 				t.Errorf("finished shown %d times", n)
 			}
+			// What p echoed is shown, and what it had shown as a call on
+			// it started is not shown again: a line at most twice (one
+			// shown after the last call on p started, before the runner
+			// died), never lost.
+			for _, line := range []string{"got:one", "got:two", "bye"} {
+				if n := len(regexp.MustCompile(`(?m)^(\[\S+\] )?`+line+`$`).FindAllString(shown, -1)); n < 1 || n > 2 {
+					t.Errorf("%s shown %d times:\n%s", line, n, shown)
+				}
+			}
+			dup += strings.Count(shown, "got:")
 		})
 	}
 }
