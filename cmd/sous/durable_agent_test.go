@@ -59,6 +59,10 @@ func newDurableAgent(t *testing.T) *durableAgent {
 	return a
 }
 
+// embedded makes the runs that follow use the embedded daemon, whose
+// CLIs die with the runner.
+func (a *durableAgent) embedded() { a.target = nil }
+
 // holdPrompt makes the request of prompt wait until release is closed.
 func (a *durableAgent) holdPrompt(prompt string) (arrived, release chan struct{}) {
 	a.mu.Lock()
@@ -226,6 +230,27 @@ func TestDurableSessionResumes(t *testing.T) {
 		id := runIDOf(t, o)
 		o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
 		o.expect(t, 0, "no CLI of session ")
+		checkTurns(t, dir)
+		if a.count("first") != 1 || a.count("second") != 1 {
+			t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
+		}
+	})
+	a.reset()
+	t.Run("on the embedded daemon", func(t *testing.T) {
+		// The CLI died with the runner: between the turns a new one
+		// resumes the session by its id; a turn the runner died in
+		// after its prompt was recorded is sent again, with a notice.
+		socket := a.target
+		a.embedded()
+		defer func() { a.target = socket }()
+		dir := a.agentDir(t, "embedded")
+		o, killed := a.sousIn(t, dir, []string{"SOUS_FAULT_JOURNAL=8"}, a.runArgs(dir)...)
+		if !killed {
+			t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+		}
+		id := runIDOf(t, o)
+		o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 0, "sous: Session.send at line 6 was under way when run "+id+"'s runner died: it runs again")
 		checkTurns(t, dir)
 		if a.count("first") != 1 || a.count("second") != 1 {
 			t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
