@@ -45,6 +45,16 @@ type linesIter struct {
 // there with the process it took over (process_durable.go).
 func (it *linesIter) Next(v *starlark.Value) bool {
 	p := it.p
+	if p.env.Journal == nil {
+		line, ok, err := it.next()
+		if err != nil {
+			it.thread.Cancel(err.Error())
+		}
+		if ok {
+			*v = starlark.String(line)
+		}
+		return ok
+	}
 	name := "stdout"
 	if it.stream == 1 {
 		name = "stderr"
