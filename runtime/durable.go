@@ -81,6 +81,7 @@ type Resumed struct {
 	w                journal.Log
 	calls            []replayCall
 	printed          int // the lines the run printed
+	lastSeq          int // the last call's number, nested ones too (durablelive.go)
 }
 
 // replayCall is a call of the journal and its answer (nil: none).
@@ -110,6 +111,7 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 	head := recs[0]
 	res := &Resumed{Run: run, Recipe: head.Recipe, Dir: head.Dir, Args: head.Args, w: w}
 	bySeq := make(map[int]int)
+	nested := make(map[int]bool)
 	refuse := func(format string, args ...any) (*Resumed, error) {
 		w.Close()
 		return nil, fmt.Errorf("run %s: "+format, append([]any{run}, args...)...)
@@ -121,9 +123,17 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 				return refuse("cannot be resumed: %s called %s, whose session or turn "+
 					"a resumed run does not take over yet", place(r), r.Fn)
 			}
+			res.lastSeq = max(res.lastSeq, r.Seq)
+			if r.Within != 0 {
+				nested[r.Seq] = true // durablelive.go
+				continue
+			}
 			bySeq[r.Seq] = len(res.calls)
 			res.calls = append(res.calls, replayCall{call: r})
 		case journal.KindAnswer:
+			if nested[r.Seq] {
+				continue
+			}
 			i, ok := bySeq[r.Seq]
 			if !ok || res.calls[i].answer != nil {
 				return refuse("journal: an answer to call %d, which it does not hold", r.Seq)
@@ -134,7 +144,9 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 			}
 			res.calls[i].answer = &r
 		case journal.KindPrint:
-			res.printed++
+			if r.Within == 0 { // a policy's print is not made again with its send
+				res.printed++
+			}
 		case journal.KindEnd:
 			return refuse("finished (%s, exit code %d): there is nothing to resume", r.Status, r.Code)
 		}
@@ -166,6 +178,10 @@ type Journal struct {
 	// unshown is how many of the lines the recipe prints the run before
 	// printed already: they are not printed again.
 	unshown int
+	// active are the calls under way, innermost last: a call made while
+	// one runs (a policy's, during a send) is recorded as made in it, and
+	// is never answered from the journal (durablelive.go).
+	active []int
 }
 
 // startJournal creates the journal of a new run, or takes over a
@@ -173,10 +189,7 @@ type Journal struct {
 func startJournal(opt Options, notice func(string)) (*Journal, error) {
 	jo := opt.Journal
 	if r := jo.Resumed; r != nil {
-		j := &Journal{w: r.w, run: r.Run, calls: r.calls, notice: notice, unshown: r.printed}
-		for _, c := range r.calls {
-			j.seq = max(j.seq, c.call.Seq)
-		}
+		j := &Journal{w: r.w, run: r.Run, calls: r.calls, notice: notice, unshown: r.printed, seq: r.lastSeq}
 		return j, nil
 	}
 	// What a resume needs to run the recipe again as it ran: the
@@ -209,7 +222,7 @@ func (j *Journal) Print(msg string, show func(string)) {
 	}
 	show(msg)
 	// An error here is the next call's error too: that one fails the run.
-	_ = j.w.Append(journal.Record{Kind: journal.KindPrint})
+	_ = j.w.Append(journal.Record{Kind: journal.KindPrint, Within: j.within()})
 }
 
 // ResumeStopped says a resume cannot go on without doing again what may
@@ -229,13 +242,13 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 	}
 	file, line := callerPlace(c.Thread)
 	hash, show := callKey(c)
-	if j.next < len(j.calls) {
+	if j.next < len(j.calls) && len(j.active) == 0 {
 		// A live value may replay a step of its own first (durablelive.go).
 		if err := takeOver(c); err != nil {
 			return nil, err
 		}
 	}
-	if j.next < len(j.calls) {
+	if j.next < len(j.calls) && len(j.active) == 0 {
 		rc := j.calls[j.next]
 		if rc.call.Fn != c.Name || rc.call.Hash != hash {
 			got, had := c.Name+"("+show+")", rc.call.Fn+"("+rc.call.Show+")"
@@ -275,7 +288,7 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 	}
 	j.seq++
 	rec := journal.Record{Kind: journal.KindCall, Seq: j.seq, Fn: c.Name, File: file, Line: line, Hash: hash,
-		Show: show, Call: kind.record(), Host: outliving(c.Host), At: time.Now().UTC()}
+		Show: show, Call: kind.record(), Host: outliving(c.Host), At: time.Now().UTC(), Within: j.within()}
 	if err := j.w.Append(rec); err != nil {
 		return nil, c.Errorf("%v", err)
 	}
@@ -291,7 +304,9 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 // finish does call seq and appends its answer.
 func (j *Journal) finish(c *Call, seq int, kind Journaling, fn Func) (starlark.Value, error) {
 	mark := markOf(c) // durablelive.go: what the call's live value had shown as it started
+	j.active = append(j.active, seq)
 	v, err := fn(c)
+	j.active = j.active[:len(j.active)-1]
 	var stopped *ResumeStopped
 	if kind == JournalLive || c.Env.Ctx.Err() != nil || errors.As(err, &stopped) {
 		// A live object is not replayed; an interrupted call did not

@@ -143,3 +143,15 @@ func (c *Call) NextJournaled() (fn, show string) {
 	rc := j.calls[j.next].call
 	return rc.Fn, rc.Show
 }
+
+// within is the call under way that a call made now is made in (0: none):
+// a policy, hook or tool of a session runs on the recipe thread while the
+// session's send waits. Those calls are journaled as made in it and a
+// resume that answers the send from the journal does not make them; one
+// that does the send again makes them anew.
+func (j *Journal) within() int {
+	if len(j.active) == 0 {
+		return 0
+	}
+	return j.active[len(j.active)-1]
+}

@@ -31,6 +31,7 @@ type durableAgent struct {
 
 	mu       sync.Mutex
 	requests map[string]int
+	tool     string        // the prompt whose turn first asks to write a file (toolPrompt)
 	hold     string        // the prompt whose request waits for release
 	arrived  chan struct{} // closed when it came
 	release  chan struct{}
@@ -43,6 +44,10 @@ func newDurableAgent(t *testing.T) *durableAgent {
 		prompt := req.Prompt()
 		a.mu.Lock()
 		a.requests[prompt]++
+		if prompt == a.tool && len(req.ToolResults()) == 0 {
+			a.mu.Unlock()
+			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(a.dir, prompt+".txt"), "content": "x\n"})
+		}
 		var arrived, release chan struct{}
 		if prompt == a.hold {
 			arrived, release = a.arrived, a.release
@@ -399,5 +404,49 @@ func TestDurableFaultsAcrossEverything(t *testing.T) {
 				t.Errorf("finished shown %d times:\n%s", n, shown)
 			}
 		})
+	}
+}
+
+// TestDurableSessionPolicyCallsNotMadeAgain: a policy that runs a command
+// while a send waits is journaled inside that send; a resume that answers
+// the send from the journal neither asks the policy again nor matches its
+// command against the recipe's own calls.
+func TestDurableSessionPolicyCallsNotMadeAgain(t *testing.T) {
+	a := newDurableAgent(t)
+	a.mu.Lock()
+	a.tool = "first"
+	a.mu.Unlock()
+	dir := a.agentDir(t, "policy")
+	recipe := strings.Replace(sessionRecipe, "s = sdk.session(cli = cli, cwd = d)", `def policy(req):
+    sh("echo %s >> %s/count/policy" % (req.tool, d))
+    print("policy asked")
+    return approve()
+s = sdk.session(cli = cli, cwd = d, policy = policy)`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(recipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 1 run, 2-3 sdk.session, 4 send, 5-6 the policy's sh, 7 its print,
+	// 8 the send's answer, 9-10 the recipe's sh: killed there.
+	o, killed := a.sousIn(t, dir, []string{"SOUS_FAULT_JOURNAL=10"}, a.runArgs(dir)...)
+	if !killed {
+		t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+	}
+	id := runIDOf(t, o)
+	shown := o.stdout + o.stderr
+	o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+	o.expect(t, 0, "sous: resuming run "+id)
+	shown += o.stdout + o.stderr
+	checkTurns(t, dir)
+	if data, _ := os.ReadFile(filepath.Join(dir, "count", "policy")); string(data) != "Write\n" {
+		t.Errorf("count/policy is %q: the policy was asked again", data)
+	}
+	if n := strings.Count(shown, "policy asked\n"); n != 1 {
+		t.Errorf("the policy's print shown %d times:\n%s", n, shown)
+	}
+	if n := strings.Count(shown, "finished\n"); n != 1 {
+		t.Errorf("finished shown %d times:\n%s", n, shown)
+	}
+	if a.count("first") != 2 || a.count("second") != 1 {
+		t.Errorf("the model saw first %d times (a tool use and its result), second %d times", a.count("first"), a.count("second"))
 	}
 }

@@ -56,6 +56,11 @@ type Record struct {
 	Hash string `json:"hash,omitempty"`
 	Show string `json:"show,omitempty"`
 	Call string `json:"call,omitempty"`
+	// Within is the call a KindCall (or a KindPrint) was made in (its
+	// Seq), 0 for a call of the recipe's own: a policy, hook or tool the recipe gave a
+	// session runs while that session's send does. A resumed run that
+	// answers the send from the journal does not make those calls.
+	Within int `json:"within,omitempty"`
 	// Host is the daemon the call acted on when that daemon outlives the
 	// runner (a socket, ssh or ws target); "" for the embedded daemon.
 	Host string `json:"host,omitempty"`
