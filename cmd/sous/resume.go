@@ -26,9 +26,11 @@ it again: commands run, files read, git, extract_tar, getenv, time.now(),
 sleep, processes (spawn, reattach and every call on a Process: write,
 close_stdin, wait, read_line, output, each line of a lines() loop, kill...)
 and agent sessions (sdk.session, Session.send and its Turn, Session.close).
-What the run printed, and what its processes echoed, is not shown again. Once
-the journal ends the run goes on live, journaling as before, so it can be
-resumed again.
+What the run printed is not printed again, nor what its processes had echoed
+as the run's last call on them started (a line they echoed after that may show
+twice). Once the journal ends the run goes on live, journaling as before, so
+it can be resumed again. Calls a session's policies, hooks and tools made in a
+send the journal answers are not made again.
 
 Processes: a Process is rebuilt from the journal and taken over at the first
 call on it the journal does not answer. On a daemon that outlives the runner
@@ -58,9 +60,10 @@ Resume refuses (exit code 2): a run that finished (ok, failed or interrupted:
 its deferred calls ran); a run whose runner is still alive (it holds the
 journal's lock); a journal holding sdk.send, Session.start, a Pending's wait
 or a session control (interrupt, set_model, ...), which this version does not
-take over yet. It stops (exit code 2) once the replay finds: a runner that died in a call
-on a daemon that outlives it which it cannot take over (git.commit, git.merge,
-git.push, git.worktree_remove, pipeline, extract_tar without keep_archive);
+take over yet. It stops (exit code 2) once the replay finds: a runner that
+died in a call on a daemon that outlives it which it cannot take over
+(git.commit, git.merge, git.push, git.worktree_remove, pipeline, extract_tar
+without keep_archive);
 a process of the embedded daemon that the run had used and the recipe uses
 again; a process the daemon no longer has; and a recipe that was changed so
 that it no longer makes the journal's calls:
