@@ -55,18 +55,31 @@ func TestDurableProcessesResumeOnASocketDaemon(t *testing.T) {
 	if !strings.Contains(want, "final: \"got:one|got:one,got:two,bye,|got:one,got:two,bye|line1,line2,line3,\"") {
 		t.Fatalf("the run never killed:\n%s\n%s", want, o.stderr)
 	}
-	total := len(journalRecords(t, filepath.Join(base, "j"), runIDOf(t, o)))
+	recs := journalRecords(t, filepath.Join(base, "j"), runIDOf(t, o))
+	total := len(recs)
+	var points []string
+	for point := 2; point < total; point++ {
+		points = append(points, fmt.Sprint(point))
+		if recs[point-1].Kind == journal.KindAnswer {
+			// Killed half way through an answer: the call did its work
+			// (a write reached the process, a command ran) but the
+			// journal does not say so. The resume takes it over: the
+			// write is sent again at its offset and dropped, the command
+			// is followed, not run again.
+			points = append(points, fmt.Sprintf("%d:torn", point))
+		}
+	}
 	dup := 0 // lines of p shown, over all the kills
 	defer func() {
 		// Most kills show each line once: the marks do their work.
-		if runs := 2 * (total - 2); dup > runs+runs/4 {
-			t.Errorf("%d got: lines shown over %d kills, want about %d", dup, total-2, runs)
+		if runs := 2 * len(points); dup > runs+runs/4 {
+			t.Errorf("%d got: lines shown over %d kills, want about %d", dup, len(points), runs)
 		}
 	}()
-	for point := 2; point < total; point++ {
-		t.Run(fmt.Sprint("kill_at", point), func(t *testing.T) {
+	for _, point := range points {
+		t.Run("kill_at"+point, func(t *testing.T) {
 			dir := durableDir(t, processRecipe)
-			o, killed := durableRun(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", point)}, runArgs(dir)...)
+			o, killed := durableRun(t, dir, []string{"SOUS_FAULT_JOURNAL=" + point}, runArgs(dir)...)
 			if !killed {
 				t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
 			}
