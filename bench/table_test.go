@@ -3,7 +3,7 @@
 //
 //	make bench                                  # the whole table (several minutes)
 //	SOUS_BENCH_TABLE=1 SOUS_BENCH_REPEATS=3 go test ./bench -run TestTable -v -timeout 60m
-//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket socket-frames protocol ws ssh rss ping spawn start extract children fanout live sessions agent-turn
+//	SOUS_BENCH_ONLY=ping,extract make bench     # some rows: exec exec-socket socket-frames protocol ws ssh rss ping spawn start extract children fanout live sessions agent-turn journal
 //
 // Every figure is a ratio against a baseline measured in the same run, as
 // the median of interleaved repeats: the machines are shared and noisy, so
@@ -72,6 +72,11 @@ func TestTable(t *testing.T) {
 	} {
 		if only == "" || slices.Contains(strings.Split(only, ","), m.name) {
 			add(m.run(t))
+		}
+	}
+	if only == "" || slices.Contains(strings.Split(only, ","), "journal") {
+		for _, r := range e.journalRows(t) {
+			add(r)
 		}
 	}
 

@@ -190,7 +190,7 @@ func (c *conn) serve() {
 		// A request that is, or may be, process.stdin takes its place in
 		// the connection's order (stdinorder.go).
 		var ticket uint64
-		if !decoded || perr == nil && req.Method == "process.stdin" {
+		if !decoded || perr == nil && ordered[req.Method] {
 			ticket = c.sess.order.issue()
 		}
 		sem <- struct{}{}
@@ -201,7 +201,7 @@ func (c *conn) serve() {
 			defer func() { <-sem; c.handlers.Done() }()
 			if !decoded {
 				req, perr = decodeRequest(line)
-				if ticket != 0 && (perr != nil || req.Method != "process.stdin") {
+				if ticket != 0 && (perr != nil || !ordered[req.Method]) {
 					c.sess.order.notStdin(ticket)
 				}
 			}
@@ -221,7 +221,16 @@ func (c *conn) serve() {
 	}
 	c.sess.Close() // stops subscriptions and cancels what handlers still wait for
 	c.handlers.Wait()
+	// Only now, with every request it sent applied: a runner that wrote a
+	// run.append and died has it in the journal (runjournal.go).
+	c.s.runs.release(c.sess)
 }
+
+// ordered are the methods applied in the order the connection sent them,
+// per process or run (stdinorder.go): process.stdin, whose offsets must
+// not race, and run.append, whose records a runner may send before the
+// daemon answered the ones before.
+var ordered = map[string]bool{"process.stdin": true, "run.append": true}
 
 // finishHalfClosed lets the requests in flight finish and answer after the
 // peer's end of input. The peer may be done sending only, not reading: a
@@ -730,6 +739,11 @@ func (se *Session) Close() {
 	se.subs = nil
 	se.mu.Unlock()
 	se.cancel()
+	if _, isConn := se.sink.(*conn); !isConn {
+		// A connection lets go of its runs once its last requests are
+		// applied (conn.serve); an in-process session at once.
+		se.s.runs.release(se)
+	}
 	for _, sub := range subs {
 		sub.cur.Close()
 	}

@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,10 @@ type Config struct {
 	// StateDir receives spilled replay frames. Empty: replay is kept in
 	// memory only and honestly truncated (firstSeq) beyond ReplayMemLimit.
 	StateDir string
+	// RunsDir keeps the journals of durable runs (the run.journal
+	// extension, runjournal.go). Empty: StateDir/runs, or, without a
+	// StateDir, none: the daemon does not advertise the extension.
+	RunsDir string
 	// ReplayMemLimit is the per-process bytes of frames kept in memory.
 	ReplayMemLimit int
 	// ReplayDiskLimit is the per-process bytes of frames spilled to StateDir.
@@ -111,6 +116,7 @@ type Server struct {
 	reg       *proc.Registry
 	git       *gitops.Git
 	approvals *approvals.Queue // approval.*: requests waiting for a person
+	runs      *runJournals     // run.*: the journals of durable runs (runjournal.go)
 	stats     Stats
 	// extractLimits are Config's, defaults applied.
 	extractLimits fileops.Limits
@@ -185,6 +191,15 @@ func New(cfg Config) (*Server, error) {
 		conns:         make(map[*conn]struct{}),
 		shutdownReq:   make(chan struct{}),
 	}
+	runsDir := cfg.RunsDir
+	if runsDir == "" && cfg.StateDir != "" {
+		runsDir = filepath.Join(cfg.StateDir, "runs")
+	}
+	if runsDir == "" {
+		// Nowhere to keep journals: the daemon does not offer to.
+		s.cfg.DisableFeatures = append(slices.Clone(cfg.DisableFeatures), wire.FeatureRunJournal)
+	}
+	s.runs = newRunJournals(runsDir)
 	logOpt := streamlog.Options{MemLimit: cfg.ReplayMemLimit, DiskLimit: cfg.ReplayDiskLimit}
 	if cfg.StateDir != "" {
 		spill := filepath.Join(cfg.StateDir, "replay")
@@ -486,6 +501,7 @@ func (s *Server) Close() error {
 		for _, c := range conns {
 			c.close(errShutdown)
 		}
+		s.runs.closeAll()
 		n := s.reg.Shutdown(s.cfg.KeepChildren, s.cfg.ShutdownGrace)
 		if s.cfg.KeepChildren && n > 0 {
 			s.log.Info(fmt.Sprintf("[Server] -keep-children: leaving %d running child process(es) alive across shutdown", n))

@@ -18,7 +18,7 @@ import (
 
 func TestServerMethods(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, Config{Version: "v1.2.3"})
+	d := startDaemon(t, Config{Version: "v1.2.3", StateDir: t.TempDir()})
 	c := d.dial()
 	c.wantResult("server.ping", "", `{"pong":true}`)
 	c.wantResult("server.version", "", fmt.Sprintf(`{"version":"v1.2.3","platform":%q,"arch":%q}`, runtime.GOOS, runtime.GOARCH))
@@ -28,7 +28,8 @@ func TestServerMethods(t *testing.T) {
 		`"process.spawn","process.stdin","process.kill","process.killAndWait","process.reattach",` +
 		`"process.list","process.resize",` +
 		`"git.diff","git.commit","git.merge","git.push",` +
-		`"approval.publish","approval.list","approval.answer","approval.wait","approval.withdraw"`
+		`"approval.publish","approval.list","approval.answer","approval.wait","approval.withdraw",` +
+		`"run.create","run.open","run.append","run.sync","run.close","run.list"`
 	sandboxFeature := `,"process.spawn.sandbox"` // only where the kernel can enforce it
 	if sandbox.Supported() != nil {
 		sandboxFeature = ""
@@ -37,7 +38,7 @@ func TestServerMethods(t *testing.T) {
 		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.stdin.ordered","process.list","process.gone",`+
 			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.exitsignal","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct","process.spawn.key",`+
 			`"git.worktree_remove.strict","git.worktree_create.newbranch","files.extract_tar.options",`+
-			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include","approval.queue"`+sandboxFeature+`]}`)
+			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include","approval.queue","run.journal"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).
 	for _, m := range strings.Split(strings.ReplaceAll(methods, `"`, ""), ",") {
 		switch m {

@@ -100,6 +100,9 @@ type Options struct {
 	// RunID names the run in its notifications and in the requests it
 	// publishes for a person to answer ("": 16 random hex digits).
 	RunID string
+	// AnnounceRun says "sous: run RUN_ID" on stderr as the run starts, as a
+	// journaled run always does (sous run: a run on a standalone daemon).
+	AnnounceRun bool
 	// Journal, when set, makes the run durable (durable.go): its builtin
 	// calls are journaled in Journal.Dir, or it resumes Journal.Resumed.
 	Journal *JournalOptions
@@ -180,11 +183,14 @@ func Run(ctx context.Context, opt Options) error {
 			finishNotify()
 			return &ExitError{Code: CodeFailed, Err: err}
 		}
-		if opt.Journal.Resumed != nil {
-			out.Error(fmt.Sprintf("sous: resuming run %s (%d calls journaled)", opt.RunID, opt.Journal.Resumed.Calls()))
-		} else {
-			out.Error("sous: run " + opt.RunID)
-		}
+	}
+	if opt.Journal != nil && opt.Journal.Resumed != nil {
+		out.Error(fmt.Sprintf("sous: resuming run %s (%d calls journaled)", opt.RunID, opt.Journal.Resumed.Calls()))
+	} else if opt.Journal != nil || opt.AnnounceRun {
+		// The id `sous runs` and `sous resume` know the run by when it is
+		// journaled, the one its requests for a person and its
+		// notifications carry either way.
+		out.Error("sous: run " + opt.RunID)
 	}
 	r, err := prepare(opt, out, budget, jnl)
 	if r != nil {
@@ -233,7 +239,9 @@ func Run(ctx context.Context, opt Options) error {
 			// to resume once it does.
 			jnl.changed = err
 		}
-		if jerr := jnl.end(status, code); jerr != nil {
+		if jerr := jnl.end(status, code); jerr != nil && code == 0 {
+			// (A run that failed said why already: a daemon lost is
+			// the journal's loss too.)
 			out.Error("sous: " + jerr.Error())
 		}
 	}

@@ -65,7 +65,7 @@ func (w *agentWorld) sous(args ...string) outcome {
 	w.t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := execute(newTestFactory(strings.NewReader(""), &stdout, &stderr, w.env), args)
-	return outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return outcome{code: code, stdout: stdout.String(), stderr: withoutRunLine(stderr.String())}
 }
 
 // run writes src as main.star in the world's directory and runs it with

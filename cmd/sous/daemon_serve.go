@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -68,7 +69,7 @@ func (o *DaemonServeOptions) register(cmd *cobra.Command, f *Factory) {
 	fl.StringVar(&o.Socket, "socket", f.defaultSocket(), "Unix socket path to listen on ($SOUS_SOCKET, else claustrum's default, whose directory is created 0700 if missing)")
 	fl.StringVar(&o.TokenFile, "token-file", "", "read the auth token from this file once, then delete it; it must be private (mode 600: other users' access is refused, as ssh refuses a key); a pipe or /dev/stdin is read, not deleted")
 	fl.IntVar(&o.TokenFD, "token-fd", -1, "read the auth token from this open file descriptor (0 = stdin); keeps it off disk")
-	fl.StringVar(&o.StateDir, "state-dir", "", "directory for spilled replay frames (default: a private temp dir, removed at exit)")
+	fl.StringVar(&o.StateDir, "state-dir", "", "directory for spilled replay frames and the journals of durable runs (runs/) (default: a private temp dir, removed at exit: the journals die with the daemon, so sous resume cannot continue a run after it stops)")
 	fl.BoolVar(&o.KeepChildren, "keep-children", false, "leave children running across a graceful shutdown")
 	fl.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.IntVar(&o.ReplayMemLimit, "replay-mem-limit", 4<<20, "bytes of output per process kept in memory for replay")
@@ -196,6 +197,13 @@ Children inherit the daemon's environment with CLAUDE_SSH_DAEMON_CHILD=1 and,
 as claustrum's daemon gives them, the PATH of the user's login shell
 ($SHELL -l, within 3 s; --login-path=false keeps the daemon's own PATH).
 
+The daemon keeps the journals of the durable runs that act on it (feature
+run.journal: sous run against it journals there, sous runs lists them, sous
+resume RUN_ID continues one from any client) in STATE/runs, STATE being
+--state-dir. Without --state-dir it is a private temporary directory removed
+when the daemon stops: the journals die with it, and its runs cannot be
+resumed after a restart. Give it --state-dir (e.g. /var/lib/sous) to keep them.
+
 --listen ws://HOST:PORT[/PATH] also serves the same JSON-RPC over WebSocket,
 one JSON message per text message (clients: --remote ws://HOST:PORT[/PATH]).
 Every request still carries the token in "auth"; the upgrade is also refused
@@ -293,10 +301,8 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 		return err
 	}
 	stateDir := o.StateDir
-	switch {
-	case o.ReplayDiskLimit == 0:
-		stateDir = "" // the daemon then keeps replay in memory only
-	case stateDir == "":
+	if stateDir == "" {
+		// Journals and spilled replay die with the daemon (--help says so).
 		d, err := os.MkdirTemp("", "sous-daemon-")
 		if err != nil {
 			return fmt.Errorf("state dir: %w", err)
@@ -304,10 +310,15 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 		defer os.RemoveAll(d)
 		stateDir = d
 	}
+	runsDir := filepath.Join(stateDir, "runs")
+	if o.ReplayDiskLimit == 0 {
+		stateDir = "" // the daemon then keeps replay in memory only (journals still in runsDir)
+	}
 	srv, err := daemon.New(daemon.Config{
 		Token:           token,
 		Version:         currentBuild().Version,
 		StateDir:        stateDir,
+		RunsDir:         runsDir,
 		ReplayMemLimit:  o.ReplayMemLimit,
 		ReplayDiskLimit: o.ReplayDiskLimit,
 		ReplayDiskTotal: o.ReplayDiskTotal,

@@ -89,7 +89,7 @@ func TestDeferRunsOnSIGINT(t *testing.T) {
 	if code := exitCode(cmd.Wait()); code != 130 {
 		t.Fatalf("exit code %d, want 130\n%s", code, stderr.String())
 	}
-	if !strings.HasPrefix(stderr.String(), "started\nsous: interrupted\n") || strings.Contains(stderr.String(), "deferred") {
+	if !strings.HasPrefix(withoutRunLine(stderr.String()), "started\nsous: interrupted\n") || strings.Contains(stderr.String(), "deferred") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
 	assertNoWorktree(t, repo, dir)

@@ -63,7 +63,7 @@ print([r.stdout.strip() for r in res], pool.lost)
 	cmd.Env = append(os.Environ(), "PATH="+dir+":"+filepath.Dir(bin)+":"+os.Getenv("PATH"),
 		"SOUS_SSH_COMMAND=kubectl-bridge -n ci", "SOUS_TOKEN="+poolToken)
 	out, err := cmd.CombinedOutput()
-	if err != nil || string(out) != "[\"a\", \"b\", \"c\"] []\n" {
+	if err != nil || withoutRunLine(string(out)) != "[\"a\", \"b\", \"c\"] []\n" {
 		t.Fatalf("sous run: %v\n%s", err, out)
 	}
 	log, err := os.ReadFile(filepath.Join(dir, "kubectl.log"))

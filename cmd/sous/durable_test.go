@@ -361,7 +361,7 @@ func TestDurableResumeRefusals(t *testing.T) {
 		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", "0123456789abcdef")
 		o.expect(t, 2, "run 0123456789abcdef: no journal in j")
 		o, _ = durableRun(t, dir, nil, "resume", "0123456789abcdef")
-		o.expect(t, 2, "resume: --journal DIR is required")
+		o.expect(t, 2, "resume: where is the run's journal? --journal DIR for a run on the embedded daemon")
 	})
 	t.Run("recipe changed", func(t *testing.T) {
 		dir, id := durableKilled(t, stepsRecipe, 6) // steps a and b done, c recorded
@@ -503,7 +503,7 @@ func TestDurableRunsList(t *testing.T) {
 		}
 	}
 	o, _ = durableRun(t, dir, nil, "runs")
-	o.expect(t, 2, "--journal DIR is required")
+	o.expect(t, 2, "runs: which runs? --journal DIR for runs on the embedded daemon")
 }
 
 // writeAndRun writes a recipe into dir and runs it with --journal j and

@@ -579,18 +579,24 @@ func TestDurableFlags(t *testing.T) {
 	testFlags(t, []string{"run"}, newCmdRun, project, []flagCase[parsed]{
 		{args: args("run --journal .sous/runs r.star -a k=v"), want: parsed{Recipe: "r.star", Journal: ".sous/runs", Args: []string{"k=v"}, URL: "embedded"}},
 		{args: args("run r.star --journal"), code: 2, err: "sous: flag needs an argument: --journal\nRun 'sous run --help' for usage.\n"},
+		{args: args("run r.star --no-journal --socket /run/s.sock"), want: parsed{Recipe: "r.star", URL: "unix:///run/s.sock"}},
+		{args: args("run r.star --journal j --no-journal"), code: 2, err: "sous: run: --journal and --no-journal: choose one\n"},
+		{args: args("run r.star --journal-sync=never"), code: 2,
+			err: "sous: invalid argument \"never\" for \"--journal-sync\" flag: want batch or always, got \"never\"\nRun 'sous run --help' for usage.\n"},
 	})
 	testFlags(t, []string{"resume"}, newCmdResume, project, []flagCase[parsed]{
 		{args: args("resume --journal j 3f9c2a7b1d0e4c55 --json -q"), want: parsed{Resume: "3f9c2a7b1d0e4c55", Journal: "j", JSON: true, Quiet: true, URL: "embedded"}},
 		{args: args("resume 3f9c2a7b1d0e4c55 --journal j --socket /run/s.sock"), want: parsed{Resume: "3f9c2a7b1d0e4c55", Journal: "j", URL: "unix:///run/s.sock"}},
-		{args: args("resume 3f9c2a7b1d0e4c55"), code: 2, err: "sous: resume: --journal DIR is required (the journal of a standalone daemon is not supported yet)\n"},
-		{args: args("resume --journal j"), code: 2, err: "sous: resume: want 1 argument(s), got 0 (usage: sous resume --journal DIR RUN_ID [flags])\n"},
+		{args: args("resume 3f9c2a7b1d0e4c55 --remote ws://h:8003"), want: parsed{Resume: "3f9c2a7b1d0e4c55", URL: "ws://h:8003"}},
+		{args: args("resume --journal j"), code: 2, err: "sous: resume: want 1 argument(s), got 0 (usage: sous resume RUN_ID [--journal DIR] [flags])\n"},
+		{args: args("resume --journal j ID --journal-sync sometimes"), code: 2,
+			err: "sous: invalid argument \"sometimes\" for \"--journal-sync\" flag: want batch or always, got \"sometimes\"\nRun 'sous resume --help' for usage.\n"},
 		{args: args("resume --journal j 3f9c2a7b1d0e4c55 -a k=v"), code: 2, err: "sous: unknown shorthand flag: 'a' in -a\nRun 'sous resume --help' for usage.\n"},
 		{args: args("resume --journal j ID -q -v"), code: 2, err: "sous: resume: --quiet and --verbose: choose one\n"},
 	})
 	testFlags(t, []string{"runs"}, newCmdRuns, func(o *RunsOptions) [2]string { return [2]string{o.Journal, strconv.FormatBool(o.JSON)} }, []flagCase[[2]string]{
 		{args: args("runs --journal j --json"), want: [2]string{"j", "true"}},
-		{args: args("runs"), code: 2, err: "sous: runs: --journal DIR is required (the runs of a standalone daemon are not listed yet)\n"},
+		{args: args("runs --socket /run/s.sock"), want: [2]string{"", "false"}},
 		{args: args("runs extra --journal j"), code: 2, err: "sous: unknown command \"extra\" for \"sous runs\"\n"},
 	})
 }

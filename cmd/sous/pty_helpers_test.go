@@ -165,10 +165,14 @@ var (
 // normalize replaces durations (with the spaces that align them), ids
 // of sessions and costs by placeholders, so a golden screen holds what is always
 // the same.
+// runIDToken is the run's id on its first line.
+var runIDToken = regexp.MustCompile(`sous: run [0-9a-f]{16}`)
+
 func normalize(s string) string {
 	s = durationToken.ReplaceAllString(s, " <t>")
 	s = uuidToken.ReplaceAllString(s, "<uuid>")
 	s = sessionToken.ReplaceAllString(s, "session <id>")
+	s = runIDToken.ReplaceAllString(s, "sous: run <id>")
 	return costToken.ReplaceAllString(s, "$<cost>")
 }
 

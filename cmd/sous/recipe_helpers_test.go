@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,8 +37,16 @@ func sous(t *testing.T, args ...string) outcome {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := Main(args, strings.NewReader(""), &stdout, &stderr)
-	return outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return outcome{code: code, stdout: stdout.String(), stderr: withoutRunLine(stderr.String())}
 }
+
+// runLine is the line every run starts its stderr with (the durable
+// tests read it; TestRunSaysItsID checks it).
+var runLine = regexp.MustCompile(`^sous: run [0-9a-f]{16}\n`)
+
+// withoutRunLine is stderr without the run's first line, "sous: run ID",
+// which differs every time: the tests compare the rest.
+func withoutRunLine(stderr string) string { return runLine.ReplaceAllString(stderr, "") }
 
 // runStar writes src as main.star in a fresh directory and runs it with
 // extra `sous run` flags. The directory is in the recipe's args as "dir".

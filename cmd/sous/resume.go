@@ -9,28 +9,36 @@ import (
 	"github.com/seed5ad92d46/sous/runtime/journal"
 )
 
-// newCmdResume is `sous resume --journal DIR RUN_ID`: a durable run
-// continued after its runner died. It takes the flags of sous run that say
-// how the run looks and is steered; the recipe and its args are the
-// journal's.
+// newCmdResume is `sous resume RUN_ID`: a durable run continued after its
+// runner died, from the journal its daemon keeps (--socket, --remote) or
+// from --journal DIR. It takes the flags of sous run that say how the run
+// looks and is steered; the recipe and its args are the journal's.
 func newCmdResume(f *Factory, runF func(*RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto"}
+	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto", JournalSync: journalSyncBatch}
 	cmd := &cobra.Command{
-		Use:   "resume --journal DIR RUN_ID [flags]",
+		Use:   "resume RUN_ID [--journal DIR] [flags]",
 		Short: "Continue a durable run whose runner died",
-		Long: `Resume continues a run started with sous run --journal DIR, whose runner died
-(killed, crashed, its machine lost) before the run ended. It runs the recipe
-again from the top with the run's args, in the directory it ran in, and
-answers every builtin call the journal holds from the journal, without doing
-it again: commands run, files read, git, extract_tar, getenv, time.now(),
-sleep, processes (spawn, reattach and every call on a Process: write,
-close_stdin, wait, read_line, output, each line of a lines() loop, kill...)
-and agent sessions (sdk.session, Session.send and its Turn, Session.close).
-What the run printed is not printed again, nor what its processes had echoed
-as the run's last call on them started (a line they echoed after that may show
-twice). Once the journal ends the run goes on live, journaling as before, so
-it can be resumed again. Calls a session's policies, hooks and tools made in a
-send the journal answers are not made again.
+		Long: `Resume continues a durable run whose runner died (killed, crashed, its
+machine or its ssh session lost) before the run ended. Every run against a
+standalone daemon (--socket, --remote ssh://... or ws://..., or $SOUS_SOCKET,
+$SOUS_REMOTE) whose features include run.journal is durable: that daemon keeps
+its journal under its state directory, and sous resume RUN_ID with the same
+target continues it from any client of the daemon, this machine or another.
+On the embedded daemon a run is durable with sous run --journal DIR, and
+sous resume --journal DIR RUN_ID continues it. The run's id is on stderr when
+it starts (sous: run RUN_ID); sous runs lists them.
+
+Resume runs the recipe again from the top with the run's args, in the
+directory it ran in, and answers every builtin call the journal holds from
+the journal, without doing it again: commands run, files read, git,
+extract_tar, getenv, time.now(), sleep, processes (spawn, reattach and every
+call on a Process: write, close_stdin, wait, read_line, output, each line of a
+lines() loop, kill...) and agent sessions (sdk.session, Session.send and its
+Turn, Session.close). What the run printed is not printed again, nor what its
+processes had echoed as the run's last call on them started (a line they
+echoed after that may show twice). Once the journal ends the run goes on live,
+journaling as before, so it can be resumed again. Calls a session's policies,
+hooks and tools made in a send the journal answers are not made again.
 
 Processes: a Process is rebuilt from the journal and taken over at the first
 call on it the journal does not answer. On a daemon that outlives the runner
@@ -58,12 +66,12 @@ is sent again, with a notice.
 
 Resume refuses (exit code 2): a run that finished (ok, failed or interrupted:
 its deferred calls ran); a run whose runner is still alive (it holds the
-journal's lock); a journal holding sdk.send, Session.start, a Pending's wait
-or a session control (interrupt, set_model, ...), which this version does not
-take over yet. It stops (exit code 2) once the replay finds: a runner that
-died in a call on a daemon that outlives it which it cannot take over
-(git.commit, git.merge, git.push, git.worktree_remove, pipeline, extract_tar
-without keep_archive);
+journal: a daemon lets go of it when the runner's connection goes); a journal
+holding sdk.send, Session.start, a Pending's wait or a session control
+(interrupt, set_model, ...), which this version does not take over yet. It
+stops (exit code 2) once the replay finds: a runner that died in a call on a
+daemon that outlives it which it cannot take over (git.commit, git.merge,
+git.push, git.worktree_remove, pipeline, extract_tar without keep_archive);
 a process of the embedded daemon that the run had used and the recipe uses
 again; a process the daemon no longer has; and a recipe that was changed so
 that it no longer makes the journal's calls:
@@ -71,17 +79,19 @@ that it no longer makes the journal's calls:
   recipe changed since run RUN_ID: line N calls X, the journal has Y
 
 Nothing has run again when it says so, and the journal is left as it was.
+A daemon without the run.journal feature (an older sous, claustrum, or one
+serving with no state dir) keeps no journals: resume says so and exits 2.
 The rules a recipe follows to be resumable: docs/RECIPES.md, "Durable runs".`,
-		Example: `  sous run --journal .sous/runs release.star -a version=1.2.0
+		Example: `  sous run --socket /run/sous.sock release.star -a version=1.2.0
   # sous: run 3f9c2a7b1d0e4c55   (on stderr; then the runner dies)
-  sous resume --journal .sous/runs 3f9c2a7b1d0e4c55
+  sous runs --socket /run/sous.sock
+  sous resume 3f9c2a7b1d0e4c55 --socket /run/sous.sock
+  sous resume 3f9c2a7b1d0e4c55 --remote ssh://build-host   # from another machine
+  sous run --journal .sous/runs release.star -a version=1.2.0   # the embedded daemon
   sous resume --journal .sous/runs 3f9c2a7b1d0e4c55 --json --quiet`,
-		Args: exactArgs(1, "resume --journal DIR RUN_ID [flags]"),
+		Args: exactArgs(1, "resume RUN_ID [--journal DIR] [flags]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Resume = args[0]
-			if opts.Journal == "" {
-				return usageErrorf("resume: --journal DIR is required (the journal of a standalone daemon is not supported yet)")
-			}
 			if opts.Quiet && opts.Verbose {
 				return usageErrorf("resume: --quiet and --verbose: choose one")
 			}
@@ -92,7 +102,8 @@ The rules a recipe follows to be resumable: docs/RECIPES.md, "Durable runs".`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Journal, "journal", "", "the `DIR` the run was journaled in (its sous run --journal)")
+	fl.StringVar(&opts.Journal, "journal", "", "the `DIR` the run was journaled in (its sous run --journal); without it, the journal the daemon keeps")
+	fl.Var(&opts.JournalSync, "journal-sync", journalSyncUsage)
 	registerRunFlags(fl, opts)
 	opts.Target.register(cmd)
 	return cmd

@@ -16,7 +16,6 @@ import (
 
 	"github.com/seed5ad92d46/sous/builtins"
 	"github.com/seed5ad92d46/sous/runtime"
-	"github.com/seed5ad92d46/sous/runtime/journal"
 	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
 )
@@ -63,10 +62,15 @@ type RunOptions struct {
 	// continues from it ("": a new run).
 	Journal string
 	Resume  string
+	// JournalSync is --journal-sync: when the journal reaches the disk.
+	JournalSync journalSync
+	// NoJournal is --no-journal: a run against a daemon that keeps
+	// journals is not journaled.
+	NoJournal bool
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto"}
+	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto", JournalSync: journalSyncBatch}
 	cmd := &cobra.Command{
 		Use:   "run RECIPE.star [-a key=value]... [flags]",
 		Short: "Run a recipe",
@@ -141,11 +145,18 @@ background and never hold the run up: each gives up after --notify-timeout
 says on stderr what was not delivered. A notification that fails never fails
 the run. Redirects are followed only with 307 or 308 to the same host.
 
---journal DIR makes the run durable: every builtin call with an effect or an
-answer from outside is journaled in DIR, and if the runner dies (killed, crashed)
-sous resume --journal DIR RUN_ID continues the run without doing again what was
-done (see sous resume --help). The run's id is printed on stderr at start
-(sous: run RUN_ID).
+Every run has an id, printed on stderr at start (sous: run RUN_ID; the --json
+start event carries it too). A run against a standalone daemon (--socket,
+--remote) whose features include run.journal is durable: every builtin call with
+an effect or an answer from outside is journaled by that daemon, and if the
+runner dies (killed, crashed, its machine or ssh session lost) sous resume
+RUN_ID, with the same target, from any client of the daemon, continues the run
+without doing again what was done (see sous resume --help; sous runs lists the
+daemon's runs). On the embedded daemon, --journal DIR keeps the journal in DIR
+(sous resume --journal DIR RUN_ID); --no-journal journals nothing. By default
+the journal reaches the disk within 100 ms (what reached the journal survives
+the runner's and the daemon's death at once; a machine crash may lose the last
+100 ms); --journal-sync=always syncs it before every call with an effect.
 
 --fake-model SCRIPT.json serves a scripted model in sous for the run and points
 every agent session at it (ANTHROPIC_BASE_URL, a dummy ANTHROPIC_API_KEY): the
@@ -171,6 +182,9 @@ model serve --help.`,
 			if opts.AskTimeout < 0 {
 				return usageErrorf("run: --ask-timeout: want a duration >= 0, got %s", opts.AskTimeout)
 			}
+			if opts.NoJournal && opts.Journal != "" {
+				return usageErrorf("run: --journal and --no-journal: choose one")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -179,7 +193,9 @@ model serve --help.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&opts.Args, "arg", "a", nil, "a recipe argument `key=value`, in the recipe's args dict (repeatable)")
-	fl.StringVar(&opts.Journal, "journal", "", "journal the run in `DIR` so that sous resume continues it if its runner dies (embedded daemon; see sous resume --help)")
+	fl.StringVar(&opts.Journal, "journal", "", "journal the run in `DIR` so that sous resume continues it if its runner dies (the embedded daemon's way; a standalone daemon with run.journal keeps the journal itself; see sous resume --help)")
+	fl.Var(&opts.JournalSync, "journal-sync", journalSyncUsage)
+	fl.BoolVar(&opts.NoJournal, "no-journal", false, "do not journal the run, though its daemon would keep the journal (the run cannot be resumed)")
 	registerRunFlags(fl, opts)
 	opts.Target.register(cmd)
 	return cmd
@@ -214,14 +230,26 @@ func runRecipe(opts *RunOptions) error {
 		}
 		return refuseJSON(ropt, err)
 	}
-	var store journal.Store
-	if opts.Journal != "" {
-		fault, err := journalFault(opts.Getenv("SOUS_FAULT_JOURNAL"))
-		if err != nil {
+	opts.Target.Notices = streams.ErrOut
+	target, err := opts.Target.Client()
+	if err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
 			return refuse(err)
 		}
-		store = journal.Dir{Path: opts.Journal, Fault: fault}
+		return refuse(usageErrorf("--token-file: %v", err))
 	}
+	store, closeStore, err := runJournalStore(opts, target)
+	if err != nil {
+		return refuse(err)
+	}
+	// A journaled run says its id (sous runs and sous resume know it by
+	// that); so does any run on a standalone daemon, where `sous
+	// approvals` shows its requests under it. A plain run on the embedded
+	// daemon keeps its stderr for the recipe (--json's start event
+	// carries the id either way).
+	ropt.AnnounceRun = target.URL != "embedded"
+	defer closeStore() // after the run, which closed the journal
 	if opts.Resume != "" {
 		res, err := runtime.OpenResume(store, opts.Resume)
 		if err != nil {
@@ -240,22 +268,12 @@ func runRecipe(opts *RunOptions) error {
 			ropt.Journal = &runtime.JournalOptions{Store: store}
 		}
 	}
-	var err error
 	ropt.MaxCost = float64(opts.MaxCost)
 	if ropt.Notify, err = notifyOptions(opts); err != nil {
 		return refuse(err)
 	}
 	if ropt.Shard, err = parseShard(opts.Shard); err != nil {
 		return refuse(err)
-	}
-	opts.Target.Notices = streams.ErrOut
-	target, err := opts.Target.Client()
-	if err != nil {
-		var ue *usageError
-		if errors.As(err, &ue) {
-			return refuse(err)
-		}
-		return refuse(usageErrorf("--token-file: %v", err))
 	}
 	var approvals rules.Set
 	if approvals.Allow, err = rules.ParseList("--allow", opts.Allow); err != nil {

@@ -38,6 +38,9 @@ var retryable = map[string]bool{
 	// and a wait is a read. An answer is not resent: its second arrival
 	// would be refused as decided, by itself.
 	"approval.publish": true, "approval.list": true, "approval.wait": true, "approval.withdraw": true,
+	// A run's journal: the lease re-takes it on the new connection, and an
+	// append names the record count it follows, so each is applied once.
+	"run.create": true, "run.open": true, "run.append": true, "run.sync": true, "run.close": true, "run.list": true,
 }
 
 // ErrConnectionLost is wrapped by calls that were in flight when the

@@ -1,21 +1,27 @@
 package journal
 
+import "time"
+
 // Log is one run's journal, open for appending by its runner, who holds
 // it (its lock) until Close.
 type Log interface {
-	// Append writes a record at the end. Once it returns, a runner
-	// killed at any point loses nothing of it; the disk may not have it
-	// yet (Sync).
+	// Append adds a record at the end. The file store writes it at once
+	// (a runner killed after it returns loses nothing of it); the daemon
+	// store sends it in the background. Sync waits for it either way.
 	Append(Record) error
-	// Sync makes what was appended durable against the machine's crash.
+	// Sync returns once everything appended is where the runner's death
+	// cannot lose it (in the kernel of the machine that keeps the
+	// journal), and, with SyncAlways, on its disk too. The runtime syncs
+	// before every call with an effect.
 	Sync() error
-	// Close syncs and releases the journal. Closing again does nothing.
+	// Close syncs to disk and releases the journal. Closing again does
+	// nothing.
 	Close() error
 }
 
 // Store keeps the journals of durable runs: a directory (Dir) for runs
-// on the embedded daemon, or a daemon's state directory for the runs
-// that daemon serves.
+// on the embedded daemon, or a standalone daemon's state directory
+// (Daemon) for the runs that daemon serves.
 type Store interface {
 	// Create starts the journal of a new run with its KindRun record.
 	Create(head Record) (Log, error)
@@ -29,9 +35,17 @@ type Store interface {
 	String() string
 }
 
+// GroupCommit is how often, at most, a journal is fsynced in the
+// background when something was appended, unless the store syncs always
+// (sous run --journal-sync): the daemon's run.* extension does the same.
+const GroupCommit = 100 * time.Millisecond
+
 // Dir is a Store of one file per run in a directory (Path).
 type Dir struct {
 	Path string
+	// SyncAlways fsyncs the journal at every Sync (before every effect),
+	// rather than in the background within GroupCommit.
+	SyncAlways bool
 	// Fault, when set, crashes the runner at a chosen point of the logs
 	// it creates or opens (SOUS_FAULT_JOURNAL, for tests).
 	Fault Fault
@@ -49,8 +63,7 @@ func (d Dir) Create(head Record) (Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.CrashAfter, w.Torn = d.Fault.CrashAfter, d.Fault.Torn
-	return w, nil
+	return d.log(w), nil
 }
 
 func (d Dir) Open(run string) (Log, []Record, error) {
@@ -58,10 +71,36 @@ func (d Dir) Open(run string) (Log, []Record, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return d.log(w), recs, nil
+}
+
+func (d Dir) log(w *Writer) Log {
 	w.CrashAfter, w.Torn = d.Fault.CrashAfter, d.Fault.Torn
-	return w, recs, nil
+	if !d.SyncAlways {
+		w.SyncEvery(GroupCommit)
+	}
+	return fileLog{w: w, always: d.SyncAlways}
 }
 
 func (d Dir) List() ([]Summary, error) { return List(d.Path) }
 
 func (d Dir) String() string { return d.Path }
+
+// fileLog is a Log on a file this process writes: an append reaches the
+// kernel at once, so Sync has only the disk to care for, and only when
+// the store syncs always (else the writer's group commit does).
+type fileLog struct {
+	w      *Writer
+	always bool
+}
+
+func (l fileLog) Append(r Record) error { return l.w.Append(r) }
+
+func (l fileLog) Sync() error {
+	if l.always {
+		return l.w.Sync()
+	}
+	return nil
+}
+
+func (l fileLog) Close() error { return l.w.Close() }

@@ -1,4 +1,4 @@
-package journal
+package runlog
 
 import (
 	"errors"
@@ -9,7 +9,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 // The states of a run as its journal tells them.
@@ -21,19 +22,7 @@ const (
 )
 
 // Summary is what `sous runs` says of one journal.
-type Summary struct {
-	Run     string    `json:"run"`
-	Recipe  string    `json:"recipe"`
-	State   string    `json:"state"`
-	Started time.Time `json:"started"`
-	// Steps is how many calls the journal holds.
-	Steps int `json:"steps"`
-	// Status and ExitCode: how a finished run ended.
-	Status   string `json:"status,omitempty"`
-	ExitCode int    `json:"exit_code,omitempty"`
-	// Why says why a stopped run is not resumable.
-	Why string `json:"why,omitempty"`
-}
+type Summary = wire.RunSummary
 
 // List summarises the journals in dir, oldest first. A file that is not a
 // journal is skipped; one being written is read as far as it is whole.

@@ -1,4 +1,4 @@
-package journal
+package runlog
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package journal
+package runlog
 
 import (
 	"bytes"
@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // ErrBusy says another process (the run's runner) holds the journal.
@@ -49,6 +51,12 @@ type Writer struct {
 	Torn       bool
 	appended   int
 	closed     bool
+
+	// dirty says something was written since the last fsync; the
+	// background syncer (SyncEvery) fsyncs only then.
+	dirty    atomic.Bool
+	stopSync chan struct{}
+	synced   chan struct{}
 }
 
 // Create starts the journal of a new run in dir with its KindRun record,
@@ -176,23 +184,36 @@ func (w *Writer) lock() error {
 // Append writes r at the end of the journal. It reaches the kernel (a
 // runner killed after it returns loses nothing) but not necessarily the
 // disk: Sync does that.
-func (w *Writer) Append(r Record) error {
-	p, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	if len(p) > MaxRecord {
-		return errTooLarge
-	}
-	w.buf = appendFrame(w.buf[:0], p)
-	w.appended++
-	crash := w.CrashAfter > 0 && w.appended == w.CrashAfter
-	if crash && w.Torn {
-		w.buf = w.buf[:len(w.buf)/2]
+func (w *Writer) Append(r Record) error { return w.AppendAll([]Record{r}) }
+
+// AppendAll writes recs at the end of the journal in one write(2), as
+// Append does one.
+func (w *Writer) AppendAll(recs []Record) error {
+	w.buf = w.buf[:0]
+	crash := false
+	for _, r := range recs {
+		p, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		if len(p) > MaxRecord {
+			return errTooLarge
+		}
+		start := len(w.buf)
+		w.buf = appendFrame(w.buf, p)
+		w.appended++
+		if w.CrashAfter > 0 && w.appended == w.CrashAfter {
+			crash = true
+			if w.Torn {
+				w.buf = w.buf[:start+(len(w.buf)-start)/2]
+			}
+			break
+		}
 	}
 	if _, err := w.f.Write(w.buf); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	w.dirty.Store(true)
 	if crash {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL is not handled: nothing after this runs
@@ -200,8 +221,31 @@ func (w *Writer) Append(r Record) error {
 	return nil
 }
 
+// SyncEvery fsyncs the journal in the background, at most every d, when
+// something was written since the last fsync: group commit. Close stops
+// it (and syncs). Call it once, before appending from other goroutines.
+func (w *Writer) SyncEvery(d time.Duration) {
+	w.stopSync, w.synced = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(w.synced)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stopSync:
+				return
+			case <-t.C:
+				if w.dirty.Swap(false) {
+					_ = w.f.Sync() // an error shows at the next Sync or Close
+				}
+			}
+		}
+	}()
+}
+
 // Sync makes what was appended durable.
 func (w *Writer) Sync() error {
+	w.dirty.Store(false)
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("journal: sync: %w", err)
 	}
@@ -215,6 +259,10 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	if w.stopSync != nil {
+		close(w.stopSync)
+		<-w.synced
+	}
 	err := w.Sync()
 	if cerr := w.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("journal: %w", cerr)

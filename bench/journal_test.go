@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// journalCalls is how many run("true") the journal rows' recipe makes.
+const journalCalls = 1000
+
+// journalRows measures what journaling a durable run costs: a recipe of
+// 1,000 run("true") with and without its journal, interleaved in the
+// same run, on the embedded daemon (--journal DIR against no flag) and on
+// a socket daemon that keeps journals (no flag against --no-journal);
+// each with the default group commit and with --journal-sync=always. It
+// reports the ratio and the journal's bytes per call.
+func (e *env) journalRows(t *testing.T) []row {
+	recipe := filepath.Join(e.dir, "true1000.star")
+	os.WriteFile(recipe, []byte(fmt.Sprintf("for i in range(%d):\n    run(\"true\")\n", journalCalls)), 0o644)
+	state := filepath.Join(e.dir, "jstate")
+	d := e.startDaemon(t, "--state-dir", state)
+	tokenFile := filepath.Join(e.dir, "jtoken")
+	os.WriteFile(tokenFile, []byte(d.token+"\n"), 0o600)
+	socket := []string{"--socket", d.socket, "--token-file", tokenFile}
+	jdir := filepath.Join(e.dir, "journals")
+	sousRun := func(args ...string) func() time.Duration {
+		return func() time.Duration {
+			start := time.Now()
+			if out, err := exec.Command(e.bin, append([]string{"run", "-q"}, args...)...).CombinedOutput(); err != nil {
+				t.Fatalf("sous run %v: %v\n%s", args, err, out)
+			}
+			return time.Since(start)
+		}
+	}
+	var rows []row
+	for _, c := range []struct {
+		where      string
+		plain, jnl []string
+		journals   string
+	}{
+		{"embedded", []string{recipe}, []string{"--journal", jdir, recipe}, jdir},
+		{"embedded, --journal-sync=always", []string{recipe}, []string{"--journal", jdir, "--journal-sync=always", recipe}, jdir},
+		{"socket daemon", append([]string{"--no-journal", recipe}, socket...), append([]string{recipe}, socket...), filepath.Join(state, "runs")},
+		{"socket daemon, --journal-sync=always", append([]string{"--no-journal", recipe}, socket...),
+			append([]string{"--journal-sync=always", recipe}, socket...), filepath.Join(state, "runs")},
+	} {
+		os.RemoveAll(c.journals)
+		tb, tj := e.interleave(t, sousRun(c.plain...), sousRun(c.jnl...))
+		ratio := tj.Seconds() / tb.Seconds()
+		rows = append(rows, row{
+			figure:   fmt.Sprintf("a durable run of %d `run(\"true\")`, %s", journalCalls, c.where),
+			baseline: "the same run not journaled",
+			target:   "<= 1.05x",
+			result: fmt.Sprintf("%.3fx (%.0f vs %.0f µs a call; %s a call)", ratio,
+				tj.Seconds()*1e6/journalCalls, tb.Seconds()*1e6/journalCalls, journalBytesPerCall(t, c.journals)),
+			ok: ratio <= 1.05 || strings.Contains(c.where, "always"),
+		})
+	}
+	return rows
+}
+
+// journalBytesPerCall is the mean size of the journals in dir per call.
+func journalBytesPerCall(t *testing.T, dir string) string {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.journal"))
+	if len(paths) == 0 {
+		t.Fatalf("no journal in %s", dir)
+	}
+	var total int64
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			total += fi.Size()
+		}
+	}
+	return fmt.Sprintf("%d B", total/int64(len(paths))/journalCalls)
+}
