@@ -168,3 +168,30 @@ func TestDurableProcessesOnTheEmbeddedDaemon(t *testing.T) {
 }
 
 func journalPath(dir, id string) string { return journal.Path(filepath.Join(dir, "j"), id) }
+
+// TestDurableProcessesOnADaemonKeptJournal: the same take-over with the
+// journal kept by the daemon (no --journal), resumed from another
+// directory by the run's id: where the journal lives changes nothing.
+func TestDurableProcessesOnADaemonKeptJournal(t *testing.T) {
+	target, _ := journalDaemon(t, true)
+	base := durableDir(t, processRecipe)
+	o, _ := durableRun(t, base, nil, append([]string{"run", "main.star", "-a", "dir=" + base}, target...)...)
+	o.expect(t, 0)
+	want := processState(t, base)
+	for _, point := range []string{"5", "7:torn", "9", "14", "19", "23", "27"} {
+		t.Run("kill_at"+point, func(t *testing.T) {
+			dir := durableDir(t, processRecipe)
+			o, killed := durableRun(t, dir, []string{"SOUS_FAULT_JOURNAL=" + point},
+				append([]string{"run", "main.star", "-a", "dir=" + dir}, target...)...)
+			if !killed {
+				t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+			}
+			id := runIDOf(t, o)
+			o, _ = durableRun(t, t.TempDir(), nil, append([]string{"resume", id}, target...)...)
+			o.expect(t, 0, "sous: resuming run "+id)
+			if got := processState(t, dir); got != want {
+				t.Errorf("after the resume:\n%s\nwant:\n%s\n%s", got, want, o.stderr)
+			}
+		})
+	}
+}
