@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,7 +60,9 @@ func newDurableAgent(t *testing.T) *durableAgent {
 		}
 		return fakemodel.Text("reply to " + prompt)
 	}})
-	sock, _ := socketDaemon(t, "tok", daemon.Config{Env: a.env})
+	// With a state dir: a run without --journal has its journal kept by
+	// the daemon (the fault test uses both).
+	sock, _ := socketDaemon(t, "tok", daemon.Config{Env: a.env, StateDir: t.TempDir()})
 	a.target = []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}
 	return a
 }
@@ -369,10 +372,17 @@ func TestDurableFaultsAcrossEverything(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			resumeFault = 1 + rng.IntN(6)
 		}
-		t.Run(fmt.Sprintf("kill%d_at%d_then%d", i, point, resumeFault), func(t *testing.T) {
+		// Every other kill with the journal the daemon keeps (no
+		// --journal): where the journal lives changes nothing.
+		inDaemon := i%2 == 1
+		t.Run(fmt.Sprintf("kill%d_at%d_then%d_daemon%t", i, point, resumeFault, inDaemon), func(t *testing.T) {
 			a.reset()
 			dir := durableDir(t, faultRecipe)
-			o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", point)}, a.runArgs(dir)...)
+			args, resume := a.runArgs(dir), []string{"resume", "--journal", "j"}
+			if inDaemon {
+				args, resume = slices.DeleteFunc(args, func(s string) bool { return s == "--journal" || s == "j" }), []string{"resume"}
+			}
+			o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", point)}, args...)
 			if !killed {
 				t.Fatalf("not killed at %d: %d\n%s", point, o.code, o.stderr)
 			}
@@ -383,7 +393,7 @@ func TestDurableFaultsAcrossEverything(t *testing.T) {
 				if round == 0 && resumeFault > 0 {
 					extra = []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", resumeFault)}
 				}
-				o, killed = a.sousIn(t, dir, extra, "resume", "--journal", "j", id)
+				o, killed = a.sousIn(t, dir, extra, append(resume, id)...)
 				shown += o.stdout + o.stderr
 				if killed {
 					continue
