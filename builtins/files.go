@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"go.starlark.net/starlark"
@@ -29,7 +30,7 @@ func filesEntries() []runtime.Entry {
 		{Name: "files.validate", Journal: runtime.JournalAnswer, Host: true, Sig: "files.validate(path) -> struct(valid, is_dir, error)",
 			Doc: "Whether path exists; error is the daemon's reason when it does not (\"\" otherwise).",
 			Fn:  filesValidate},
-		{Name: "extract_tar", Journal: runtime.JournalEffect, Host: true, Sig: `extract_tar(archive, dest, *, modes="owner", keep_archive=False) -> int`,
+		{Name: "extract_tar", Journal: runtime.JournalEffect, Rejoin: true, Host: true, Sig: `extract_tar(archive, dest, *, modes="owner", keep_archive=False) -> int`,
 			Doc: "Extracts the .tar.gz archive into directory dest on the host, with the daemon's semantics: " +
 				"dest is wiped first (everything in it is deleted), the archive is consumed (deleted once opened, " +
 				"whatever the outcome), files get mode 0600 and directories 0700 whatever the archive says, and an " +
@@ -170,6 +171,14 @@ func extractTar(c *runtime.Call) (starlark.Value, error) {
 	case !filepath.IsAbs(dest) && !c.Host.Local():
 		return nil, c.Errorf("dest: %q is relative and host %s is remote: give an absolute path "+
 			"(relative paths are taken from the recipe's directory only on a local host)", dest, c.Host.Target())
+	}
+	if c.Rejoining && !keep {
+		// The daemon may have consumed the archive: extracting again
+		// could not (durablelive.go). With keep_archive=True it writes
+		// the same files again.
+		return nil, c.StopResume(fmt.Sprintf("the runner died in extract_tar(%q) on %s, which may have extracted "+
+			"and removed the archive: a resume cannot tell (keep_archive=True makes it safe to extract again)",
+			archive, c.Host.Target()))
 	}
 	sentArchive, err := hostPath(c, archive)
 	if err != nil {

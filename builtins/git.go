@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"context"
+	"path/filepath"
 
 	"go.starlark.net/starlark"
 
@@ -28,7 +29,7 @@ func gitEntries() []runtime.Entry {
 		{Name: "git.branches", Journal: runtime.JournalAnswer, Host: true, Sig: `git.branches(path=".") -> list of strings`,
 			Doc: "The local branches, sorted; empty outside a repository.",
 			Fn:  gitBranches},
-		{Name: "git.worktree_create", Journal: runtime.JournalEffect, Host: true,
+		{Name: "git.worktree_create", Journal: runtime.JournalEffect, Rejoin: true, Host: true,
 			Sig: `git.worktree_create(branch, path, *, repo=".", source=None, include=[]) -> struct(path, branch, source_branch, new_branch)`,
 			Doc: "Adds a worktree of repo at path on branch. When branch does not exist it is created from source " +
 				"(default: repo's current branch): new_branch is True and source_branch says what it started from " +
@@ -127,6 +128,12 @@ func gitWorktreeCreate(c *runtime.Call) (starlark.Value, error) {
 		}
 	}
 	params.BranchName, params.SourceBranch, params.Include = branch, source, include
+	if c.Rejoining {
+		// The runner died in this call: the worktree may be there.
+		if made, err := worktreeMade(c, path, params.WorktreePath, branch); made != nil || err != nil {
+			return made, err
+		}
+	}
 	var res wire.WorktreeResult
 	err = hostDo(c, path, "git.worktree_create", func(ctx context.Context, d runtime.Daemon) (err error) {
 		res, err = d.CreateWorktree(ctx, params)
@@ -221,4 +228,24 @@ func stringList(ss []string) *starlark.List {
 		l[i] = starlark.String(s)
 	}
 	return starlark.NewList(l)
+}
+
+// worktreeMade answers a worktree_create that a resumed run does again
+// after its runner died in it, when the worktree is there already: at
+// sent, on branch. Whether the call made the branch is not known then:
+// new_branch and source_branch are None. nil when it is not there.
+func worktreeMade(c *runtime.Call, path, sent, branch string) (starlark.Value, error) {
+	var res wire.GitInfoResult
+	if err := hostCall(c, path, "git.info", wire.GitParams{Path: sent}, &res); err != nil {
+		return nil, err
+	}
+	if !res.IsRepo || res.Branch != branch || filepath.Clean(res.Root) != filepath.Clean(sent) {
+		return nil, nil
+	}
+	return record(starlark.StringDict{
+		"path":          starlark.String(sent),
+		"branch":        starlark.String(branch),
+		"source_branch": starlark.None,
+		"new_branch":    starlark.None,
+	}), nil
 }

@@ -31,12 +31,13 @@ func (cfg Config) Plugins() []runtime.Plugin {
 		{Name: "core", Entries: slices.Concat(coreEntries(), numberEntries(), deferEntries(), waitEntries(), fanoutEntries(), retryEntries(), budgetEntries())},
 		{Name: procPlugin, Entries: slices.Concat(spawnEntries(), runEntries(), pipelineEntries(), processEntries(), resultEntries()),
 			OnStart:  func(*runtime.Env) any { return &procState{lines: cfg.Lines} },
-			Decoders: map[string]runtime.Decoder{resultKind: decodeResult}},
+			Decoders: map[string]runtime.Decoder{resultKind: decodeResult, processKind: decodeProcess}},
 		{Name: "files", Entries: filesEntries()},
 		{Name: "secrets", Entries: secretsEntries()},
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},
 		{Name: "hosts", Entries: slices.Concat(hostEntries(), poolEntries())},
 		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries(), controlEntries(), agentDefEntries()),
+			Decoders: map[string]runtime.Decoder{sessionKind: decodeSession, turnKind: decodeTurn},
 			OnStart: func(env *runtime.Env) any {
 				a := &agents{}
 				env.Budget.OnExceeded(a.stopTurns)

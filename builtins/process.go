@@ -42,6 +42,17 @@ type Process struct {
 	err       error // why following failed, when it did
 	finished  time.Time
 	ended     chan struct{} // closed once the end is recorded and echoed
+
+	// What a durable run keeps of it (process_durable.go).
+	seen     int64            // the seq of the last frame received
+	whole    int64            // the seq of the last output frame that ended a line: all before it can be shown
+	shown    int64            // frames up to this seq were shown before the runner died: not echoed again
+	catchUp  int64            // a takeover waits for the frame with this seq...
+	caught   chan struct{}    // ...closed once it came
+	replayed *replayedProcess // a handle rebuilt from a journal, not taken over yet; recipe thread only
+	applied  int64            // stdin bytes the daemon had applied, as the last write said
+	readSkip [2]int           // read_line's lines the journal answered, skipped once taken over
+	rejoined bool             // taken over in the call that started it: stdin goes at offsets
 }
 
 // procOptions say how a process is followed.
@@ -93,14 +104,19 @@ func streamIndex(s wire.Stream) (int, bool) {
 // recipes whose loop waits for something the child does later, such as
 // a client run against a server the loop is watching.
 func (p *Process) onFrame(f *wire.Frame) {
-	i, ok := streamIndex(f.Stream)
-	if !ok {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	p.seen = max(p.seen, f.Seq)
+	if p.caught != nil && f.Seq >= p.catchUp {
+		close(p.caught)
+		p.caught = nil
+	}
+	i, ok := streamIndex(f.Stream)
+	if !ok || p.closed {
 		return
+	}
+	if n := len(f.Data); n > 0 && f.Data[n-1] == '\n' {
+		p.whole = f.Seq
 	}
 	if s := f.StageIndex(); s >= 0 && s < len(p.stages) {
 		p.stages[s].add(f.Data)
@@ -108,6 +124,8 @@ func (p *Process) onFrame(f *wire.Frame) {
 		p.out[i].add(f.Data)
 	}
 	switch {
+	case f.Seq <= p.shown:
+		// Shown by the run's runner before it died (a resumed run).
 	case p.echo != nil:
 		p.echo.Write(f.Stream, f.Data)
 	case !p.announced && p.opt.echo && !p.opt.internal:

@@ -36,29 +36,29 @@ func processEntries() []runtime.Entry {
 				}
 				return starlark.None
 			})},
-		{Name: "Process.write", Sig: "Process.write(data, *, offset=None) -> int",
+		{Name: "Process.write", Journal: runtime.JournalEffect, Rejoin: true, Replayed: methodReplayed, Sig: "Process.write(data, *, offset=None) -> int",
 			Doc: "Writes data (string or bytes) to the process's stdin and returns the daemon's applied high-water mark. " +
 				"With offset, the daemon's exactly-once contract applies: bytes already applied are dropped, " +
 				"and an offset past the applied mark (a gap) fails.",
 			Fn: method(processWrite)},
-		{Name: "Process.close_stdin", Sig: "Process.close_stdin()",
+		{Name: "Process.close_stdin", Journal: runtime.JournalEffect, Rejoin: true, Replayed: methodReplayed, Sig: "Process.close_stdin()",
 			Doc: "Closes the process's stdin after everything written so far; a no-op once the process has exited.", Fn: method(processCloseStdin)},
-		{Name: "Process.wait", Sig: "Process.wait(timeout=None) -> Result",
+		{Name: "Process.wait", Journal: runtime.JournalAnswer, Replayed: methodReplayed, Sig: "Process.wait(timeout=None) -> Result",
 			Doc: "Blocks until the process exits and returns its Result. When timeout (seconds) passes first, " +
 				"wait fails and the process keeps running.",
 			Fn: method(processWait)},
-		{Name: "Process.kill", Sig: `Process.kill(signal="TERM")`,
+		{Name: "Process.kill", Journal: runtime.JournalEffect, Rejoin: true, Replayed: methodReplayed, Sig: `Process.kill(signal="TERM")`,
 			Doc: "Sends signal (a name such as \"TERM\" or \"KILL\", or a number) to the process group, without waiting.",
 			Fn:  method(processKill)},
-		{Name: "Process.pause", Sig: "Process.pause()", Doc: "Stops the whole process group (SIGSTOP): the process and everything it started.",
+		{Name: "Process.pause", Journal: runtime.JournalEffect, Rejoin: true, Replayed: methodReplayed, Sig: "Process.pause()", Doc: "Stops the whole process group (SIGSTOP): the process and everything it started.",
 			Fn: method(func(c *runtime.Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "STOP") })},
-		{Name: "Process.resume", Sig: "Process.resume()", Doc: "Continues the process group paused by pause() (SIGCONT).",
+		{Name: "Process.resume", Journal: runtime.JournalEffect, Rejoin: true, Replayed: methodReplayed, Sig: "Process.resume()", Doc: "Continues the process group paused by pause() (SIGCONT).",
 			Fn: method(func(c *runtime.Call, p *Process) (starlark.Value, error) { return p.signalNoArgs(c, "CONT") })},
-		{Name: "Process.stop", Sig: "Process.stop(grace=3, escalate=True) -> struct(found, died, already_exited, escalated)",
+		{Name: "Process.stop", Journal: runtime.JournalEffect, Rejoin: true, Replayed: methodReplayed, Sig: "Process.stop(grace=3, escalate=True) -> struct(found, died, already_exited, escalated)",
 			Doc: "Sends SIGTERM to the process group and waits up to grace seconds for it to die; then, with escalate, " +
 				"sends SIGKILL. Reports what happened (the daemon's killAndWait).",
 			Fn: method(processStop)},
-		{Name: "Process.lines", Sig: `Process.lines(stream="stdout") -> iterable of strings`,
+		{Name: "Process.lines", Journal: runtime.JournalPure, Sig: `Process.lines(stream="stdout") -> iterable of strings`,
 			Doc: "The lines of stdout or stderr, from the first, as they arrive; iteration ends when the process exits. " +
 				"Lines come without their newline. It is a single pass, and each lines() call iterates from the first " +
 				"line again, whatever an earlier loop read: to go on where the last read stopped (write a question, read " +
@@ -67,21 +67,22 @@ func processEntries() []runtime.Entry {
 				"temporary file, up to 1 GiB; a recipe further behind than that, or a line longer than 16 MiB, fails the " +
 				"iteration, after the lines before the gap. The process is not held back for a slow loop.",
 			Fn: method(processLines)},
-		{Name: "Process.read_line", Sig: `Process.read_line(stream="stdout", timeout=None) -> string or None`,
+		{Name: "Process.read_line", Journal: runtime.JournalAnswer, Replayed: methodReplayed, Sig: `Process.read_line(stream="stdout", timeout=None) -> string or None`,
 			Doc: readLineDoc, Fn: method(processReadLine)},
-		{Name: "Process.output", Sig: `Process.output(stream="stdout") -> string`,
+		{Name: "Process.output", Journal: runtime.JournalAnswer, Replayed: methodReplayed, Sig: `Process.output(stream="stdout") -> string`,
 			Doc: "Everything received on stdout or stderr so far (the first 16 MiB).", Fn: method(processOutput)},
-		{Name: "Process.resize", Sig: "Process.resize(rows, cols)",
+		{Name: "Process.resize", Journal: runtime.JournalEffect, Rejoin: true, Replayed: methodReplayed, Sig: "Process.resize(rows, cols)",
 			Doc: "Resizes the terminal of a process spawned with tty=True (its programs get SIGWINCH); fails for a process " +
 				"without one.", Fn: method(processResize)},
 	}
 }
 
 func processPid(p *Process) starlark.Value {
-	if !p.opt.showPid || p.proc.Pid() == 0 {
+	pid := p.pid()
+	if !p.opt.showPid || pid == 0 {
 		return starlark.None
 	}
-	return starlark.MakeInt(p.proc.Pid())
+	return starlark.MakeInt(pid)
 }
 
 func processWrite(c *runtime.Call, p *Process) (starlark.Value, error) {
@@ -89,6 +90,15 @@ func processWrite(c *runtime.Call, p *Process) (starlark.Value, error) {
 	var offset *int64
 	if err := bind(c, 1, req("data", data(&buf)), opt("offset", optInteger(&offset, 0))); err != nil {
 		return nil, err
+	}
+	if err := p.ensureLive(c, true); err != nil { // process_durable.go
+		return nil, err
+	}
+	if c.Rejoining && offset == nil {
+		// The runner died in this write: it went at the mark the write
+		// before it left, and the daemon drops what it already has.
+		at := p.applied
+		offset = &at
 	}
 	var applied int64
 	err := block(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
@@ -102,11 +112,15 @@ func processWrite(c *runtime.Call, p *Process) (starlark.Value, error) {
 	if err != nil {
 		return nil, p.daemonErr(c, err)
 	}
+	p.applied = applied
 	return starlark.MakeInt64(applied), nil
 }
 
 func processCloseStdin(c *runtime.Call, p *Process) (starlark.Value, error) {
 	if err := bind(c, 0); err != nil {
+		return nil, err
+	}
+	if err := p.ensureLive(c, true); err != nil {
 		return nil, err
 	}
 	// A process that has exited has no stdin left to close, and whether it
@@ -121,6 +135,9 @@ func processCloseStdin(c *runtime.Call, p *Process) (starlark.Value, error) {
 func processWait(c *runtime.Call, p *Process) (starlark.Value, error) {
 	var timeout *time.Duration
 	if err := bind(c, 1, opt("timeout", optSeconds(&timeout))); err != nil {
+		return nil, err
+	}
+	if err := p.ensureLive(c, false); err != nil {
 		return nil, err
 	}
 	if err := wait(c.Env, p.ended, timeout); err != nil {
@@ -173,6 +190,9 @@ func (p *Process) signal(c *runtime.Call, sig string) (starlark.Value, error) {
 // kill asks the daemon to send sig to the process group; the error is the
 // daemon's, unwrapped.
 func (p *Process) kill(c *runtime.Call, sig string) error {
+	if err := p.ensureLive(c, true); err != nil {
+		return err
+	}
 	return block(c.Env, c.Env.Ctx, func(ctx context.Context) error { return p.proc.Kill(ctx, sig) })
 }
 
@@ -189,6 +209,9 @@ func processStop(c *runtime.Call, p *Process) (starlark.Value, error) {
 	// The daemon reads a grace of 0 as "the default"; a recipe that says 0
 	// means "at once".
 	grace = max(grace, time.Millisecond)
+	if err := p.ensureLive(c, true); err != nil {
+		return nil, err
+	}
 	var res wire.KillAndWaitResult
 	err := block(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
 		res, err = p.proc.KillAndWait(ctx, "TERM", grace, escalate)
@@ -248,6 +271,9 @@ func processOutput(c *runtime.Call, p *Process) (starlark.Value, error) {
 		return nil, err
 	}
 	i, _ := streamIndex(stream)
+	if err := p.ensureLive(c, false); err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return starlark.String(p.out[i].buf), nil

@@ -30,6 +30,9 @@ func processReadLine(c *runtime.Call, p *Process) (starlark.Value, error) {
 		return nil, err
 	}
 	i, _ := streamIndex(stream)
+	if err := p.ensureLive(c, false); err != nil { // process_durable.go
+		return nil, err
+	}
 	p.mu.Lock()
 	r := p.readLines[i]
 	if r == nil {
@@ -55,6 +58,11 @@ func processReadLine(c *runtime.Call, p *Process) (starlark.Value, error) {
 		failed := r.err
 		p.mu.Unlock()
 		switch {
+		case ok && p.readSkip[i] > 0:
+			// Given by the journal to a resumed run: read again from
+			// the process it took over, and passed.
+			p.readSkip[i]--
+			continue
 		case ok:
 			return starlark.String(line), nil
 		case done && failed != nil:

@@ -28,10 +28,10 @@ const runDoc = "Starts the command on the host, writes stdin (a string) and clos
 
 func runEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "run", Journal: runtime.JournalEffect, Host: true, Sig: "run(cmd, args=[], *, " + runKeywordsSig + ") -> Result",
+		{Name: "run", Journal: runtime.JournalEffect, Rejoin: true, Host: true, Sig: "run(cmd, args=[], *, " + runKeywordsSig + ") -> Result",
 			Doc: "Runs a command to completion: cmd is a program or a list of program and arguments. " + runDoc,
 			Fn:  runBuiltin},
-		{Name: "sh", Journal: runtime.JournalEffect, Host: true, Sig: "sh(script, *, " + runKeywordsSig + ") -> Result",
+		{Name: "sh", Journal: runtime.JournalEffect, Rejoin: true, Host: true, Sig: "sh(script, *, " + runKeywordsSig + ") -> Result",
 			Doc: "Runs script with sh -c. " + runDoc,
 			Fn:  shBuiltin},
 	}
@@ -217,7 +217,13 @@ func (p *Process) feed(ctx context.Context, data []byte) *stdinFeed {
 // the process: it would otherwise wait for input that never comes.
 func (p *Process) writeStdin(ctx context.Context, data []byte) error {
 	err := func() error {
-		if len(data) > 0 {
+		if len(data) > 0 && p.rejoined {
+			// Taken over after the runner died in the call: what it
+			// had written is not applied twice.
+			if _, _, err := p.proc.WriteAt(ctx, data, 0); err != nil {
+				return err
+			}
+		} else if len(data) > 0 {
 			if _, err := p.proc.Write(ctx, data); err != nil {
 				return err
 			}

@@ -42,7 +42,7 @@ func sdkEntries() []runtime.Entry {
 	return []runtime.Entry{
 		{Name: "sdk", Sig: "sdk", Host: true,
 			Doc: "Claude Code sessions on the host: sdk.session(...) and sdk.send(prompt, ...). h.sdk starts them on the Host h."},
-		{Name: "sdk.session", Sig: sessionSig,
+		{Name: "sdk.session", Journal: runtime.JournalEffect, Rejoin: true, Replayed: sessionReplayed, Sig: sessionSig,
 			Doc: "Starts the Claude Code CLI on the host and returns once it answered the protocol's initialize. " +
 				"transport=\"stdio\": the CLI is a daemon process (--print --input-format stream-json --output-format " +
 				"stream-json --verbose --permission-prompt-tool stdio) spoken to through its stdin (with offsets) and " +
@@ -84,7 +84,7 @@ func sdkEntries() []runtime.Entry {
 		{Name: "Session.id", Sig: "Session.id -> string or None",
 			Doc:  "The CLI's session id (a fresh session's is known at once; a fork's or a continued one's once its first turn started).",
 			Attr: attr(sessionID)},
-		{Name: "Session.send", Sig: "Session.send(prompt, *, timeout=None) -> Turn",
+		{Name: "Session.send", Journal: runtime.JournalEffect, Rejoin: true, Replayed: turnReplayed, Sig: "Session.send(prompt, *, timeout=None) -> Turn",
 			Doc: "Sends a user message and blocks until its result. Permission requests are answered meanwhile. " +
 				"timeout (seconds; default the session's) bounds the turn: when it passes, the turn is interrupted and " +
 				"send fails saying so. An interrupted turn (interrupt(), deny(..., interrupt=True)) returns a Turn.",
@@ -100,7 +100,7 @@ func sdkEntries() []runtime.Entry {
 		{Name: "Session.set_permission_mode", Sig: "Session.set_permission_mode(mode)",
 			Doc: "Changes the permission mode (default, acceptEdits, plan, bypassPermissions, ...; the CLI decides " +
 				"which it accepts).", Fn: method(sessionSetPermissionMode)},
-		{Name: "Session.close", Sig: "Session.close()",
+		{Name: "Session.close", Journal: runtime.JournalEffect, Rejoin: true, Sig: "Session.close()",
 			Doc: "Ends the CLI and its whole process tree (SIGTERM, then SIGKILL after 3 s). Later calls fail; " +
 				"closing twice is fine.", Fn: method(sessionClose)},
 		{Name: "Pending", Sig: "Pending", Doc: "A turn under way, from Session.start. wait_all accepts it."},
@@ -201,6 +201,19 @@ func (o *sessionOptions) check(c *runtime.Call) error {
 }
 
 func sdkSession(c *runtime.Call) (starlark.Value, error) {
+	o, err := sessionArgs(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Rejoining {
+		// The runner died while this CLI started (sdk_durable.go).
+		endOrphanCLI(c, c.Host, "sous-"+c.JournalID+"-1")
+	}
+	return startSession(c, o, nil)
+}
+
+// sessionArgs reads sdk.session's arguments.
+func sessionArgs(c *runtime.Call) (*sessionOptions, error) {
 	o := newSessionOptions()
 	if err := bind(c, 0, o.bindings()...); err != nil {
 		return nil, err
@@ -208,7 +221,7 @@ func sdkSession(c *runtime.Call) (starlark.Value, error) {
 	if err := o.check(c); err != nil {
 		return nil, err
 	}
-	return startSession(c, o)
+	return o, nil
 }
 
 func sdkSend(c *runtime.Call) (starlark.Value, error) {
@@ -220,7 +233,7 @@ func sdkSend(c *runtime.Call) (starlark.Value, error) {
 	if err := o.check(c); err != nil {
 		return nil, err
 	}
-	s, err := startSession(c, o)
+	s, err := startSession(c, o, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +277,12 @@ type Session struct {
 	onMessage   starlark.Callable
 	checkpoints bool
 	infoV       starlark.Value // Session.info, built on first use (recipe thread only)
+
+	// What a durable run keeps of it (sdk_durable.go): the daemon process
+	// id of its CLI, and, for a handle rebuilt from a journal until it
+	// takes the session over, what it knows of the session.
+	procID   string
+	replayed *replayedSession
 }
 
 // postOrder posts callbacks to the loop in the order of their sequence
@@ -329,7 +348,9 @@ func addAgentEnv(c *runtime.Call, opt *agent.Options) error {
 	return nil
 }
 
-func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
+// startSession starts the CLI of a session: into s when it is given (a
+// handle a resumed run rebuilt, sdk_durable.go), else a new Session.
+func startSession(c *runtime.Call, o *sessionOptions, into *Session) (*Session, error) {
 	kind, _, err := client.Kind(c.Host.Target())
 	if err != nil {
 		return nil, c.Errorf("%s: %v", c.Host.Target(), err)
@@ -361,8 +382,17 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 	if err := o.cli.apply(c, &o.opt); err != nil {
 		return nil, err
 	}
-	s := &Session{env: c.Env, host: c.Host, thread: c.Thread, policy: o.policy, limit: o.opt.TurnTimeout,
-		onMessage: o.control.onMessage, checkpoints: o.control.checkpoints}
+	s := into
+	if s == nil {
+		s = &Session{}
+	}
+	s.env, s.host, s.thread, s.policy, s.limit = c.Env, c.Host, c.Thread, o.policy, o.opt.TurnTimeout
+	s.onMessage, s.checkpoints = o.control.onMessage, o.control.checkpoints
+	if id := c.NewProcessID(); id != "" {
+		// In a durable run, a CLI a resume finds again (sdk_durable.go).
+		o.opt.ProcessID = id
+	}
+	s.procID = o.opt.ProcessID
 	if len(o.tools) > 0 {
 		s.tools = make(map[string]*Tool, len(o.tools))
 		for _, t := range o.tools {
@@ -377,8 +407,10 @@ func startSession(c *runtime.Call, o *sessionOptions) (*Session, error) {
 		id = ""
 	}
 	if o.opt.Resume == "" && !o.opt.Continue {
-		id = uuid.NewString()
-		o.opt.SessionID = id
+		if o.opt.SessionID == "" { // set by a resumed run (sdk_durable.go)
+			o.opt.SessionID = uuid.NewString()
+		}
+		id = o.opt.SessionID
 	}
 	s.sid.Store(id)
 	o.opt.Permission = s.permission
@@ -431,6 +463,25 @@ type agents struct {
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
 	closed   bool
+	// orphans are the sessions a resumed run rebuilt and has not taken
+	// over: their CLI, on a daemon that outlives the runner, is ended
+	// with the run (sdk_durable.go).
+	orphans map[*Session]struct{}
+}
+
+func (a *agents) orphan(s *Session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.orphans == nil {
+		a.orphans = make(map[*Session]struct{})
+	}
+	a.orphans[s] = struct{}{}
+}
+
+func (a *agents) adopted(s *Session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.orphans, s)
 }
 
 var _ io.Closer = (*agents)(nil)
@@ -465,7 +516,18 @@ func (a *agents) Close() error {
 	a.closed = true
 	sessions := a.sessions
 	a.sessions = nil
+	orphans := a.orphans
+	a.orphans = nil
 	a.mu.Unlock()
+	for s := range orphans {
+		if s.s == nil && !s.replayed.closed && s.host.Outlives() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			if d, err := s.host.Connect(ctx); err == nil {
+				_ = killOnDaemon(ctx, d, s.replayed.cli)
+			}
+			cancel()
+		}
+	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -611,6 +673,9 @@ func (s *Session) observe(e agent.Event) {
 }
 
 func (s *Session) String() string {
+	if s.s == nil {
+		return fmt.Sprintf("<Session %s on %s>", s.replayed.sid, s.host.Target())
+	}
 	return fmt.Sprintf("<Session %s on %s>", s.s.ID(), s.host.Target())
 }
 func (s *Session) Type() string          { return "Session" }
@@ -623,6 +688,9 @@ func (s *Session) Attr(name string) (starlark.Value, error) {
 func (s *Session) AttrNames() []string { return s.env.Table.AttrNames("Session") }
 
 func sessionID(s *Session) starlark.Value {
+	if s.s == nil {
+		return starlark.String(s.replayed.sid)
+	}
 	if id := s.s.ID(); id != "" {
 		return starlark.String(id)
 	}
@@ -642,10 +710,27 @@ func sessionSend(c *runtime.Call, s *Session) (starlark.Value, error) {
 		}
 		limit = *timeout
 	}
+	if s.replayed != nil {
+		// A handle a resumed run rebuilt (sdk_durable.go).
+		if c.Rejoining {
+			if t, err := s.rejoinTurn(c); t != nil || err != nil {
+				return t, err
+			}
+			c.Notice(fmt.Sprintf("sous: no CLI of session %s finished the turn the runner died in: it is sent again", s.replayed.sid))
+		}
+		if s.s == nil {
+			// Not journaled as a step: the send's record is in the
+			// journal already (sdk_durable.go).
+			if err := s.restart(c); err != nil {
+				return nil, err
+			}
+		}
+	}
 	t, err := s.send(c, prompt, limit)
 	if err != nil {
 		return nil, err
 	}
+	t.cli, t.stdin = s.procID, s.s.StdinApplied()
 	return t, nil
 }
 
@@ -780,6 +865,10 @@ func sessionClose(c *runtime.Call, s *Session) (starlark.Value, error) {
 
 // close ends the CLI through the loop (it can take the kill grace).
 func (s *Session) close(c *runtime.Call) error {
+	if s.s == nil {
+		s.closeReplayed(c) // sdk_durable.go
+		return nil
+	}
 	err := block(c.Env, context.Background(), func(context.Context) error { return s.s.Close() })
 	agentsOf(c.Env).untrack(s)
 	if err != nil {
@@ -849,8 +938,10 @@ func pendingWait(c *runtime.Call, p *Pending) (starlark.Value, error) {
 // Turn is a finished turn. Its container attributes are built on first use
 // and frozen, so every access sees the same values.
 type Turn struct {
-	t   *agent.Turn
-	env *runtime.Env
+	t     *agent.Turn
+	env   *runtime.Env
+	cli   string // the daemon process id of the CLI that answered it (sdk_durable.go)
+	stdin int64  // that CLI's stdin mark after the turn (-1: not known)
 
 	usageV, denialsV, messagesV, structuredV starlark.Value
 }

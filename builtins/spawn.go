@@ -17,7 +17,7 @@ import (
 
 func spawnEntries() []runtime.Entry {
 	return []runtime.Entry{
-		{Name: "spawn", Host: true,
+		{Name: "spawn", Host: true, Journal: runtime.JournalEffect, Rejoin: true, Replayed: spawnReplayed,
 			Sig: "spawn(cmd, args=[], *, id=None, cwd=None, env=None, tty=False, size=None, sandbox=None, echo=True, want_pid=True, replace=False) -> Process",
 			Doc: "Starts a process on the host and returns at once. cmd is the program (a string) or a list of program and " +
 				"arguments (then args must be empty). id defaults to a fresh UUID. An id a running process has on the host " +
@@ -34,7 +34,7 @@ func spawnEntries() []runtime.Entry {
 				ttyDoc + " Processes of the embedded daemon " +
 				"still running when the recipe ends are stopped. " + sandboxDoc,
 			Fn: spawnBuiltin},
-		{Name: "reattach", Host: true, Sig: "reattach(id, *, from_seq=0, echo=True) -> Process",
+		{Name: "reattach", Host: true, Journal: runtime.JournalAnswer, Replayed: reattachReplayed, Sig: "reattach(id, *, from_seq=0, echo=True) -> Process",
 			Doc: "Follows a process already on the host (spawned by this run, another run or another client), " +
 				"replaying its output after frame from_seq. A process this run already follows gets a second handle: " +
 				"each handle gets every frame after its own from_seq, once, in order.",
@@ -67,6 +67,15 @@ func commandLine(c *runtime.Call, cmd []string, list bool, args []string) ([]str
 }
 
 func spawnBuiltin(c *runtime.Call) (starlark.Value, error) {
+	spec, opt, err := spawnArgs(c)
+	if err != nil {
+		return nil, err
+	}
+	return startProcess(c, c.Host, spec, opt)
+}
+
+// spawnArgs reads spawn's arguments.
+func spawnArgs(c *runtime.Call) (spawnSpec, procOptions, error) {
 	var (
 		cmd, args     []string
 		cmdList       bool
@@ -81,15 +90,15 @@ func spawnBuiltin(c *runtime.Call) (starlark.Value, error) {
 		opt("tty", boolean(&tty)), opt("size", value(&size)), opt("sandbox", sandboxArg(&spec.sandbox)),
 		opt("echo", boolean(&echo)), opt("want_pid", boolean(&wantPid)), opt("replace", boolean(&spec.replace)))
 	if err != nil {
-		return nil, err
+		return spec, procOptions{}, err
 	}
 	if spec.ext.tty, err = terminalArg(c, tty, size); err != nil { // spawn_ext.go
-		return nil, err
+		return spec, procOptions{}, err
 	}
 	if spec.argv, err = commandLine(c, cmd, cmdList, args); err != nil {
-		return nil, err
+		return spec, procOptions{}, err
 	}
-	return startProcess(c, c.Host, spec, procOptions{echo: echo, showPid: wantPid, limit: DefaultOutputCap, beside: true})
+	return spec, procOptions{echo: echo, showPid: wantPid, limit: DefaultOutputCap, beside: true}, nil
 }
 
 // startProcess spawns spec on host and follows it.
@@ -104,19 +113,38 @@ func startProcess(c *runtime.Call, host *runtime.Host, spec spawnSpec, opt procO
 	if spec.cwd, err = hostPath(c, spec.cwd); err != nil {
 		return nil, err
 	}
-	if spec.id == "" {
-		spec.id = uuid.NewString()
-	} else if !spec.replace {
+	generated := spec.id == ""
+	if generated {
+		// In a durable run, an id a resume finds again (durablelive.go).
+		if spec.id = c.NewProcessID(); spec.id == "" {
+			spec.id = uuid.NewString()
+		}
+	}
+	if c.Rejoining {
+		// The runner died in this call: the process may be running
+		// already (process_durable.go).
+		if p, err := rejoinProcess(c, cl, host, spec, opt); p != nil || err != nil {
+			return p, err
+		}
+	} else if !generated && !spec.replace {
 		if err := checkIDFree(c, cl, spec.id); err != nil { // live.go
 			return nil, err
 		}
 	}
 	p := newProcess(c.Env, host, spec.id, spec.argv, opt)
+	if err := p.launch(c, cl, spec); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// launch spawns spec, with p's id, and follows it as p.
+func (p *Process) launch(c *runtime.Call, cl runtime.Daemon, spec spawnSpec) error {
 	req := client.SpawnSpec{ID: spec.id, Command: spec.argv[0], Args: spec.argv[1:], Cwd: spec.cwd, Env: spec.env, Sandbox: spec.sandbox}
 	spec.ext.apply(&req, p) // spawn_ext.go
 	// Settled: a spawn interrupted on its way stops what the daemon
 	// started (client.Spawn), and must get to do it.
-	err = blockSettled(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
+	err := blockSettled(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
 		p.proc, err = cl.Spawn(ctx, req, p.onFrame)
 		return err
 	})
@@ -131,13 +159,13 @@ func startProcess(c *runtime.Call, host *runtime.Host, spec spawnSpec, opt procO
 		// A sandbox the daemon cannot set up is the recipe's error, not
 		// the command's failure: it stops the recipe even with check=False.
 		if errors.As(err, &we) && !strings.HasPrefix(why, "sandbox") {
-			return nil, &notStartedError{err: c.Errorf("%s", msg), msg: msg}
+			return &notStartedError{err: c.Errorf("%s", msg), msg: msg}
 		}
-		return nil, c.Errorf("%s", msg)
+		return c.Errorf("%s", msg)
 	}
 	procOf(c.Env).live.add(cl, p)
 	p.announce(false)
-	return p, nil
+	return nil
 }
 
 // notStartedError is a spawn the daemon refused: no such program, a cwd

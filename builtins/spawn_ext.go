@@ -138,6 +138,9 @@ func processResize(c *runtime.Call, p *Process) (starlark.Value, error) {
 	if rows > 0xffff || cols > 0xffff {
 		return nil, c.Errorf("rows and cols: want at most 65535, got (%d, %d)", rows, cols)
 	}
+	if err := p.ensureLive(c, true); err != nil { // process_durable.go
+		return nil, err
+	}
 	p.mu.Lock()
 	tty := p.tty
 	p.mu.Unlock()

@@ -100,6 +100,13 @@ func waitAll(c *runtime.Call) (starlark.Value, error) {
 		return nil, err
 	}
 	for _, it := range items {
+		if p, ok := it.(*Process); ok {
+			// A handle a resumed run rebuilt follows its process first
+			// (process_durable.go).
+			if err := p.ensureLive(c, false); err != nil {
+				return nil, err
+			}
+		}
 		if _, turn := it.(*Pending); turn {
 			if err := agentsOf(c.Env).turnWaitRefused(); err != nil {
 				return nil, c.Errorf("%v", err)

@@ -38,9 +38,10 @@ import (
 type Journaling int
 
 const (
-	// JournalLive: the call returns a live object (a process, a session,
-	// a turn) or acts on one; it is recorded, but a journal holding it is
-	// not resumed (not yet supported).
+	// JournalLive: the call returns a live object (a Pending turn) or
+	// acts on one in a way a resume cannot take over; it is recorded, but
+	// a journal holding it is not resumed. Processes and sessions are
+	// taken over: durablelive.go.
 	JournalLive Journaling = iota
 	// JournalPure: no effect and no answer from outside (struct-like
 	// helpers, defer, parallel): not journaled; what it calls is.
@@ -80,6 +81,7 @@ type Resumed struct {
 	w                journal.Log
 	calls            []replayCall
 	printed          int // the lines the run printed
+	lastSeq          int // the last call's number, nested ones too (durablelive.go)
 }
 
 // replayCall is a call of the journal and its answer (nil: none).
@@ -109,6 +111,7 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 	head := recs[0]
 	res := &Resumed{Run: run, Recipe: head.Recipe, Dir: head.Dir, Args: head.Args, w: w}
 	bySeq := make(map[int]int)
+	nested := make(map[int]bool)
 	refuse := func(format string, args ...any) (*Resumed, error) {
 		w.Close()
 		return nil, fmt.Errorf("run %s: "+format, append([]any{run}, args...)...)
@@ -117,12 +120,20 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 		switch r.Kind {
 		case journal.KindCall:
 			if r.Call == journal.CallLive {
-				return refuse("cannot be resumed: %s called %s, whose process, session or turn "+
+				return refuse("cannot be resumed: %s called %s, whose session or turn "+
 					"a resumed run does not take over yet", place(r), r.Fn)
+			}
+			res.lastSeq = max(res.lastSeq, r.Seq)
+			if r.Within != 0 {
+				nested[r.Seq] = true // durablelive.go
+				continue
 			}
 			bySeq[r.Seq] = len(res.calls)
 			res.calls = append(res.calls, replayCall{call: r})
 		case journal.KindAnswer:
+			if nested[r.Seq] {
+				continue
+			}
 			i, ok := bySeq[r.Seq]
 			if !ok || res.calls[i].answer != nil {
 				return refuse("journal: an answer to call %d, which it does not hold", r.Seq)
@@ -133,7 +144,9 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 			}
 			res.calls[i].answer = &r
 		case journal.KindPrint:
-			res.printed++
+			if r.Within == 0 { // a policy's print is not made again with its send
+				res.printed++
+			}
 		case journal.KindEnd:
 			return refuse("finished (%s, exit code %d): there is nothing to resume", r.Status, r.Code)
 		}
@@ -165,6 +178,10 @@ type Journal struct {
 	// unshown is how many of the lines the recipe prints the run before
 	// printed already: they are not printed again.
 	unshown int
+	// active are the calls under way, innermost last: a call made while
+	// one runs (a policy's, during a send) is recorded as made in it, and
+	// is never answered from the journal (durablelive.go).
+	active []int
 }
 
 // startJournal creates the journal of a new run, or takes over a
@@ -172,10 +189,7 @@ type Journal struct {
 func startJournal(opt Options, notice func(string)) (*Journal, error) {
 	jo := opt.Journal
 	if r := jo.Resumed; r != nil {
-		j := &Journal{w: r.w, run: r.Run, calls: r.calls, notice: notice, unshown: r.printed}
-		for _, c := range r.calls {
-			j.seq = max(j.seq, c.call.Seq)
-		}
+		j := &Journal{w: r.w, run: r.Run, calls: r.calls, notice: notice, unshown: r.printed, seq: r.lastSeq}
 		return j, nil
 	}
 	// What a resume needs to run the recipe again as it ran: the
@@ -208,7 +222,7 @@ func (j *Journal) Print(msg string, show func(string)) {
 	}
 	show(msg)
 	// An error here is the next call's error too: that one fails the run.
-	_ = j.w.Append(journal.Record{Kind: journal.KindPrint})
+	_ = j.w.Append(journal.Record{Kind: journal.KindPrint, Within: j.within()})
 }
 
 // ResumeStopped says a resume cannot go on without doing again what may
@@ -228,7 +242,13 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 	}
 	file, line := callerPlace(c.Thread)
 	hash, show := callKey(c)
-	if j.next < len(j.calls) {
+	if j.next < len(j.calls) && len(j.active) == 0 {
+		// A live value may replay a step of its own first (durablelive.go).
+		if err := takeOver(c); err != nil {
+			return nil, err
+		}
+	}
+	if j.next < len(j.calls) && len(j.active) == 0 {
 		rc := j.calls[j.next]
 		if rc.call.Fn != c.Name || rc.call.Hash != hash {
 			got, had := c.Name+"("+show+")", rc.call.Fn+"("+rc.call.Show+")"
@@ -246,21 +266,29 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 		// The runner died in this call: it runs again, unless it acted on
 		// a daemon that outlives the runner, where its process (or its
 		// git or files call) may still be going on.
+		c.Since, c.JournalID = rc.call.At, journalID(j.run, rc.call.Seq)
 		if kind == JournalEffect && rc.call.Host != "" {
-			j.changed = &ResumeStopped{Msg: fmt.Sprintf("run %s died in %s at line %d on %s, which may still be doing it: "+
-				"a resume does not take it over yet", j.run, c.Name, line, rc.call.Host)}
-			return nil, j.changed
-		}
-		c.Since = rc.call.At
-		if kind == JournalEffect {
+			if !e.Rejoin {
+				j.changed = &ResumeStopped{Msg: fmt.Sprintf("run %s died in %s at line %d on %s, which may still be doing it: "+
+					"a resume does not take it over", j.run, c.Name, line, rc.call.Host)}
+				return nil, j.changed
+			}
+			c.Rejoining = true // durablelive.go
+			j.notice(fmt.Sprintf("sous: %s at line %d was under way when run %s's runner died: taking over what it started on %s",
+				c.Name, line, j.run, rc.call.Host))
+		} else if kind == JournalEffect {
 			j.notice(fmt.Sprintf("sous: %s at line %d was under way when run %s's runner died: it runs again",
 				c.Name, line, j.run))
 		}
 		return j.finish(c, rc.call.Seq, kind, fn)
 	}
+	c.JournalID = journalID(j.run, j.seq+1)
+	if err := takeOver(c); err != nil { // durablelive.go
+		return nil, err
+	}
 	j.seq++
 	rec := journal.Record{Kind: journal.KindCall, Seq: j.seq, Fn: c.Name, File: file, Line: line, Hash: hash,
-		Show: show, Call: kind.record(), Host: outliving(c.Host), At: time.Now().UTC()}
+		Show: show, Call: kind.record(), Host: outliving(c.Host), At: time.Now().UTC(), Within: j.within()}
 	if err := j.w.Append(rec); err != nil {
 		return nil, c.Errorf("%v", err)
 	}
@@ -275,10 +303,15 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 
 // finish does call seq and appends its answer.
 func (j *Journal) finish(c *Call, seq int, kind Journaling, fn Func) (starlark.Value, error) {
+	mark := markOf(c) // durablelive.go: what the call's live value had shown as it started
+	j.active = append(j.active, seq)
 	v, err := fn(c)
-	if kind == JournalLive || c.Env.Ctx.Err() != nil {
+	j.active = j.active[:len(j.active)-1]
+	var stopped *ResumeStopped
+	if kind == JournalLive || c.Env.Ctx.Err() != nil || errors.As(err, &stopped) {
 		// A live object is not replayed; an interrupted call did not
-		// finish: neither has an answer to keep.
+		// finish; a resume that stopped did not: none has an answer to
+		// keep.
 		return v, err
 	}
 	ans := journal.Record{Kind: journal.KindAnswer, Seq: seq}
@@ -288,6 +321,8 @@ func (j *Journal) finish(c *Call, seq int, kind Journaling, fn Func) (starlark.V
 		ans.Unkept = fmt.Sprintf("%s returned %v", c.Name, kerr)
 	} else if ans.Value, kerr = json.Marshal(kv); kerr != nil {
 		ans.Unkept = kerr.Error()
+	} else {
+		ans.Mark = mark
 	}
 	if aerr := j.w.Append(ans); aerr != nil && err == nil {
 		return nil, c.Errorf("%v", aerr)
@@ -309,6 +344,7 @@ func (j *Journal) replay(c *Call, e *Entry, rc replayCall) (starlark.Value, erro
 	if err != nil {
 		return nil, c.Errorf("journal: the answer of call %d: %v", a.Seq, err)
 	}
+	replayMark(c, a.Mark) // durablelive.go
 	if e.Replayed != nil {
 		e.Replayed(c, v)
 	}
@@ -399,7 +435,7 @@ func callKey(c *Call) (hash, show string) {
 	}
 	if c.Recv != nil {
 		b.WriteString("; on ")
-		b.WriteString(c.Recv.String())
+		b.WriteString(recvKey(c.Recv)) // durablelive.go
 	}
 	if c.Host != nil && c.Host.target != c.Env.Hosts.DefaultTarget() {
 		// h.run(...) on a host the recipe named: another host is

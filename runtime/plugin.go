@@ -52,6 +52,16 @@ type Call struct {
 	// does again a call its runner died in (zero otherwise): sleep waits
 	// only what is left.
 	Since time.Time
+	// JournalID names the call in a durable run ("RUN-SEQ", stable across
+	// resumes), "" in a run without a journal: what a builtin derives the
+	// ids of what it starts from, so that a resume can find them again
+	// (durablelive.go).
+	JournalID string
+	// Rejoining is set when a resumed run does again a call of an entry
+	// with Rejoin whose runner died in it on a daemon that outlives the
+	// runner: the builtin takes over what the call had started.
+	Rejoining bool
+	started   int // the processes the call started (NewProcessID)
 }
 
 // Errorf returns an error prefixed with the builtin's name.
@@ -88,6 +98,10 @@ type Entry struct {
 	// a call of Fn with from the journal: what the call would have done
 	// besides returning it (getenv(secret=True) redacts it).
 	Replayed func(c *Call, v starlark.Value)
+	// Rejoin says the builtin can take over what a call of it had
+	// started when its runner died in it on a daemon that outlives the
+	// runner (Call.Rejoining): a resume does it again rather than stop.
+	Rejoin bool
 }
 
 // Owner is the module or type an entry belongs to ("" for a global), and

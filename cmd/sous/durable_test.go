@@ -421,10 +421,11 @@ retry(step, attempts=3, backoff=0.01)
 		o.expect(t, 2, "run "+id+": its runner is still alive")
 	})
 	t.Run("live call", func(t *testing.T) {
-		recipe := "spawn(\"true\").wait()\nsh(\"echo x >> count/x\")\n"
-		dir, id := durableKilled(t, recipe, 3)
+		// Killed once sdk.send's call is recorded, before it runs.
+		recipe := "t = sdk.send(\"hi\")\nsh(\"echo x >> count/x\")\n"
+		dir, id := durableKilled(t, recipe, 2)
 		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
-		o.expect(t, 2, "run "+id+": cannot be resumed: line 1 called spawn, whose process, session or turn a resumed run does not take over yet")
+		o.expect(t, 2, "run "+id+": cannot be resumed: line 1 called sdk.send, whose session or turn a resumed run does not take over yet")
 	})
 }
 
@@ -488,14 +489,14 @@ func TestDurableRunsList(t *testing.T) {
 	dir, running := startDurableSleeper(t)
 	fin := writeAndRun(t, dir, "ok.star", "sh(\"true\")\nsh(\"true\")\n", "")
 	resumable := writeAndRun(t, dir, "killed.star", "sh(\"true\")\nsh(\"true\")\n", "SOUS_FAULT_JOURNAL=4")
-	stuck := writeAndRun(t, dir, "spawn.star", "spawn(\"true\").wait()\n", "SOUS_FAULT_JOURNAL=3")
+	stuck := writeAndRun(t, dir, "session.star", "sdk.send(\"hi\")\n", "SOUS_FAULT_JOURNAL=2")
 	o, _ := durableRun(t, dir, nil, "runs", "--journal", "j")
 	o.expect(t, 0)
 	for _, want := range []string{
 		running + `\s+\S+main.star\s+running\s+.*\s+1$`,
 		fin + `\s+\S+ok.star\s+finished ok\s+.*\s+2$`,
 		resumable + `\s+\S+killed.star\s+resumable\s+.*\s+2$`,
-		stuck + `\s+\S+spawn.star\s+stopped \(line 1 called spawn\)\s+.*\s+2$`,
+		stuck + `\s+\S+session.star\s+stopped \(line 1 called sdk.send\)\s+.*\s+1$`,
 	} {
 		if !regexp.MustCompile("(?m)^" + want).MatchString(o.stdout) {
 			t.Errorf("no line matching %s:\n%s", want, o.stdout)
@@ -520,36 +521,87 @@ func writeAndRun(t *testing.T, dir, name, recipe, fault string) string {
 	return runIDOf(t, o)
 }
 
-// TestDurableResumeStopsAtACallOnAnOutlivingDaemon: a runner that died
-// in a command on a socket daemon, which outlives it and may still run
-// the command, is not resumed by running it again: exit 2, nothing run,
-// the journal as it was. A command that answered is replayed as usual.
-func TestDurableResumeStopsAtACallOnAnOutlivingDaemon(t *testing.T) {
+// TestDurableResumeTakesOverACallOnAnOutlivingDaemon: a runner that
+// died in a command on a socket daemon, which outlives it and may still
+// run the command, is resumed by following that command (its id is the
+// call's), not by running it again; the command before it, answered, is
+// replayed. An extract_tar that may have consumed its archive is not
+// done again: exit 2, the journal as it was.
+func TestDurableResumeTakesOverACallOnAnOutlivingDaemon(t *testing.T) {
 	sock, _ := socketDaemon(t, "tok", daemon.Config{Env: []string{"PATH=" + os.Getenv("PATH")}})
+	target := []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}
 	recipe := `d = args["dir"]
 sh("echo a >> %s/count/a" % d)
-sh("echo b >> %s/count/b" % d)
+sh("echo b >> %s/count/b; sleep 0.5; echo done >> %s/count/b" % (d, d))
+extract_tar(d + "/a.tar", d + "/out")
 `
 	dir := durableDir(t, recipe)
-	target := []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}
-	// Killed once the second sh is recorded, before it starts.
+	// Killed once the second sh is recorded: the sh may or may not
+	// have reached the daemon.
 	o, killed := durableRun(t, dir, []string{"SOUS_FAULT_JOURNAL=4"},
 		append([]string{"run", "--journal", "j", "main.star", "-a", "dir=" + dir}, target...)...)
 	if !killed {
 		t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
 	}
 	id := runIDOf(t, o)
+	// The resume is killed in turn once extract_tar's call is recorded
+	// (its second record: the sh's answer, then that call).
+	o, killed = durableRun(t, dir, []string{"SOUS_FAULT_JOURNAL=2"}, append([]string{"resume", "--journal", "j", id}, target...)...)
+	if !killed {
+		t.Fatalf("resume not killed: %d\n%s", o.code, o.stderr)
+	}
+	if !strings.Contains(o.stderr, "sous: sh at line 3 was under way when run "+id+"'s runner died: taking over what it started on unix://"+sock) {
+		t.Errorf("no notice of the take-over:\n%s", o.stderr)
+	}
+	for name, want := range map[string]string{"a": "a\n", "b": "b\ndone\n"} {
+		if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
+			t.Errorf("count/%s is %q, want %q", name, data, want)
+		}
+	}
 	before, _ := os.ReadFile(journal.Path(filepath.Join(dir, "j"), id))
 	o, _ = durableRun(t, dir, nil, append([]string{"resume", "--journal", "j", id}, target...)...)
-	o.expect(t, 2, "sous: run "+id+" died in sh at line 3 on unix://"+sock+", which may still be doing it: a resume does not take it over yet")
+	o.expect(t, 2, "sous: run "+id+": the runner died in extract_tar(\"/", "keep_archive=True makes it safe to extract again")
 	after, _ := os.ReadFile(journal.Path(filepath.Join(dir, "j"), id))
 	if !bytes.Equal(before, after) {
 		t.Error("the stopped resume changed the journal")
 	}
-	for _, name := range []string{"a", "b"} {
-		want := map[string]string{"a": "a\n", "b": ""}[name]
-		if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
-			t.Errorf("count/%s is %q, want %q", name, data, want)
+}
+
+// TestDurableShRunningWhenTheRunnerDied: the runner is killed while a
+// command runs on a socket daemon; the resume follows that command to
+// its end rather than start it again.
+func TestDurableShRunningWhenTheRunnerDied(t *testing.T) {
+	sock, _ := socketDaemon(t, "tok", daemon.Config{Env: []string{"PATH=" + os.Getenv("PATH")}})
+	target := []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}
+	recipe := `d = args["dir"]
+r = sh("echo b >> %s/count/b; sleep 1; echo done >> %s/count/b; echo out" % (d, d))
+sh("echo '%s' > %s/final" % (r.stdout.strip(), d))
+`
+	dir := durableDir(t, recipe)
+	cmd := exec.Command(sousBinary(t), append([]string{"run", "--journal", "j", "main.star", "-a", "dir=" + dir}, target...)...)
+	cmd.Dir, cmd.Env = dir, cleanEnv()
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if data, _ := os.ReadFile(filepath.Join(dir, "count", "b")); len(data) > 0 {
+			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command did not start:\n%s", stderr.String())
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	id := runIDOf(t, outcome{stderr: stderr.String()})
+	o, _ := durableRun(t, dir, nil, append([]string{"resume", "--journal", "j", id}, target...)...)
+	o.expect(t, 0, "taking over what it started")
+	if data, _ := os.ReadFile(filepath.Join(dir, "count", "b")); string(data) != "b\ndone\n" {
+		t.Errorf("count/b is %q: the command ran again, or was not followed to its end", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "final")); string(data) != "out\n" {
+		t.Errorf("final is %q: the resumed sh did not give the command's output", data)
 	}
 }

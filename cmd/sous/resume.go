@@ -31,23 +31,50 @@ it starts (sous: run RUN_ID); sous runs lists them.
 Resume runs the recipe again from the top with the run's args, in the
 directory it ran in, and answers every builtin call the journal holds from
 the journal, without doing it again: commands run, files read, git,
-extract_tar, getenv, time.now() and sleep. What the run printed is not printed
-again. Once the journal ends the run goes on live, journaling as before, so it
-can be resumed again.
+extract_tar, getenv, time.now(), sleep, processes (spawn, reattach and every
+call on a Process: write, close_stdin, wait, read_line, output, each line of a
+lines() loop, kill...) and agent sessions (sdk.session, Session.send and its
+Turn, Session.close). What the run printed is not printed again, nor what its
+processes had echoed as the run's last call on them started (a line they
+echoed after that may show twice). Once the journal ends the run goes on live,
+journaling as before, so it can be resumed again. Calls a session's policies,
+hooks and tools made in a send the journal answers are not made again.
+
+Processes: a Process is rebuilt from the journal and taken over at the first
+call on it the journal does not answer. On a daemon that outlives the runner
+(--socket, --remote, host()) it is reattached from its first frame, so
+read_line and lines() go on where the run had read; a stdin write the runner
+died in is sent again at its offset, which the daemon applies once. On the
+embedded daemon it died with the runner: one the run had only spawned runs
+again (with a notice); one whose wait() the journal answered is read from that
+Result; one the run had written to or read from stops the resume (below).
 
 A call the runner died in (recorded as started, with no answer) is done
-again, with a notice on stderr: the embedded daemon's processes died with the
-runner, so a command cut off in the middle runs again from its start; a sleep
-waits only what was left of it.
+again, with a notice on stderr: on the embedded daemon a command cut off in
+the middle runs again from its start; a sleep waits only what was left of it.
+On a daemon that outlives the runner, run, sh and spawn follow the process the
+call had started if the daemon has it (its id is the call's) rather than start
+it twice; extract_tar(keep_archive=True) extracts again; git.worktree_create
+takes a worktree it finds on its branch as made.
+
+Sessions: the turns the journal holds are not sent again. At the first send it
+does not hold, the session's old CLI is ended and a new one resumes the session
+by its id (--resume). A send the runner died in on a daemon that outlives it is
+finished by that CLI, whose output the resume reads up to the turn's result;
+one whose prompt never reached the CLI is sent then; on the embedded daemon it
+is sent again, with a notice.
 
 Resume refuses (exit code 2): a run that finished (ok, failed or interrupted:
 its deferred calls ran); a run whose runner is still alive (it holds the
 journal: a daemon lets go of it when the runner's connection goes); a journal
-holding a call whose answer is a live object (spawn, reattach, sdk sessions
-and turns, a Process's or a Session's methods), which this version does not
-take over yet; a runner that died in a command on a daemon that outlives it
-(--socket, --remote, host()), which may still run it; and a recipe that was
-changed so that it no longer makes the journal's calls:
+holding sdk.send, Session.start, a Pending's wait or a session control
+(interrupt, set_model, ...), which this version does not take over yet. It
+stops (exit code 2) once the replay finds: a runner that died in a call on a
+daemon that outlives it which it cannot take over (git.commit, git.merge,
+git.push, git.worktree_remove, pipeline, extract_tar without keep_archive);
+a process of the embedded daemon that the run had used and the recipe uses
+again; a process the daemon no longer has; and a recipe that was changed so
+that it no longer makes the journal's calls:
 
   recipe changed since run RUN_ID: line N calls X, the journal has Y
 

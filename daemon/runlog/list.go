@@ -18,7 +18,7 @@ const (
 	StateRunning   = "running"   // its runner holds the journal's lock
 	StateFinished  = "finished"  // the journal has its end
 	StateResumable = "resumable" // its runner died; sous resume continues it
-	StateStuck     = "stopped"   // its runner died, but it made a live call: not resumable yet
+	StateStuck     = "stopped"   // its runner died, but it made a live call (sdk.send, Session.start...): not resumable yet
 )
 
 // Summary is what `sous runs` says of one journal.

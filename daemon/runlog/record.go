@@ -24,8 +24,9 @@ const (
 	// CallAnswer only reads (the clock, the environment, a file): its
 	// answer is kept, but nothing is synced for it.
 	CallAnswer = "answer"
-	// CallLive returns a live object (a process, a session, a turn) that
-	// this version cannot replay: a journal with one is not resumed.
+	// CallLive returns a live object (a Pending turn) or acts on a
+	// session in a way this version cannot replay: a journal with one is
+	// not resumed.
 	CallLive = "live"
 )
 

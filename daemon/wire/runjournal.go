@@ -59,6 +59,12 @@ type RunRecord struct {
 	// Host is the daemon the call acted on when that daemon outlives the
 	// runner (a socket, ssh or ws target); "" for the embedded daemon.
 	Host string `json:"host,omitempty"`
+	// Within is the call a KindCall (or a KindPrint) was made in (its
+	// Seq), 0 for a call of the recipe's own: a policy, hook or tool the
+	// recipe gave a session runs while that session's send does. A
+	// resumed run that answers the send from the journal does not make
+	// those calls.
+	Within int `json:"within,omitempty"`
 
 	// KindAnswer: the value returned (see runtime's value codec), or the
 	// error's message when Failed.
@@ -68,6 +74,10 @@ type RunRecord struct {
 	// Unkept says why the value was not kept (a type the journal cannot
 	// hold): the call is not replayed, so its run is not resumed.
 	Unkept string `json:"unkept,omitempty"`
+	// Mark is how far a live object (a process) the call acted on had
+	// shown its output when the call started: a resumed run does not
+	// show it again.
+	Mark int64 `json:"mark,omitempty"`
 
 	// KindEnd: how the run ended (an end event's status) and its exit code.
 	Status string `json:"status,omitempty"`

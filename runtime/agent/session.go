@@ -302,3 +302,14 @@ func (s *Session) Close() error {
 	})
 	return s.closeErr
 }
+
+// StdinApplied is how many bytes of the CLI's stdin the daemon had
+// applied after sous's last write (stdio transport; -1 for another): a
+// resumed durable run compares it with what the daemon reports to tell
+// whether a prompt reached a CLI it lost.
+func (s *Session) StdinApplied() int64 {
+	if t, ok := s.tr.(interface{ stdinApplied() int64 }); ok {
+		return t.stdinApplied()
+	}
+	return -1
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // stdioTransport speaks to the CLI through its stdin and stdout on the
@@ -13,6 +14,9 @@ type stdioTransport struct {
 	*cliProc
 	mu    sync.Mutex
 	lines lineSplitter
+	// applied is the daemon's stdin high-water mark after the last write
+	// (StdinApplied).
+	applied atomic.Int64
 }
 
 func startStdio(ctx context.Context, l launch) (*stdioTransport, error) {
@@ -38,9 +42,14 @@ func startStdio(ctx context.Context, l launch) (*stdioTransport, error) {
 }
 
 func (t *stdioTransport) send(ctx context.Context, o outbound) error {
-	_, err := t.p.Write(ctx, o.line)
+	n, err := t.p.Write(ctx, o.line)
+	if err == nil {
+		t.applied.Store(n)
+	}
 	return err
 }
+
+func (t *stdioTransport) stdinApplied() int64 { return t.applied.Load() }
 
 // explainStartFailure has nothing to add: the CLI's exit or its output
 // already says why.

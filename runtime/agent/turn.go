@@ -218,25 +218,9 @@ func (s *Session) abandon(ts *turnState) {
 
 // result ends the running turn.
 func (s *Session) result(line []byte) {
-	var r struct {
-		Subtype      string          `json:"subtype"`
-		IsError      bool            `json:"is_error"`
-		Result       *string         `json:"result"`
-		TotalCostUSD float64         `json:"total_cost_usd"`
-		NumTurns     int             `json:"num_turns"`
-		DurationMs   int64           `json:"duration_ms"`
-		SessionID    string          `json:"session_id"`
-		Usage        map[string]any  `json:"usage"`
-		Errors       json.RawMessage `json:"errors"`
-		Structured   json.RawMessage `json:"structured_output"`
-		Denials      []struct {
-			ToolName  string         `json:"tool_name"`
-			ToolUseID string         `json:"tool_use_id"`
-			ToolInput map[string]any `json:"tool_input"`
-		} `json:"permission_denials"`
-	}
-	if err := json.Unmarshal(line, &r); err != nil {
-		s.fail(fmt.Errorf("agent: malformed result message: %w", err))
+	parsed, perr := ParseResult(line, nil)
+	if perr != nil {
+		s.fail(perr)
 		return
 	}
 	s.mu.Lock()
@@ -262,23 +246,8 @@ func (s *Session) result(line []byte) {
 		ts.timer.Stop()
 	}
 
-	t := &Turn{
-		Subtype: r.Subtype, IsError: r.IsError, CostUSD: r.TotalCostUSD, NumTurns: r.NumTurns,
-		DurationMs: r.DurationMs, SessionID: r.SessionID, Usage: r.Usage, Messages: msgs,
-		UserMessageID: ts.uuid,
-	}
-	if r.Result != nil {
-		t.Text = *r.Result
-	}
-	if len(r.Structured) > 0 && string(r.Structured) != "null" {
-		t.StructuredOutput = r.Structured
-	}
-	if t.Usage == nil {
-		t.Usage = map[string]any{}
-	}
-	for _, d := range r.Denials {
-		t.Denials = append(t.Denials, Denial{Tool: d.ToolName, ToolUseID: d.ToolUseID, Input: d.ToolInput})
-	}
+	t := parsed
+	t.Messages, t.UserMessageID = msgs, ts.uuid
 	var err error
 	switch {
 	case timedOut:
@@ -316,4 +285,47 @@ func (s *Session) StopTurns(why error) {
 	if running {
 		go s.sendInterrupt()
 	}
+}
+
+// ParseResult makes the Turn a result message ends, with msgs as its
+// messages: what Session does at each result, and what a resumed durable
+// run does with the stdout of a CLI whose turn went on without it.
+func ParseResult(line []byte, msgs []json.RawMessage) (*Turn, error) {
+	var r struct {
+		Subtype      string          `json:"subtype"`
+		IsError      bool            `json:"is_error"`
+		Result       *string         `json:"result"`
+		TotalCostUSD float64         `json:"total_cost_usd"`
+		NumTurns     int             `json:"num_turns"`
+		DurationMs   int64           `json:"duration_ms"`
+		SessionID    string          `json:"session_id"`
+		Usage        map[string]any  `json:"usage"`
+		Errors       json.RawMessage `json:"errors"`
+		Structured   json.RawMessage `json:"structured_output"`
+		Denials      []struct {
+			ToolName  string         `json:"tool_name"`
+			ToolUseID string         `json:"tool_use_id"`
+			ToolInput map[string]any `json:"tool_input"`
+		} `json:"permission_denials"`
+	}
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, fmt.Errorf("agent: malformed result message: %w", err)
+	}
+	t := &Turn{
+		Subtype: r.Subtype, IsError: r.IsError, CostUSD: r.TotalCostUSD, NumTurns: r.NumTurns,
+		DurationMs: r.DurationMs, SessionID: r.SessionID, Usage: r.Usage, Messages: msgs,
+	}
+	if r.Result != nil {
+		t.Text = *r.Result
+	}
+	if len(r.Structured) > 0 && string(r.Structured) != "null" {
+		t.StructuredOutput = r.Structured
+	}
+	if t.Usage == nil {
+		t.Usage = map[string]any{}
+	}
+	for _, d := range r.Denials {
+		t.Denials = append(t.Denials, Denial{Tool: d.ToolName, ToolUseID: d.ToolUseID, Input: d.ToolInput})
+	}
+	return t, nil
 }

@@ -1,0 +1,378 @@
+package builtins
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/runtime"
+	"github.com/seed5ad92d46/sous/runtime/agent"
+)
+
+// Agent sessions in a durable run (runtime/durablelive.go). The journal
+// keeps a Session as its session id and the daemon process id of its CLI,
+// and each Turn Session.send returned with the CLI that answered it. A
+// resumed run answers the sends the journal holds from it, without the
+// model seeing them again, and takes the session over at the first send it
+// does not hold: the CLI that served the session is ended (on a daemon
+// that outlives the runner it is still there, idle) and a new one resumes
+// the session by its id (the CLI's --resume), with the sdk.session call's
+// options.
+//
+// A send the runner died in (its answer missing) went on without it:
+//
+//   - On a daemon that outlives the runner, the CLI finishes the turn. The
+//     resume reads the CLI's stdout from its first frame up to the result
+//     of that turn, which is the send's answer: the model saw the prompt
+//     once. (A permission request the turn makes meanwhile has nobody to
+//     answer it: such a turn waits until its timeout.)
+//   - On the embedded daemon the CLI died with the runner, and the prompt
+//     may or may not have reached the model: the resume sends it again,
+//     with a notice, as it runs a command again.
+//
+// Session.start, Pending, interrupt, set_model, set_permission_mode,
+// info, control, rewind_files and sdk.send are still journaled as live
+// calls: a journal holding one is not resumed.
+
+const (
+	sessionKind = "Session"
+	turnKind    = "Turn"
+)
+
+var (
+	_ runtime.Recordable = (*Session)(nil)
+	_ runtime.Keyed      = (*Session)(nil)
+	_ runtime.TakingOver = (*Session)(nil)
+	_ runtime.Recordable = (*Turn)(nil)
+)
+
+// replayedSession is what a handle rebuilt from a journal knows until it
+// takes the session over.
+type replayedSession struct {
+	sid string
+	cli string // the daemon process id of the CLI that served it last
+	// turns counts the turns the journal says that CLI answered: the
+	// result a send the runner died in waits for is the next one.
+	turns int
+	// stdin is the daemon's stdin mark of that CLI after its last turn (or
+	// its start): one past it is a prompt that reached the CLI.
+	stdin int64
+	// talked says a turn of the session is in the journal: the CLI has
+	// a conversation to resume. Without one a new CLI starts the session
+	// afresh under its id (--resume would find nothing).
+	talked bool
+	// restart starts a CLI that resumes the session, into the handle.
+	restart func(c *runtime.Call, into *Session) error
+	closed  bool
+}
+
+type keptSession struct {
+	SID   string `json:"sid"`
+	Proc  string `json:"proc"`
+	Stdin int64  `json:"stdin"`
+}
+
+// Record implements runtime.Recordable.
+func (s *Session) Record() (string, any, error) {
+	if s.s == nil {
+		return sessionKind, keptSession{SID: s.replayed.sid, Proc: s.replayed.cli, Stdin: s.replayed.stdin}, nil
+	}
+	sid := s.s.ID()
+	if sid == "" {
+		return "", nil, fmt.Errorf("a session whose id the CLI has not told yet (a fork)")
+	}
+	return sessionKind, keptSession{SID: sid, Proc: s.procID, Stdin: s.s.StdinApplied()}, nil
+}
+
+func decodeSession(env *runtime.Env, data json.RawMessage) (starlark.Value, error) {
+	var k keptSession
+	if err := json.Unmarshal(data, &k); err != nil {
+		return nil, fmt.Errorf("a Session: %w", err)
+	}
+	return &Session{env: env, host: env.DefaultHost(), replayed: &replayedSession{sid: k.SID, cli: k.Proc, stdin: k.Stdin}}, nil
+}
+
+// JournalKey implements runtime.Keyed.
+func (s *Session) JournalKey() string {
+	if s.s == nil {
+		return "<Session " + s.replayed.sid + ">"
+	}
+	return "<Session " + s.s.ID() + ">"
+}
+
+// sessionReplayed binds a replayed sdk.session's handle to its host and
+// keeps how to resume it; it also ends, when the run ends, a CLI the
+// resume never takes over.
+func sessionReplayed(c *runtime.Call, v starlark.Value) {
+	s, ok := v.(*Session)
+	if !ok || s.replayed == nil {
+		return
+	}
+	s.host = c.Host
+	orig := *c
+	rs := s.replayed
+	rs.restart = func(now *runtime.Call, into *Session) error {
+		o, err := sessionArgs(&orig)
+		if err != nil {
+			return err
+		}
+		o.opt.Resume, o.opt.SessionID, o.opt.Fork, o.opt.Continue = rs.sid, "", false, false
+		if !rs.talked {
+			o.opt.Resume, o.opt.SessionID = "", rs.sid
+		}
+		at := *now
+		at.Host = s.host
+		_, err = startSession(&at, o, into)
+		return err
+	}
+	agentsOf(c.Env).orphan(s)
+}
+
+// turnReplayed counts the turns each CLI answered.
+func turnReplayed(c *runtime.Call, v starlark.Value) {
+	s, ok := c.Recv.(*Session)
+	t, isTurn := v.(*Turn)
+	if !ok || !isTurn || s.replayed == nil {
+		return
+	}
+	if t.cli == s.replayed.cli {
+		s.replayed.turns++
+	} else {
+		s.replayed.cli, s.replayed.turns = t.cli, 1
+	}
+	s.replayed.stdin, s.replayed.talked = t.stdin, true
+}
+
+// TakeOver implements runtime.TakingOver: before a send the journal does
+// not answer, a CLI resumes the session. That is a journaled step of its
+// own (Session.resume, before the send's record), whose answer is the new
+// CLI's process id and stdin mark: a resume of this run knows which CLI a
+// send it died in went to. A resumed run replays the step where the
+// journal has it.
+func (s *Session) TakeOver(c *runtime.Call) error {
+	rs := s.replayed
+	if rs == nil || s.s != nil || c.Name == "Session.close" || c.Name == "Session.resume" {
+		return nil
+	}
+	step := &runtime.Call{Env: c.Env, Thread: c.Thread, Name: "Session.resume", Recv: s}
+	if c.Resuming() {
+		if fn, show := c.NextJournaled(); fn != step.Name || show != "; on "+s.JournalKey() {
+			return nil
+		}
+	} else if rs.closed {
+		return c.Errorf("session %s is closed", rs.sid)
+	}
+	v, err := runtime.JournalStep(step, runtime.JournalEffect, func(step *runtime.Call) (starlark.Value, error) {
+		if err := s.restart(step); err != nil {
+			return nil, err
+		}
+		d := starlark.NewDict(2)
+		d.SetKey(starlark.String("cli"), starlark.String(s.procID))
+		d.SetKey(starlark.String("stdin"), starlark.MakeInt64(s.s.StdinApplied()))
+		return d, nil
+	})
+	if err != nil {
+		return err
+	}
+	if s.s == nil {
+		// Replayed: the CLI the run had resumed the session in.
+		d, _ := v.(*starlark.Dict)
+		if d != nil {
+			cli, _, _ := d.Get(starlark.String("cli"))
+			stdin, _, _ := d.Get(starlark.String("stdin"))
+			if str, ok := cli.(starlark.String); ok {
+				rs.cli, rs.turns = string(str), 0
+			}
+			if n, ok := stdin.(starlark.Int); ok {
+				rs.stdin, _ = n.Int64()
+			}
+		}
+	}
+	return nil
+}
+
+// restart ends the CLI that served the session, if it is still there,
+// and starts one that resumes the session into s.
+func (s *Session) restart(c *runtime.Call) error {
+	rs := s.replayed
+	if s.host.Outlives() {
+		endOrphanCLI(c, s.host, rs.cli)
+	}
+	if err := rs.restart(c, s); err != nil {
+		return err
+	}
+	agentsOf(c.Env).adopted(s)
+	return nil
+}
+
+// closeReplayed closes a handle that never took its session over: the
+// CLI that served it, if still there, is ended.
+func (s *Session) closeReplayed(c *runtime.Call) {
+	if s.replayed.closed {
+		return
+	}
+	s.replayed.closed = true
+	if s.host.Outlives() {
+		endOrphanCLI(c, s.host, s.replayed.cli)
+	}
+	agentsOf(c.Env).adopted(s)
+}
+
+// rejoinTurn finishes a send the runner died in from the stdout of the
+// CLI that went on with it, on a daemon that outlives the runner: a CLI
+// this send started itself (when it resumed the session after a resume
+// found no CLI that had the turn), else the session's CLI, if the prompt
+// reached it (the daemon's stdin mark is past the one after the last
+// turn). nil when no CLI has the turn: the send is made again.
+func (s *Session) rejoinTurn(c *runtime.Call) (*Turn, error) {
+	rs := s.replayed
+	if rs == nil || !s.host.Outlives() {
+		return nil, nil
+	}
+	for _, cand := range []struct {
+		id    string
+		n     int
+		stdin int64 // -1: any
+	}{{"sous-" + c.JournalID + "-1", 1, -1}, {rs.cli, rs.turns + 1, rs.stdin}} {
+		t, err := collectTurn(c, s.host, cand.id, cand.n, cand.stdin)
+		if err != nil {
+			return nil, err
+		}
+		if t != nil {
+			endOrphanCLI(c, s.host, cand.id)
+			rs.cli, rs.turns = cand.id, cand.n
+			c.Notice(fmt.Sprintf("sous: session %s's CLI finished the turn the runner died in: its result is the send's", rs.sid))
+			return &Turn{t: t, env: c.Env, cli: cand.id, stdin: -1}, nil
+		}
+	}
+	return nil, nil
+}
+
+// collectTurn reads the stdout of CLI process id from its first frame
+// until its n-th result message, and makes that turn's Turn; nil when the
+// daemon has no such process or it ended before.
+func collectTurn(c *runtime.Call, host *runtime.Host, id string, n int, stdin int64) (*agent.Turn, error) {
+	d, err := hostClient(c, host)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu      sync.Mutex
+		pending []byte
+		msgs    []json.RawMessage
+		results int
+		turn    *agent.Turn
+		perr    error
+		done    = make(chan struct{})
+		once    sync.Once
+	)
+	finish := func() { once.Do(func() { close(done) }) }
+	onFrame := func(f *wire.Frame) {
+		mu.Lock()
+		defer mu.Unlock()
+		if f.Stream != wire.Stdout || turn != nil || perr != nil {
+			return
+		}
+		pending = append(pending, f.Data...)
+		for {
+			i := bytes.IndexByte(pending, '\n')
+			if i < 0 {
+				return
+			}
+			line := bytes.TrimSpace(pending[:i])
+			pending = pending[i+1:]
+			var head struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(line, &head) != nil {
+				continue
+			}
+			switch head.Type {
+			case "control_request", "control_response", "control_cancel_request", "keep_alive":
+				continue
+			}
+			msgs = append(msgs, json.RawMessage(append([]byte(nil), line...)))
+			if head.Type != "result" {
+				continue
+			}
+			if results++; results == n {
+				turn, perr = agent.ParseResult(line, msgs)
+				finish()
+				return
+			}
+			msgs = nil
+		}
+	}
+	var proc runtime.Proc
+	var res wire.ReattachResult
+	err = block(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
+		proc, res, err = d.Reattach(ctx, id, 0, onFrame)
+		return err
+	})
+	if err != nil {
+		return nil, c.Errorf("take over session CLI %s: %s", id, daemonMessage(err))
+	}
+	if !res.Found || (stdin >= 0 && res.StdinApplied <= stdin) {
+		// No such CLI, or the prompt never reached it.
+		return nil, nil
+	}
+	if err := waitEither(c.Env, done, proc.Done()); err != nil {
+		return nil, c.Errorf("%v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if perr != nil {
+		return nil, c.Errorf("%v", perr)
+	}
+	return turn, nil
+}
+
+// endOrphanCLI kills the CLI process id on host, if it is still there: a
+// CLI the run no longer speaks to.
+func endOrphanCLI(c *runtime.Call, host *runtime.Host, id string) {
+	if id == "" {
+		return
+	}
+	d, err := hostClient(c, host)
+	if err != nil {
+		return
+	}
+	_ = block(c.Env, c.Env.Ctx, func(ctx context.Context) error {
+		return killOnDaemon(ctx, d, id)
+	})
+}
+
+// killOnDaemon ends the process group of id with SIGKILL, waiting for it;
+// a process that is not there is no error.
+func killOnDaemon(ctx context.Context, d runtime.Daemon, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var res wire.KillAndWaitResult
+	return d.Call(ctx, "process.killAndWait", map[string]any{"id": id, "signal": "KILL", "timeoutMs": 5000}, &res)
+}
+
+// keptTurn is a Turn as the journal keeps it.
+type keptTurn struct {
+	Turn  *agent.Turn `json:"turn"`
+	CLI   string      `json:"cli,omitempty"`
+	Stdin int64       `json:"stdin"`
+}
+
+// Record implements runtime.Recordable.
+func (t *Turn) Record() (string, any, error) {
+	return turnKind, keptTurn{Turn: t.t, CLI: t.cli, Stdin: t.stdin}, nil
+}
+
+func decodeTurn(env *runtime.Env, data json.RawMessage) (starlark.Value, error) {
+	var k keptTurn
+	if err := json.Unmarshal(data, &k); err != nil || k.Turn == nil {
+		return nil, fmt.Errorf("a Turn: %v", err)
+	}
+	return &Turn{t: k.Turn, env: env, cli: k.CLI, stdin: k.Stdin}, nil
+}
