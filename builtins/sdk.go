@@ -74,7 +74,12 @@ func sdkEntries() []runtime.Entry {
 				"fails fails the recipe with its traceback. " +
 				"The CLI's process tree is ended by close(), when the recipe ends, fails or is interrupted.",
 			Fn: sdkSession},
-		{Name: "sdk.send", Sig: "sdk.send(prompt, **session_kwargs) -> Turn",
+		// A whole session in one call: a durable run keeps its Turn, and
+		// a resume that reaches it again on the embedded daemon (whose CLI
+		// died with the runner) sends it again, as it runs a command
+		// again; on a daemon that outlives the runner, whose CLI may still
+		// be answering, the resume stops instead.
+		{Name: "sdk.send", Journal: runtime.JournalEffect, Sig: "sdk.send(prompt, **session_kwargs) -> Turn",
 			Doc: "Starts a session with the keywords of sdk.session, sends one prompt, closes the session and " +
 				"returns the Turn.",
 			Fn: sdkSend},

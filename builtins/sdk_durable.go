@@ -37,8 +37,9 @@ import (
 //     with a notice, as it runs a command again.
 //
 // Session.start, Pending, interrupt, set_model, set_permission_mode,
-// info, control, rewind_files and sdk.send are still journaled as live
-// calls: a journal holding one is not resumed.
+// info, control and rewind_files are still journaled as live calls: a
+// journal holding one is not resumed. sdk.send, a whole session in one
+// call, is kept as its Turn (sdk.go).
 
 const (
 	sessionKind = "Session"

@@ -120,8 +120,8 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 		switch r.Kind {
 		case journal.KindCall:
 			if r.Call == journal.CallLive {
-				return refuse("cannot be resumed: %s called %s, whose session or turn "+
-					"a resumed run does not take over yet", place(r), r.Fn)
+				return refuse("cannot be resumed: %s called %s, whose live object (a turn in flight, "+
+					"a session control, a host pool) a resumed run does not take over yet", place(r), r.Fn)
 			}
 			res.lastSeq = max(res.lastSeq, r.Seq)
 			if r.Within != 0 {

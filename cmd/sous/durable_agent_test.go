@@ -460,3 +460,79 @@ s = sdk.session(cli = cli, cwd = d, policy = policy)`, 1)
 		t.Errorf("the model saw first %d times (a tool use and its result), second %d times", a.count("first"), a.count("second"))
 	}
 }
+
+// sdkSendRecipe is sessionRecipe with sdk.send: a whole session per turn.
+const sdkSendRecipe = `d = args["dir"]
+cli = json.decode(args["cli"])
+t1 = sdk.send("first", cli = cli, cwd = d)
+sh("echo '%s' >> %s/count/t1" % (t1.text, d))
+t2 = sdk.send("second", cli = cli, cwd = d)
+sh("echo '%s' >> %s/count/t2" % (t2.text, d))
+print("finished")
+`
+
+// TestDurableSdkSendResumes: sdk.send is kept as its Turn. Killed after
+// the first turn, a resume answers it from the journal (the model sees
+// each prompt once); killed in the second on the embedded daemon, whose
+// CLI died with the runner, the resume sends it again with a notice; on
+// a daemon that outlives the runner, whose CLI may still be answering,
+// the resume stops (exit 2) rather than send it twice.
+func TestDurableSdkSendResumes(t *testing.T) {
+	a := newDurableAgent(t)
+	socket := a.target
+	dirFor := func(t *testing.T, name string) string {
+		dir := a.agentDir(t, name)
+		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(sdkSendRecipe), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	// Records: 1 run, 2-3 sdk.send, 4-5 sh, 6-7 sdk.send, 8-9 sh.
+	for _, tc := range []struct {
+		name     string
+		embedded bool
+		killAt   string
+	}{
+		{"after the first turn, socket", false, "5"},
+		{"after the first turn, embedded", true, "5"},
+		{"in the second turn, embedded", true, "6"},
+	} {
+		a.reset()
+		t.Run(tc.name, func(t *testing.T) {
+			a.target = socket
+			if tc.embedded {
+				a.embedded()
+			}
+			dir := dirFor(t, strings.ReplaceAll(tc.name, " ", "-"))
+			o, killed := a.sousIn(t, dir, []string{"SOUS_FAULT_JOURNAL=" + tc.killAt}, a.runArgs(dir)...)
+			if !killed {
+				t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+			}
+			id := runIDOf(t, o)
+			o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+			o.expect(t, 0, "sous: resuming run "+id)
+			if tc.killAt == "6" && !strings.Contains(o.stderr, "sdk.send at line 5 was under way when run "+id+"'s runner died: it runs again") {
+				t.Errorf("no notice of the send done again:\n%s", o.stderr)
+			}
+			checkTurns(t, dir)
+			if a.count("first") != 1 || a.count("second") != 1 {
+				t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
+			}
+		})
+	}
+	a.reset()
+	t.Run("in the second turn, socket", func(t *testing.T) {
+		a.target = socket
+		dir := dirFor(t, "in-second-socket")
+		o, killed := a.sousIn(t, dir, []string{"SOUS_FAULT_JOURNAL=6"}, a.runArgs(dir)...)
+		if !killed {
+			t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+		}
+		id := runIDOf(t, o)
+		o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 2, "run "+id+" died in sdk.send at line 5")
+		if data, _ := os.ReadFile(filepath.Join(dir, "count", "t2")); len(data) != 0 {
+			t.Errorf("the second turn's command ran: %q", data)
+		}
+	})
+}

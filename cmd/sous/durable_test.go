@@ -421,11 +421,11 @@ retry(step, attempts=3, backoff=0.01)
 		o.expect(t, 2, "run "+id+": its runner is still alive")
 	})
 	t.Run("live call", func(t *testing.T) {
-		// Killed once sdk.send's call is recorded, before it runs.
-		recipe := "t = sdk.send(\"hi\")\nsh(\"echo x >> count/x\")\n"
+		// Killed once hosts()'s call is recorded, before it runs.
+		recipe := "pool = hosts([\"unix:///nowhere.sock\"])\nsh(\"echo x >> count/x\")\n"
 		dir, id := durableKilled(t, recipe, 2)
 		o, _ := durableRun(t, dir, nil, "resume", "--journal", "j", id)
-		o.expect(t, 2, "run "+id+": cannot be resumed: line 1 called sdk.send, whose session or turn a resumed run does not take over yet")
+		o.expect(t, 2, "run "+id+": cannot be resumed: line 1 called hosts, whose live object")
 	})
 }
 
@@ -489,14 +489,14 @@ func TestDurableRunsList(t *testing.T) {
 	dir, running := startDurableSleeper(t)
 	fin := writeAndRun(t, dir, "ok.star", "sh(\"true\")\nsh(\"true\")\n", "")
 	resumable := writeAndRun(t, dir, "killed.star", "sh(\"true\")\nsh(\"true\")\n", "SOUS_FAULT_JOURNAL=4")
-	stuck := writeAndRun(t, dir, "session.star", "sdk.send(\"hi\")\n", "SOUS_FAULT_JOURNAL=2")
+	stuck := writeAndRun(t, dir, "pool.star", "hosts([\"unix:///nowhere.sock\"])\n", "SOUS_FAULT_JOURNAL=2")
 	o, _ := durableRun(t, dir, nil, "runs", "--journal", "j")
 	o.expect(t, 0)
 	for _, want := range []string{
 		running + `\s+\S+main.star\s+running\s+.*\s+1$`,
 		fin + `\s+\S+ok.star\s+finished ok\s+.*\s+2$`,
 		resumable + `\s+\S+killed.star\s+resumable\s+.*\s+2$`,
-		stuck + `\s+\S+session.star\s+stopped \(line 1 called sdk.send\)\s+.*\s+1$`,
+		stuck + `\s+\S+pool.star\s+stopped \(line 1 called hosts\)\s+.*\s+1$`,
 	} {
 		if !regexp.MustCompile("(?m)^" + want).MatchString(o.stdout) {
 			t.Errorf("no line matching %s:\n%s", want, o.stdout)

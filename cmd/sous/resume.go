@@ -67,8 +67,10 @@ is sent again, with a notice.
 Resume refuses (exit code 2): a run that finished (ok, failed or interrupted:
 its deferred calls ran); a run whose runner is still alive (it holds the
 journal: a daemon lets go of it when the runner's connection goes); a journal
-holding sdk.send, Session.start, a Pending's wait or a session control
-(interrupt, set_model, ...), which this version does not take over yet. It
+holding Session.start, a Pending's wait, a session control (interrupt,
+set_model, ...) or a hosts() pool, which this version does not take over yet
+(sdk.send it does: a send the runner died in runs again on the embedded
+daemon, and stops the resume on one that outlives the runner). It
 stops (exit code 2) once the replay finds: a runner that died in a call on a
 daemon that outlives it which it cannot take over (git.commit, git.merge,
 git.push, git.worktree_remove, pipeline, extract_tar without keep_archive);
