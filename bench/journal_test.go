@@ -52,13 +52,19 @@ func (e *env) journalRows(t *testing.T) []row {
 		os.RemoveAll(c.journals)
 		tb, tj := e.interleave(t, sousRun(c.plain...), sousRun(c.jnl...))
 		ratio := tj.Seconds() / tb.Seconds()
+		// The 5% target is the default's; --journal-sync=always buys a
+		// disk flush per effect and is reported for what it costs.
+		target, ok := "<= 1.05x", ratio <= 1.05
+		if strings.Contains(c.where, "always") {
+			target, ok = "none: reported (a flush per effect)", true
+		}
 		rows = append(rows, row{
 			figure:   fmt.Sprintf("a durable run of %d `run(\"true\")`, %s", journalCalls, c.where),
 			baseline: "the same run not journaled",
-			target:   "<= 1.05x",
+			target:   target,
 			result: fmt.Sprintf("%.3fx (%.0f vs %.0f µs a call; %s a call)", ratio,
 				tj.Seconds()*1e6/journalCalls, tb.Seconds()*1e6/journalCalls, journalBytesPerCall(t, c.journals)),
-			ok: ratio <= 1.05 || strings.Contains(c.where, "always"),
+			ok: ok,
 		})
 	}
 	return rows

@@ -52,6 +52,10 @@ type State struct {
 
 	procs    map[string]*Proc
 	sessions map[string]*Session
+	// colorsRunning counts the running processes of each colour slot:
+	// a spawn picks a free slot without a walk over every process the
+	// run ever had (a recipe of thousands of run() calls).
+	colorsRunning [ColorSlots]int
 	cost     float64 // every session's Cost, added up as results come
 
 	// The open hold: the ids whose echo it holds, how many of them ended
@@ -164,6 +168,7 @@ func (s *State) apply(at time.Time, e Event) {
 			Color: s.freeColor(e.ID)}
 		s.Procs = append(s.Procs, p)
 		s.procs[e.ID] = p
+		s.colorsRunning[p.Color]++
 	case *EchoStart:
 		s.Echoing++
 		if s.Echoing > 1 {
@@ -192,6 +197,9 @@ func (s *State) apply(at time.Time, e Event) {
 		}
 	case *Exit:
 		if p := s.procs[e.ID]; p != nil {
+			if !p.Exited {
+				s.colorsRunning[p.Color]--
+			}
 			p.Exited, p.ExitCode, p.Ended = true, e.ExitCode, at
 			if e.ExitCode != 0 {
 				s.LastFailed = p
@@ -243,14 +251,8 @@ func ColorOf(id string) int {
 // one no running process has.
 func (s *State) freeColor(id string) int {
 	want := ColorOf(id)
-	var taken [ColorSlots]bool
-	for _, p := range s.Procs {
-		if p.Running() {
-			taken[p.Color] = true
-		}
-	}
 	for k := range ColorSlots {
-		if c := (want + k) % ColorSlots; !taken[c] {
+		if c := (want + k) % ColorSlots; s.colorsRunning[c] == 0 {
 			return c
 		}
 	}

@@ -235,3 +235,25 @@ func TestBusSettlesBeforeEnd(t *testing.T) {
 		t.Errorf("events %s", got)
 	}
 }
+
+// A spawn's colour slot is free of the processes running then, however
+// many the run had: the count of running processes per slot follows the
+// spawns and exits.
+func TestFreeColorAfterManyProcesses(t *testing.T) {
+	b := New(nil)
+	for i := range 5000 {
+		id := fmt.Sprintf("p%d", i)
+		b.Publish(&Spawn{ID: id})
+		b.Publish(&Exit{ID: id})
+	}
+	running := make(map[int]bool)
+	for i := range ColorSlots {
+		id := fmt.Sprintf("live%d", i)
+		b.Publish(&Spawn{ID: id})
+		p := b.State().Proc(id)
+		if running[p.Color] {
+			t.Fatalf("%s got slot %d, which a running process has", id, p.Color)
+		}
+		running[p.Color] = true
+	}
+}
