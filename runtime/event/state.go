@@ -56,7 +56,7 @@ type State struct {
 	// a spawn picks a free slot without a walk over every process the
 	// run ever had (a recipe of thousands of run() calls).
 	colorsRunning [ColorSlots]int
-	cost     float64 // every session's Cost, added up as results come
+	cost          float64 // every session's Cost, added up as results come
 
 	// The open hold: the ids whose echo it holds, how many of them ended
 	// their echo during it (still counted in Echoing), and how many bytes
