@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"sync"
 )
 
 // A journal file is a magic line and then frames, one per record:
@@ -29,7 +30,11 @@ const frameHeader = 8
 // torn or foreign header, and is not allocated.
 const MaxRecord = 1 << 30
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table, made at the first frame rather than at
+// every sous start: with SSE 4.2 making it computes combining tables
+// (0.18 ms of init, the largest of any package, for a one-line recipe
+// that never journals).
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // errTooLarge is a record beyond MaxRecord, refused when written.
 var errTooLarge = errors.New("journal: record larger than 1 GiB")
@@ -38,7 +43,7 @@ var errTooLarge = errors.New("journal: record larger than 1 GiB")
 func appendFrame(dst, payload []byte) []byte {
 	var h [frameHeader]byte
 	binary.LittleEndian.PutUint32(h[0:4], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(h[4:8], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(h[4:8], crc32.Checksum(payload, castagnoli()))
 	dst = append(dst, h[:]...)
 	return append(dst, payload...)
 }
@@ -58,7 +63,7 @@ func splitFrames(data []byte) (payloads [][]byte, good int) {
 			return payloads, good
 		}
 		p := rest[frameHeader : frameHeader+int(n)]
-		if crc32.Checksum(p, castagnoli) != sum {
+		if crc32.Checksum(p, castagnoli()) != sum {
 			return payloads, good
 		}
 		payloads = append(payloads, p)
