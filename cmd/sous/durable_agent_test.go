@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -97,20 +94,7 @@ func (a *durableAgent) sousIn(t *testing.T, dir string, extra []string, args ...
 	t.Helper()
 	cmd := exec.Command(sousBinary(t), append(args, a.target...)...)
 	cmd.Dir, cmd.Env = dir, append(append([]string(nil), a.env...), extra...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	o := outcome{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return o, true
-		}
-		o.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return o, false
+	return runKillable(t, cmd)
 }
 
 // sessionRecipe makes two turns of one session, with a command after

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -18,24 +15,11 @@ import (
 func TestDurableOverSSH(t *testing.T) {
 	f := newSSHFixture(t)
 	dir := durableDir(t, daemonRecipe)
-	sous := func(cwd string, extra []string, args ...string) (o outcome, killed bool) {
+	sous := func(cwd string, extra []string, args ...string) (outcome, bool) {
 		t.Helper()
 		cmd := exec.Command(f.bin, args...)
 		cmd.Dir, cmd.Env = cwd, append(append([]string(nil), f.env...), extra...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		o = outcome{stdout: stdout.String(), stderr: stderr.String()}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-				return o, true
-			}
-			o.code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return o, false
+		return runKillable(t, cmd)
 	}
 	o, killed := sous(dir, []string{"SOUS_FAULT_JOURNAL=4"}, "run", "main.star", "-a", "dir="+dir, "--remote", f.remote)
 	if !killed {

@@ -97,6 +97,13 @@ func durableRun(t *testing.T, dir string, extra []string, args ...string) (out o
 	cmd := exec.Command(sousBinary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append(gitTestEnv(), extra...)
+	return runKillable(t, cmd)
+}
+
+// runKillable runs cmd, capturing its output, and says whether SIGKILL
+// ended it (a runner killed at a fault point) rather than an exit code.
+func runKillable(t *testing.T, cmd *exec.Cmd) (out outcome, killed bool) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
