@@ -92,9 +92,11 @@ func (a *durableAgent) count(prompt string) int {
 // extra, and says whether SIGKILL ended it.
 func (a *durableAgent) sousIn(t *testing.T, dir string, extra []string, args ...string) (outcome, bool) {
 	t.Helper()
-	cmd := exec.Command(sousBinary(t), append(args, a.target...)...)
-	cmd.Dir, cmd.Env = dir, append(append([]string(nil), a.env...), extra...)
-	return runKillable(t, cmd)
+	return retryWhileReleased(args, func() (outcome, bool) {
+		cmd := exec.Command(sousBinary(t), append(args, a.target...)...)
+		cmd.Dir, cmd.Env = dir, append(append([]string(nil), a.env...), extra...)
+		return runKillable(t, cmd)
+	})
 }
 
 // sessionRecipe makes two turns of one session, with a command after

@@ -95,6 +95,10 @@ func TestDurableOnDaemonKilledAndResumedFromAnotherClient(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "j")); err == nil {
 				t.Fatal("a journal directory was made next to the recipe")
 			}
+			// The daemon lets go of the run once it has seen the dead
+			// runner's connection close, which on a loaded machine is not
+			// at once: "running" until then.
+			waitRunState(t, target, id, "resumable")
 			o, _ = durableRun(t, t.TempDir(), nil, append([]string{"runs"}, target...)...)
 			o.expect(t, 0)
 			if line := runsLine(t, o, id); !regexp.MustCompile(`main\.star\s+resumable\s+.*\s1$`).MatchString(line) {
@@ -144,7 +148,10 @@ func TestDurableOnDaemonLockFollowsTheConnection(t *testing.T) {
 		t.Fatalf("no run id:\n%s", stderr.String())
 	}
 	waitRunState(t, target, id, "running")
-	o, _ := durableRun(t, t.TempDir(), nil, append([]string{"resume", id}, target...)...)
+	// Run once, not retried as durableRun retries "still alive".
+	resume := exec.Command(sousBinary(t), append([]string{"resume", id}, target...)...)
+	resume.Dir, resume.Env = t.TempDir(), gitTestEnv()
+	o, _ := runKillable(t, resume)
 	o.expect(t, 2, "sous: resume: run "+id+": its runner is still alive (it holds the journal's lock)")
 	cmd.Process.Kill()
 	cmd.Wait()
@@ -327,6 +334,11 @@ func TestDurableOnDaemonEveryKillPoint(t *testing.T) {
 				t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
 			}
 			id := runIDOf(t, o)
+			state := "resumable"
+			if point == 10 {
+				state = "finished"
+			}
+			waitRunState(t, target, id, state) // the daemon saw the runner's connection close
 			o, _ = durableRun(t, t.TempDir(), nil, append([]string{"resume", id}, target...)...)
 			got := counts(t, dir)
 			switch point {

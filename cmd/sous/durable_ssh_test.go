@@ -4,7 +4,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestDurableOverSSH: a run over ssh is journaled by the daemon the ssh
@@ -29,14 +28,10 @@ func TestDurableOverSSH(t *testing.T) {
 	if got := counts(t, dir); got != `a="a\n" b="" c="" ` {
 		t.Fatalf("before the resume: counters %s", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		o, _ = sous(t.TempDir(), nil, "resume", id, "--remote", f.remote)
-		if o.code != 2 || !strings.Contains(o.stderr, "runner is still alive") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // the dead runner's ssh session is still closing
-	}
+	// The dead runner's ssh session may still be closing.
+	o, _ = retryWhileReleased([]string{"resume"}, func() (outcome, bool) {
+		return sous(t.TempDir(), nil, "resume", id, "--remote", f.remote)
+	})
 	o.expect(t, 0, "sous: resuming run "+id)
 	if recipePrints(o) != "done" {
 		t.Errorf("the resume printed %q, want only what the run had not printed", recipePrints(o))

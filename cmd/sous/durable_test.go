@@ -94,10 +94,30 @@ func gitTestEnv() []string {
 // whether SIGKILL ended it.
 func durableRun(t *testing.T, dir string, extra []string, args ...string) (out outcome, killed bool) {
 	t.Helper()
-	cmd := exec.Command(sousBinary(t), args...)
-	cmd.Dir = dir
-	cmd.Env = append(gitTestEnv(), extra...)
-	return runKillable(t, cmd)
+	return retryWhileReleased(args, func() (outcome, bool) {
+		cmd := exec.Command(sousBinary(t), args...)
+		cmd.Dir = dir
+		cmd.Env = append(gitTestEnv(), extra...)
+		return runKillable(t, cmd)
+	})
+}
+
+// retryWhileReleased runs a `sous resume` again while it is refused
+// because the run's runner "is still alive", for up to 10 s: a daemon
+// lets go of a killed runner's run once it has seen its connection close
+// and applied what it sent, which on a loaded machine takes a moment
+// after the kill. (A --journal file's lock goes with the process.)
+// Other commands run once.
+func retryWhileReleased(args []string, run func() (outcome, bool)) (outcome, bool) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		o, killed := run()
+		if len(args) == 0 || args[0] != "resume" || o.code != 2 ||
+			!strings.Contains(o.stderr, "its runner is still alive") || time.Now().After(deadline) {
+			return o, killed
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // runKillable runs cmd, capturing its output, and says whether SIGKILL
