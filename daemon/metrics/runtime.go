@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seed5ad92d46/sous/daemon/procstat"
 )
 
 // goSamples are the runtime/metrics read for the go_* gauges (no stop of
@@ -80,25 +82,14 @@ type procStat struct {
 	rss                     int64
 }
 
-// readStat reads /proc/self/stat. Its second field, the command name in
-// parentheses, may hold spaces: the fields are counted after its ")".
+// readStat reads this process's times and sizes from /proc/self/stat.
 func readStat() (procStat, bool) {
-	data, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
+	s, err := procstat.Read(0)
+	if err != nil || s.Field(24) == "" {
 		return procStat{}, false
 	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := bytes.Fields(data[i+1:])
-	// f[0] is field 3 (state): utime is field 14, stime 15, starttime 22,
-	// vsize 23, rss 24.
-	if len(f) < 22 {
-		return procStat{}, false
-	}
-	num := func(k int) uint64 { n, _ := strconv.ParseUint(string(f[k-3]), 10, 64); return n }
-	rss, _ := strconv.ParseInt(string(f[24-3]), 10, 64)
+	num := func(n int) uint64 { v, _ := s.Int(n); return uint64(v) }
+	rss, _ := s.Int(24)
 	return procStat{utime: num(14), stime: num(15), starttime: num(22), vsize: num(23), rss: rss}, true
 }
 

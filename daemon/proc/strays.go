@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"strconv"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seed5ad92d46/sous/daemon/procstat"
 )
 
 // Strays are what is left of a process group once the daemon has reaped its
@@ -194,22 +195,12 @@ func pidfdAlive(fd int) bool {
 
 // processGroup reads pid's process group from /proc/PID/stat.
 func processGroup(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s, err := procstat.Read(pid)
 	if err != nil {
 		return 0, false
 	}
-	// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses,
-	// so the fields are counted from its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 {
-		return 0, false
-	}
-	pg, err := strconv.Atoi(string(f[2]))
-	return pg, err == nil
+	pg, ok := s.Int(5)
+	return int(pg), ok
 }
 
 // addStrays keeps g, if any, for Shutdown, and forgets the groups whose

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/procstat"
 )
 
 // ShortTempDir returns a fresh directory, removed when the test ends. It is
@@ -72,13 +74,8 @@ func Exits(pid int, d time.Duration) bool {
 // Alive reports whether pid is a running process: it exists and is not a
 // zombie (one that exited and waits to be reaped).
 func Alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the ")" that ends the command name.
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+	s, err := procstat.Read(pid)
+	return err == nil && s.Field(3) != "Z"
 }
 
 // OpenFDs counts this process's open descriptors (for leak checks), not
