@@ -90,7 +90,7 @@ func needStandalone(t *Target, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if url == "embedded" {
+	if client.IsEmbedded(url) {
 		return usageErrorf("%s: pass --socket PATH or --remote URL (or set SOUS_SOCKET or SOUS_REMOTE): the requests wait on the daemon the run uses, and sous's embedded daemon holds none",
 			strings.TrimPrefix(cmd.CommandPath(), "sous "))
 	}
@@ -177,7 +177,7 @@ func orDash(s string) string {
 func completeAskIDs(t *Target) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 		none := cobra.ShellCompDirectiveNoFileComp
-		if url, err := t.URL(); len(args) > 0 || err != nil || url == "embedded" {
+		if url, err := t.URL(); len(args) > 0 || err != nil || client.IsEmbedded(url) {
 			return nil, none
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

@@ -93,7 +93,7 @@ func attachRun(o *AttachOptions) error {
 		return fmt.Errorf("attach %s: %w", id, err)
 	case !res.Found:
 		hint := ""
-		if conn.Target() == "embedded" {
+		if client.IsEmbedded(conn.Target()) {
 			hint = " (the embedded daemon starts empty: pass --socket or --remote)"
 		}
 		return fmt.Errorf("attach: no process with id %q on %s%s", id, conn.Target(), hint)

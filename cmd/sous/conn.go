@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -47,7 +48,7 @@ func completeProcessIDs(t *Target) cobra.CompletionFunc {
 		if len(args) > 0 {
 			return nil, none
 		}
-		if url, err := t.URL(); err != nil || url == "embedded" {
+		if url, err := t.URL(); err != nil || client.IsEmbedded(url) {
 			return nil, none
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

@@ -131,7 +131,7 @@ func (o *ExecOptions) validate() error {
 	if o.Timeout < 0 {
 		return usageErrorf("exec: --timeout must not be negative (0: none), got %s", o.Timeout)
 	}
-	if o.Detach && url == "embedded" {
+	if o.Detach && client.IsEmbedded(url) {
 		return usageErrorf("exec: --detach needs a daemon that outlives sous: pass --socket or --remote (or set SOUS_SOCKET)")
 	}
 	o.envOverlay, o.url = env, url
@@ -240,7 +240,7 @@ func (o *ExecOptions) spawnSpec(id string) client.SpawnSpec {
 		// its output needs no frames: it gets sous's stdout and stderr as
 		// a shell would give them (Mirror.Direct). A socket daemon keeps
 		// the frames for attach and replay, and tees into pipes.
-		direct := o.url == "embedded"
+		direct := client.IsEmbedded(o.url)
 		spec.Mirror = mirror.Spec{Stdout: outputFile(streams.Out, direct), Stderr: outputFile(streams.ErrOut, direct),
 			Stdin: inputFile(streams.In), Direct: direct}
 	}

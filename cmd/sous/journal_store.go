@@ -106,7 +106,7 @@ func runJournalStore(opts *RunOptions, tg client.Target) (journal.Store, func(),
 		return journal.Dir{Path: opts.Journal, SyncAlways: opts.JournalSync == journalSyncAlways, Fault: fault}, nothing, nil
 	case opts.NoJournal:
 		return nil, nothing, nil
-	case tg.URL == "embedded":
+	case client.IsEmbedded(tg.URL):
 		if opts.Resume != "" {
 			return nil, nil, usageErrorf("resume: where is the run's journal? --journal DIR for a run on the embedded daemon, " +
 				"or the daemon that keeps it: --socket PATH or --remote URL")

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/seed5ad92d46/sous/builtins"
+	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/runtime"
 	"github.com/seed5ad92d46/sous/runtime/notify"
 	"github.com/seed5ad92d46/sous/runtime/rules"
@@ -248,7 +249,7 @@ func runRecipe(opts *RunOptions) error {
 	// approvals` shows its requests under it. A plain run on the embedded
 	// daemon keeps its stderr for the recipe (--json's start event
 	// carries the id either way).
-	ropt.AnnounceRun = target.URL != "embedded"
+	ropt.AnnounceRun = !client.IsEmbedded(target.URL)
 	defer closeStore() // after the run, which closed the journal
 	if opts.Resume != "" {
 		res, err := runtime.OpenResume(store, opts.Resume)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/runtime/journal"
 )
 
@@ -69,7 +70,7 @@ func runsList(opts *RunsOptions) error {
 		if err != nil {
 			return err
 		}
-		if tg.URL == "embedded" {
+		if client.IsEmbedded(tg.URL) {
 			return usageErrorf("runs: which runs? --journal DIR for runs on the embedded daemon, or the daemon that keeps them: --socket PATH or --remote URL")
 		}
 		dj, err := openDaemonJournal(tg, journalSyncBatch, journal.Fault{}, "runs")

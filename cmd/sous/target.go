@@ -98,7 +98,7 @@ func (t *Target) Client() (client.Target, error) {
 		return client.Target{}, err
 	}
 	tok := ""
-	if url != "embedded" {
+	if !client.IsEmbedded(url) {
 		if tok, err = t.token(); err != nil {
 			return client.Target{}, err
 		}
@@ -125,7 +125,7 @@ func (t *Target) Open(ctx context.Context) (*client.Conn, error) {
 
 // isLocal reports whether paths on the target's host are paths here.
 func isLocal(url string) bool {
-	return url == "embedded" || strings.HasPrefix(url, "unix://")
+	return client.IsEmbedded(url) || strings.HasPrefix(url, "unix://")
 }
 
 func absPath(p string) string {

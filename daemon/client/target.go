@@ -95,10 +95,14 @@ func StripTokenNewline(s string) string {
 	return strings.TrimSuffix(s, "\n")
 }
 
+// IsEmbedded says whether target names the in-process daemon ("embedded"
+// or ""), whose processes die with the command.
+func IsEmbedded(target string) bool { return target == "" || target == "embedded" }
+
 // Kind classifies a target URL: "embedded", "unix", "ssh" or "ws".
 func Kind(target string) (kind, rest string, err error) {
 	switch {
-	case target == "" || target == "embedded":
+	case IsEmbedded(target):
 		return "embedded", "", nil
 	case strings.HasPrefix(target, "unix://"):
 		u, err := url.Parse(target)
