@@ -11,9 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // sessionTurns is how many sessions the sessions row runs, one turn each,
@@ -28,15 +25,7 @@ const sessionTurns, sessionLimit = 100, 20
 // spend, which sous cannot make cheaper. The sessions of finished turns
 // are closed as new ones start, so about 20 CLIs live at once.
 func (e *env) sessions(t *testing.T) row {
-	cli := claudecli.Find(t, claudecli.Latest)
-	api, err := fakemodel.Start(fakemodel.Options{Func: func(*fakemodel.Request, int) fakemodel.Reply {
-		return fakemodel.Text("done")
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api.Close()
-	home := t.TempDir()
+	cli, home, env := scriptedCLI(t)
 	recipe := filepath.Join(e.dir, "sessions.star")
 	src := fmt.Sprintf(`
 cli = json.decode(args["cli"])
@@ -60,10 +49,6 @@ if len([t for t in turns if t.ok]) != %[1]d:
 		t.Fatal(err)
 	}
 	cliArg, _ := json.Marshal(cli)
-	env := []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb"}
-	for k, v := range claudecli.Env(home, api.URL()) {
-		env = append(env, k+"="+v)
-	}
 	// A repeat takes two minutes of both CPUs; CPU time varies less than
 	// wall time, so three tell enough.
 	var owns, kids []time.Duration

@@ -14,9 +14,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/seed5ad92d46/sous/internal/claudecli"
-	"github.com/seed5ad92d46/sous/runtime/agent/fakemodel"
 )
 
 // agentTurns is how many turns the agent-turn row's session takes.
@@ -32,19 +29,7 @@ const agentTurns = 10
 // two walls over the turns; sous's own start and the embedded daemon's
 // are in it too.
 func (e *env) agentTurn(t *testing.T) row {
-	cli := claudecli.Find(t, claudecli.Latest)
-	api, err := fakemodel.Start(fakemodel.Options{Func: func(*fakemodel.Request, int) fakemodel.Reply {
-		return fakemodel.Text("done")
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api.Close()
-	home := t.TempDir()
-	env := []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb"}
-	for k, v := range claudecli.Env(home, api.URL()) {
-		env = append(env, k+"="+v)
-	}
+	cli, home, env := scriptedCLI(t)
 	recipe := filepath.Join(e.dir, "turns.star")
 	src := fmt.Sprintf(`
 s = sdk.session(cwd = args["dir"], cli = json.decode(args["cli"]), model = "claude-sonnet-4-6")
