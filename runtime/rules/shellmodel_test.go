@@ -145,8 +145,14 @@ func TestShellModelMatchesBash(t *testing.T) {
 // tracedWords reads back one command as set -x printed it: the words
 // after expansion, quoted where bash would read them otherwise (a ~ within
 // a word it leaves bare, which the model reads as the same text but takes
-// for a possible expansion). An assignment or keyword makes it unsafe.
+// for a possible expansion). An assignment or a `[[`/`((` makes it unsafe.
 func tracedWords(entry string) ([]string, bool) {
+	// set -x prints a command named by an alphabetic reserved word
+	// (`\then` runs a command "then") without quoting it, where it quotes
+	// '[[' and '!'; read it back as the command it was.
+	if first, _, _ := strings.Cut(entry, " "); reserved[first] && strings.Trim(first, "abcdefghijklmnopqrstuvwxyz") == "" {
+		entry = `\` + entry
+	}
 	p := parseShell(entry)
 	if !p.safe() || len(p.cmds) != 1 {
 		return nil, false
