@@ -264,6 +264,13 @@ func (w *Writer) Close() error {
 		<-w.synced
 	}
 	err := w.Sync()
+	// Unlock before closing: a flock belongs to the open file description,
+	// and a child forked meanwhile (its exec not yet done) shares it, so a
+	// close alone left the run locked until that child's exec, and the
+	// daemon's next run.open of the run said busy.
+	if uerr := syscall.Flock(int(w.f.Fd()), syscall.LOCK_UN); err == nil && uerr != nil {
+		err = fmt.Errorf("journal: unlock: %w", uerr)
+	}
 	if cerr := w.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("journal: %w", cerr)
 	}
