@@ -118,14 +118,30 @@ type AgentEnv struct {
 }
 
 // ExitError says how a run that did not finish ended. What went wrong has
-// been written to Stderr (and the end event) already.
+// been written to Stderr (and the end event) already. Its message has the
+// run's secrets replaced, as everything the run wrote has: a program that
+// embeds Run and prints the error must not print a token the recipe read
+// with getenv(secret=True). Unwrap gives the error itself, for errors.Is.
 type ExitError struct {
 	Code int // 1 failed, 2 usage error, 130 interrupted
 	Err  error
+	msg  string // Err's message, redacted; "" before redaction
 }
 
-func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.Err.Error()
+}
+
 func (e *ExitError) Unwrap() error { return e.Err }
+
+// exitError is the ExitError of a run that ended with code, its message
+// redacted by the run's bus.
+func (o *output) exitError(code int, err error) *ExitError {
+	return &ExitError{Code: code, Err: err, msg: o.bus.RedactText(err.Error())}
+}
 
 // Interrupt is the cause to cancel a run's context with when a signal
 // stops it; its code becomes the exit code (130 for SIGINT).
@@ -170,7 +186,7 @@ func Run(ctx context.Context, opt Options) error {
 			out.Error("sous: " + err.Error())
 			out.end(&event.End{Status: "failed", ExitCode: CodeFailed, Error: err.Error()})
 			finishNotify()
-			return &ExitError{Code: CodeFailed, Err: err}
+			return out.exitError(CodeFailed, err)
 		}
 	}
 	out.start(opt)
@@ -181,7 +197,7 @@ func Run(ctx context.Context, opt Options) error {
 			out.Error("sous: " + err.Error())
 			out.end(&event.End{Status: "failed", ExitCode: CodeFailed, Error: err.Error()})
 			finishNotify()
-			return &ExitError{Code: CodeFailed, Err: err}
+			return out.exitError(CodeFailed, err)
 		}
 	}
 	if opt.Journal != nil && opt.Journal.Resumed != nil {
@@ -254,7 +270,7 @@ func Run(ctx context.Context, opt Options) error {
 	if code == 0 {
 		return nil
 	}
-	return &ExitError{Code: code, Err: err}
+	return out.exitError(code, err)
 }
 
 // Refuse reports a usage error the caller found before the recipe could
@@ -266,7 +282,7 @@ func Refuse(opt Options, err error) error {
 	out.start(opt)
 	out.Error("sous: " + err.Error())
 	out.end(&event.End{Status: "error", ExitCode: CodeUsage, Error: err.Error()})
-	return &ExitError{Code: CodeUsage, Err: err}
+	return out.exitError(CodeUsage, err)
 }
 
 // Check compiles a recipe and every file it loads without running
