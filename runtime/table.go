@@ -13,8 +13,8 @@ type Table struct {
 	plugins []Plugin
 	entries []*Entry
 	byName  map[string]*Entry
-	members map[string][]*Entry  // by owner, sorted by name
-	sigs    map[string]Signature // of the functions (entries with Fn), by name
+	members map[string][]*Entry       // by owner, sorted by name
+	sigs    map[string]*lazySignature // of the functions (entries with Fn), by name
 	// decoders are the plugins' Decoders, by kind.
 	decoders map[string]Decoder
 }
@@ -23,8 +23,15 @@ type Table struct {
 // without its owner's heading, or an entry that is both a function and a
 // value is an error: the table is the contract, so it must be exact.
 func NewTable(plugins ...Plugin) (*Table, error) {
-	t := &Table{plugins: plugins, byName: make(map[string]*Entry), members: make(map[string][]*Entry), sigs: make(map[string]Signature),
-		decoders: make(map[string]Decoder)}
+	// Sized up front: the table is built at every start of sous, and
+	// growing its maps entry by entry showed in the start's profile.
+	n := 0
+	for _, p := range plugins {
+		n += len(p.Entries)
+	}
+	t := &Table{plugins: plugins, entries: make([]*Entry, 0, n), byName: make(map[string]*Entry, n), members: make(map[string][]*Entry),
+		sigs: make(map[string]*lazySignature, n), decoders: make(map[string]Decoder)}
+	sigs := make([]lazySignature, n)
 	named := make(map[string]bool)
 	for _, p := range plugins {
 		if named[p.Name] {
@@ -55,11 +62,15 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 				return nil, fmt.Errorf("builtins: %s has no signature or no doc", e.Name)
 			}
 			if e.Fn != nil {
-				sig, err := parseSignature(e.Name, e.Sig)
+				// The parameters are read on first use (lazySignature);
+				// the rest of the Sig is checked here.
+				shape, err := splitSignature(e.Name, e.Sig)
 				if err != nil {
 					return nil, fmt.Errorf("builtins: %s: signature %q: %v", e.Name, e.Sig, err)
 				}
-				t.sigs[e.Name] = sig
+				l := &sigs[len(t.entries)]
+				l.shape = shape
+				t.sigs[e.Name] = l
 			}
 			t.byName[e.Name] = e
 			t.entries = append(t.entries, e)
@@ -98,10 +109,19 @@ func (t *Table) Lookup(name string) (*Entry, bool) {
 
 // Signature returns what the Sig of the function name says about calling
 // it; false when name is not a function (a value, an attribute, a heading,
-// or Starlark's own).
+// or Starlark's own). A parameter list Starlark cannot parse is a mistake
+// in the table, which is fixed at compile time, so it panics as MustTable
+// does; builtins' TestSignaturesNameWhatTheFunctionsTake reads every one.
 func (t *Table) Signature(name string) (Signature, bool) {
-	s, ok := t.sigs[name]
-	return s, ok
+	l, ok := t.sigs[name]
+	if !ok {
+		return Signature{}, false
+	}
+	s, err := l.get()
+	if err != nil {
+		panic(fmt.Sprintf("builtins: %s: signature %q: %v", name, t.byName[name].Sig, err))
+	}
+	return s, true
 }
 
 // Members returns the entries of a module or type, sorted by name.
