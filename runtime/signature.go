@@ -72,12 +72,24 @@ func splitSignature(name, sig string) (signatureShape, error) {
 		return shape, nil
 	}
 	result, ok := strings.CutPrefix(after, "->")
-	words := strings.FieldsFunc(result, func(r rune) bool { return !unicode.IsLetter(r) && r != '_' })
-	if !ok || len(words) == 0 {
+	if shape.result = firstWord(result); !ok || shape.result == "" {
 		return signatureShape{}, fmt.Errorf("want nothing or -> RESULT after the parameters, got %q", after)
 	}
-	shape.result = words[0]
 	return shape, nil
+}
+
+// firstWord is the first run of letters and underscores in s ("" when
+// none): "Process" of " Process", "list" of " list of strings".
+func firstWord(s string) string {
+	isWord := func(r rune) bool { return unicode.IsLetter(r) || r == '_' }
+	start := strings.IndexFunc(s, isWord)
+	if start < 0 {
+		return ""
+	}
+	if n := strings.IndexFunc(s[start:], func(r rune) bool { return !isWord(r) }); n >= 0 {
+		return s[start : start+n]
+	}
+	return s[start:]
 }
 
 // parse reads the parameter list with Starlark's parser.

@@ -2,7 +2,8 @@ package runtime
 
 import (
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -12,11 +13,17 @@ import (
 type Table struct {
 	plugins []Plugin
 	entries []*Entry
-	byName  map[string]*Entry
-	members map[string][]*Entry       // by owner, sorted by name
-	sigs    map[string]*lazySignature // of the functions (entries with Fn), by name
+	byName  map[string]tableEntry
+	members map[string][]*Entry // by owner, sorted by name
 	// decoders are the plugins' Decoders, by kind.
 	decoders map[string]Decoder
+}
+
+// tableEntry is an entry and, for a function, its signature read on
+// first use.
+type tableEntry struct {
+	entry *Entry
+	sig   *lazySignature
 }
 
 // NewTable indexes the plugins' entries. A name defined twice, a member
@@ -29,8 +36,8 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 	for _, p := range plugins {
 		n += len(p.Entries)
 	}
-	t := &Table{plugins: plugins, entries: make([]*Entry, 0, n), byName: make(map[string]*Entry, n), members: make(map[string][]*Entry),
-		sigs: make(map[string]*lazySignature, n), decoders: make(map[string]Decoder)}
+	t := &Table{plugins: plugins, entries: make([]*Entry, 0, n), byName: make(map[string]tableEntry, n), members: make(map[string][]*Entry),
+		decoders: make(map[string]Decoder)}
 	sigs := make([]lazySignature, n)
 	named := make(map[string]bool)
 	for _, p := range plugins {
@@ -61,6 +68,7 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 			if e.Sig == "" || e.Doc == "" {
 				return nil, fmt.Errorf("builtins: %s has no signature or no doc", e.Name)
 			}
+			te := tableEntry{entry: e}
 			if e.Fn != nil {
 				// The parameters are read on first use (lazySignature);
 				// the rest of the Sig is checked here.
@@ -68,11 +76,10 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 				if err != nil {
 					return nil, fmt.Errorf("builtins: %s: signature %q: %v", e.Name, e.Sig, err)
 				}
-				l := &sigs[len(t.entries)]
-				l.shape = shape
-				t.sigs[e.Name] = l
+				te.sig = &sigs[len(t.entries)]
+				te.sig.shape = shape
 			}
-			t.byName[e.Name] = e
+			t.byName[e.Name] = te
 			t.entries = append(t.entries, e)
 			if owner, _ := e.Owner(); owner != "" {
 				t.members[owner] = append(t.members[owner], e)
@@ -83,7 +90,7 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 		if _, ok := t.byName[owner]; !ok {
 			return nil, fmt.Errorf("builtins: %s has members but no entry of its own", owner)
 		}
-		sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
+		slices.SortFunc(ms, func(a, b *Entry) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return t, nil
 }
@@ -103,8 +110,8 @@ func (t *Table) Entries() []*Entry { return t.entries }
 
 // Lookup finds an entry by its full name.
 func (t *Table) Lookup(name string) (*Entry, bool) {
-	e, ok := t.byName[name]
-	return e, ok
+	n, ok := t.byName[name]
+	return n.entry, ok
 }
 
 // Signature returns what the Sig of the function name says about calling
@@ -113,13 +120,13 @@ func (t *Table) Lookup(name string) (*Entry, bool) {
 // in the table, which is fixed at compile time, so it panics as MustTable
 // does; builtins' TestSignaturesNameWhatTheFunctionsTake reads every one.
 func (t *Table) Signature(name string) (Signature, bool) {
-	l, ok := t.sigs[name]
-	if !ok {
+	n, ok := t.byName[name]
+	if !ok || n.sig == nil {
 		return Signature{}, false
 	}
-	s, err := l.get()
+	s, err := n.sig.get()
 	if err != nil {
-		panic(fmt.Sprintf("builtins: %s: signature %q: %v", name, t.byName[name].Sig, err))
+		panic(fmt.Sprintf("builtins: %s: signature %q: %v", name, n.entry.Sig, err))
 	}
 	return s, true
 }
@@ -130,8 +137,8 @@ func (t *Table) Members(owner string) []*Entry { return t.members[owner] }
 // IsPredeclared reports whether a recipe may use name as a global without
 // defining it (Starlark's universe aside): what `sous check` resolves against.
 func (t *Table) IsPredeclared(name string) bool {
-	e, ok := t.byName[name]
-	return ok && t.registered(e)
+	n, ok := t.byName[name]
+	return ok && t.registered(n.entry)
 }
 
 // registered reports whether a global entry becomes a predeclared name.
@@ -226,10 +233,11 @@ func (env *Env) settle() {
 // on (nil: none). It returns nil, nil for an unknown name, as
 // starlark.HasAttrs wants.
 func (t *Table) Attr(env *Env, owner string, recv starlark.Value, host *Host, name string) (starlark.Value, error) {
-	e, ok := t.byName[owner+"."+name]
+	n, ok := t.byName[owner+"."+name]
 	if !ok {
 		return nil, nil
 	}
+	e := n.entry
 	switch {
 	case e.Attr != nil:
 		return e.Attr(recv), nil
@@ -253,7 +261,8 @@ func (t *Table) AttrNames(owner string) []string {
 
 // hostAttr answers h.NAME: the host-bound global NAME, acting on h.
 func (t *Table) hostAttr(h *Host, name string) starlark.Value {
-	e, ok := t.byName[name]
+	n, ok := t.byName[name]
+	e := n.entry
 	if !ok || !e.Host || !t.registered(e) {
 		return nil
 	}
@@ -268,6 +277,6 @@ func (t *Table) HostNames() []string {
 			names = append(names, e.Name)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }
