@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -116,7 +117,7 @@ func decodeStdinFast(raw []byte, alloc func(n int) []byte) (p stdinParams, dataE
 		default:
 			// Every other field of the namespace's struct is type-checked by
 			// the slow path; keys of no field are ignored.
-			return !foldsToAny(string(key), processFields)
+			return !foldsToAny(string(key), processFields())
 		}
 		return true
 	})
@@ -133,8 +134,9 @@ func decodeStdinFast(raw []byte, alloc func(n int) []byte) (p stdinParams, dataE
 }
 
 // processFields are the JSON names of wire.ProcessParams' fields, read from
-// the struct so that an added field cannot be missed here.
-var processFields = jsonNames(reflect.TypeFor[wire.ProcessParams]())
+// the struct so that an added field cannot be missed here; on first use
+// rather than at init, which every start of sous (a recipe's too) paid.
+var processFields = sync.OnceValue(func() []string { return jsonNames(reflect.TypeFor[wire.ProcessParams]()) })
 
 func jsonNames(t reflect.Type) []string {
 	var names []string

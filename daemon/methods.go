@@ -164,14 +164,11 @@ func serverPing(context.Context, *Session, json.RawMessage) (any, func(), error)
 // interface already so that returning it does not box it again): a ping is
 // the one request a client may send as fast as it can, and encoding the
 // struct by reflection each time was a sixth of what the daemon did for one
-// besides the socket reads and writes. Nothing modifies it.
-var pong any = func() json.RawMessage {
-	b, err := json.Marshal(wire.PingResult{Pong: true})
-	if err != nil {
-		panic(err)
-	}
-	return b[:len(b):len(b)] // an append by a holder copies
-}()
+// besides the socket reads and writes. Nothing modifies it. It is written
+// out rather than marshalled at init, which every start of sous paid
+// (encoding/json's first use); TestPongIsThePingResult holds it to
+// json.Marshal(wire.PingResult{Pong: true}).
+var pong any = json.RawMessage(`{"pong":true}`)
 
 func serverVersion(_ context.Context, se *Session, _ json.RawMessage) (any, func(), error) {
 	return wire.VersionResult{Version: se.s.cfg.Version, Platform: runtime.GOOS, Arch: runtime.GOARCH}, nil, nil

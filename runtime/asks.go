@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -440,8 +439,9 @@ func newAskID() string { return randomHex(4) }
 // newRunID is a run's id: 16 random hex digits.
 func newRunID() string { return randomHex(8) }
 
+// randomHex is n random bytes in hex (randomBytes).
 func randomHex(n int) string {
 	b := make([]byte, n)
-	rand.Read(b) // never fails (crypto/rand)
+	randomBytes(b)
 	return hex.EncodeToString(b)
 }

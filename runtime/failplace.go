@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // failurePlace finds where in the recipe a run failed, for the summary
@@ -21,7 +22,7 @@ func failurePlace(err error) (file string, line, col int, source string) {
 		return "", 0, 0, ""
 	case errors.As(err, &ce):
 		if len(ce.Errs) > 0 {
-			if m := compilePos.FindStringSubmatch(ce.Errs[0]); m != nil {
+			if m := compilePos().FindStringSubmatch(ce.Errs[0]); m != nil {
 				file = m[1]
 				line, _ = strconv.Atoi(m[2])
 				col, _ = strconv.Atoi(m[3])
@@ -47,8 +48,9 @@ func failurePlace(err error) (file string, line, col int, source string) {
 }
 
 // compilePos is the position at the start of a compile error:
-// "recipe.star:3:5: undefined: foo".
-var compilePos = regexp.MustCompile(`^(.+?):(\d+):(\d+): `)
+// "recipe.star:3:5: undefined: foo". Compiled on first use, not at init:
+// every start of sous paid for it (docs/PERFORMANCE.md, the start row).
+var compilePos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(.+?):(\d+):(\d+): `) })
 
 // sourceLine is line n of file, "" when it cannot be read.
 func sourceLine(file string, n int) string {

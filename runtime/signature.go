@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 
 	"go.starlark.net/syntax"
@@ -40,19 +41,64 @@ func (s Signature) Takes(name string) bool {
 // parameter list is Starlark's own (defaults, "*", *args, **kwargs), so
 // Starlark's parser reads it.
 func parseSignature(name, sig string) (Signature, error) {
-	rest, ok := strings.CutPrefix(sig, name+"(")
-	if !ok {
-		return Signature{}, fmt.Errorf("want %s(...)", name)
-	}
-	end := closingParen(rest)
-	if end < 0 {
-		return Signature{}, errors.New("no closing parenthesis")
-	}
-	f, err := syntax.Parse(name, "def f("+rest[:end]+"): pass\n", 0)
+	shape, err := splitSignature(name, sig)
 	if err != nil {
 		return Signature{}, err
 	}
-	var s Signature
+	return shape.parse()
+}
+
+// signatureShape is a Sig cut into its parameter list and its result
+// word, before Starlark's parser has read the parameters.
+type signatureShape struct {
+	name, params, result string
+}
+
+// splitSignature checks what can be checked of a Sig without Starlark's
+// parser: the name, the closing parenthesis, the result. NewTable checks
+// this much of every Sig; the parameters are read on first use (parse).
+func splitSignature(name, sig string) (signatureShape, error) {
+	rest, ok := strings.CutPrefix(sig, name+"(")
+	if !ok {
+		return signatureShape{}, fmt.Errorf("want %s(...)", name)
+	}
+	end := closingParen(rest)
+	if end < 0 {
+		return signatureShape{}, errors.New("no closing parenthesis")
+	}
+	shape := signatureShape{name: name, params: rest[:end]}
+	after := strings.TrimSpace(rest[end+1:])
+	if after == "" {
+		return shape, nil
+	}
+	result, ok := strings.CutPrefix(after, "->")
+	if shape.result = firstWord(result); !ok || shape.result == "" {
+		return signatureShape{}, fmt.Errorf("want nothing or -> RESULT after the parameters, got %q", after)
+	}
+	return shape, nil
+}
+
+// firstWord is the first run of letters and underscores in s ("" when
+// none): "Process" of " Process", "list" of " list of strings".
+func firstWord(s string) string {
+	isWord := func(r rune) bool { return unicode.IsLetter(r) || r == '_' }
+	start := strings.IndexFunc(s, isWord)
+	if start < 0 {
+		return ""
+	}
+	if n := strings.IndexFunc(s[start:], func(r rune) bool { return !isWord(r) }); n >= 0 {
+		return s[start : start+n]
+	}
+	return s[start:]
+}
+
+// parse reads the parameter list with Starlark's parser.
+func (shape signatureShape) parse() (Signature, error) {
+	f, err := syntax.Parse(shape.name, "def f("+shape.params+"): pass\n", 0)
+	if err != nil {
+		return Signature{}, err
+	}
+	s := Signature{Result: shape.result}
 	for _, p := range f.Stmts[0].(*syntax.DefStmt).Params {
 		switch p := p.(type) {
 		case *syntax.Ident:
@@ -65,17 +111,25 @@ func parseSignature(name, sig string) (Signature, error) {
 			}
 		}
 	}
-	after := strings.TrimSpace(rest[end+1:])
-	if after == "" {
-		return s, nil
-	}
-	result, ok := strings.CutPrefix(after, "->")
-	words := strings.FieldsFunc(result, func(r rune) bool { return !unicode.IsLetter(r) && r != '_' })
-	if !ok || len(words) == 0 {
-		return Signature{}, fmt.Errorf("want nothing or -> RESULT after the parameters, got %q", after)
-	}
-	s.Result = words[0]
 	return s, nil
+}
+
+// lazySignature is a function's Signature, read from its Sig the first
+// time something asks (sous check, a run's keyword check of a recipe that
+// calls it). Reading all of them with Starlark's parser took about a tenth
+// of `sous run`'s start (docs/PERFORMANCE.md, the start row), and a run
+// reads only those its recipe calls. The Table is shared, so the first
+// reader parses under the Once.
+type lazySignature struct {
+	once  sync.Once
+	shape signatureShape
+	sig   Signature
+	err   error
+}
+
+func (l *lazySignature) get() (Signature, error) {
+	l.once.Do(func() { l.sig, l.err = l.shape.parse() })
+	return l.sig, l.err
 }
 
 // closingParen finds the parenthesis that closes an argument list whose

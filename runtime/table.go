@@ -2,7 +2,8 @@ package runtime
 
 import (
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -12,19 +13,32 @@ import (
 type Table struct {
 	plugins []Plugin
 	entries []*Entry
-	byName  map[string]*Entry
-	members map[string][]*Entry  // by owner, sorted by name
-	sigs    map[string]Signature // of the functions (entries with Fn), by name
+	byName  map[string]tableEntry
+	members map[string][]*Entry // by owner, sorted by name
 	// decoders are the plugins' Decoders, by kind.
 	decoders map[string]Decoder
+}
+
+// tableEntry is an entry and, for a function, its signature read on
+// first use.
+type tableEntry struct {
+	entry *Entry
+	sig   *lazySignature
 }
 
 // NewTable indexes the plugins' entries. A name defined twice, a member
 // without its owner's heading, or an entry that is both a function and a
 // value is an error: the table is the contract, so it must be exact.
 func NewTable(plugins ...Plugin) (*Table, error) {
-	t := &Table{plugins: plugins, byName: make(map[string]*Entry), members: make(map[string][]*Entry), sigs: make(map[string]Signature),
+	// Sized up front: the table is built at every start of sous, and
+	// growing its maps entry by entry showed in the start's profile.
+	n := 0
+	for _, p := range plugins {
+		n += len(p.Entries)
+	}
+	t := &Table{plugins: plugins, entries: make([]*Entry, 0, n), byName: make(map[string]tableEntry, n), members: make(map[string][]*Entry),
 		decoders: make(map[string]Decoder)}
+	sigs := make([]lazySignature, n)
 	named := make(map[string]bool)
 	for _, p := range plugins {
 		if named[p.Name] {
@@ -54,14 +68,18 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 			if e.Sig == "" || e.Doc == "" {
 				return nil, fmt.Errorf("builtins: %s has no signature or no doc", e.Name)
 			}
+			te := tableEntry{entry: e}
 			if e.Fn != nil {
-				sig, err := parseSignature(e.Name, e.Sig)
+				// The parameters are read on first use (lazySignature);
+				// the rest of the Sig is checked here.
+				shape, err := splitSignature(e.Name, e.Sig)
 				if err != nil {
 					return nil, fmt.Errorf("builtins: %s: signature %q: %v", e.Name, e.Sig, err)
 				}
-				t.sigs[e.Name] = sig
+				te.sig = &sigs[len(t.entries)]
+				te.sig.shape = shape
 			}
-			t.byName[e.Name] = e
+			t.byName[e.Name] = te
 			t.entries = append(t.entries, e)
 			if owner, _ := e.Owner(); owner != "" {
 				t.members[owner] = append(t.members[owner], e)
@@ -72,7 +90,7 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 		if _, ok := t.byName[owner]; !ok {
 			return nil, fmt.Errorf("builtins: %s has members but no entry of its own", owner)
 		}
-		sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
+		slices.SortFunc(ms, func(a, b *Entry) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return t, nil
 }
@@ -92,16 +110,25 @@ func (t *Table) Entries() []*Entry { return t.entries }
 
 // Lookup finds an entry by its full name.
 func (t *Table) Lookup(name string) (*Entry, bool) {
-	e, ok := t.byName[name]
-	return e, ok
+	n, ok := t.byName[name]
+	return n.entry, ok
 }
 
 // Signature returns what the Sig of the function name says about calling
 // it; false when name is not a function (a value, an attribute, a heading,
-// or Starlark's own).
+// or Starlark's own). A parameter list Starlark cannot parse is a mistake
+// in the table, which is fixed at compile time, so it panics as MustTable
+// does; builtins' TestSignaturesNameWhatTheFunctionsTake reads every one.
 func (t *Table) Signature(name string) (Signature, bool) {
-	s, ok := t.sigs[name]
-	return s, ok
+	n, ok := t.byName[name]
+	if !ok || n.sig == nil {
+		return Signature{}, false
+	}
+	s, err := n.sig.get()
+	if err != nil {
+		panic(fmt.Sprintf("builtins: %s: signature %q: %v", name, n.entry.Sig, err))
+	}
+	return s, true
 }
 
 // Members returns the entries of a module or type, sorted by name.
@@ -110,8 +137,8 @@ func (t *Table) Members(owner string) []*Entry { return t.members[owner] }
 // IsPredeclared reports whether a recipe may use name as a global without
 // defining it (Starlark's universe aside): what `sous check` resolves against.
 func (t *Table) IsPredeclared(name string) bool {
-	e, ok := t.byName[name]
-	return ok && t.registered(e)
+	n, ok := t.byName[name]
+	return ok && t.registered(n.entry)
 }
 
 // registered reports whether a global entry becomes a predeclared name.
@@ -206,10 +233,11 @@ func (env *Env) settle() {
 // on (nil: none). It returns nil, nil for an unknown name, as
 // starlark.HasAttrs wants.
 func (t *Table) Attr(env *Env, owner string, recv starlark.Value, host *Host, name string) (starlark.Value, error) {
-	e, ok := t.byName[owner+"."+name]
+	n, ok := t.byName[owner+"."+name]
 	if !ok {
 		return nil, nil
 	}
+	e := n.entry
 	switch {
 	case e.Attr != nil:
 		return e.Attr(recv), nil
@@ -233,7 +261,8 @@ func (t *Table) AttrNames(owner string) []string {
 
 // hostAttr answers h.NAME: the host-bound global NAME, acting on h.
 func (t *Table) hostAttr(h *Host, name string) starlark.Value {
-	e, ok := t.byName[name]
+	n, ok := t.byName[name]
+	e := n.entry
 	if !ok || !e.Host || !t.registered(e) {
 		return nil
 	}
@@ -248,6 +277,6 @@ func (t *Table) HostNames() []string {
 			names = append(names, e.Name)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -28,4 +29,34 @@ func TestNewTableRejectsMistakes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSignaturesAreReadOnFirstUse: NewTable checks the shape of every Sig
+// (its name, parenthesis and result) but leaves the parameters to
+// Starlark's parser on first use, which the start of every `sous run`
+// would otherwise pay for every builtin. A parameter list that does not
+// parse is still caught, at the first Signature call.
+func TestSignaturesAreReadOnFirstUse(t *testing.T) {
+	t.Parallel()
+	fn := func(*Call) (starlark.Value, error) { return starlark.None, nil }
+	if _, err := NewTable(Plugin{Name: "p", Entries: []Entry{{Name: "a", Sig: "b(x)", Doc: "d", Fn: fn}}}); err == nil ||
+		!strings.Contains(err.Error(), `builtins: a: signature "b(x)": want a(...)`) {
+		t.Errorf("a Sig naming another function: %v", err)
+	}
+	tab, err := NewTable(Plugin{Name: "p", Entries: []Entry{
+		{Name: "good", Sig: "good(x, *, y=1) -> Process", Doc: "d", Fn: fn},
+		{Name: "bad", Sig: "bad(x=) -> int", Doc: "d", Fn: fn},
+	}})
+	if err != nil {
+		t.Fatalf("NewTable: %v", err)
+	}
+	if sig, ok := tab.Signature("good"); !ok || !sig.Takes("y") || sig.Takes("z") || sig.Result != "Process" {
+		t.Errorf("good: %+v %v", sig, ok)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), `builtins: bad: signature "bad(x=) -> int"`) {
+			t.Errorf("bad: recovered %v, want a panic naming the signature", r)
+		}
+	}()
+	tab.Signature("bad")
 }

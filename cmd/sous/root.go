@@ -8,11 +8,77 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newCmdRoot builds the whole command tree. Every top-level command is
-// listed here, in the order `sous --help` shows them (cobra sorts them by
-// name); each is made by its own newCmdX(f, runF), as the GitHub CLI does,
-// and none registers itself.
+// topLevelCommand is a top-level command's name and how to build it.
+type topLevelCommand struct {
+	name  string
+	build func(*Factory) *cobra.Command
+}
+
+// topLevelCommands lists every top-level command, in the order `sous
+// --help` shows them (cobra sorts them by name); each is made by its own
+// newCmdX(f, runF), as the GitHub CLI does, and none registers itself.
+// TestTopLevelCommandsAreNamedAsTheyAreBuilt holds each name to its command.
+func topLevelCommands() []topLevelCommand {
+	return []topLevelCommand{
+		{"approvals", func(f *Factory) *cobra.Command { return newCmdApprovals(f, nil) }},
+		{"attach", func(f *Factory) *cobra.Command { return newCmdAttach(f, nil) }},
+		{"check", func(f *Factory) *cobra.Command { return newCmdCheck(f, nil) }},
+		{"completion", func(f *Factory) *cobra.Command { return newCmdCompletion(f, nil) }},
+		{"daemon", newCmdDaemon},
+		{"doc", func(f *Factory) *cobra.Command { return newCmdDoc(f, nil) }},
+		{"exec", func(f *Factory) *cobra.Command { return newCmdExec(f, nil) }},
+		{"files", newCmdFiles},
+		{"git", newCmdGit},
+		{"kill", func(f *Factory) *cobra.Command { return newCmdKill(f, nil) }},
+		{"model", newCmdModel},
+		{"ps", func(f *Factory) *cobra.Command { return newCmdPs(f, nil) }},
+		{"rpc", func(f *Factory) *cobra.Command { return newCmdRPC(f, nil) }},
+		{"resume", func(f *Factory) *cobra.Command { return newCmdResume(f, nil) }},
+		{"run", func(f *Factory) *cobra.Command { return newCmdRun(f, nil) }},
+		{"runs", func(f *Factory) *cobra.Command { return newCmdRuns(f, nil) }},
+		{"version", func(f *Factory) *cobra.Command { return newCmdVersion(f, nil) }},
+	}
+}
+
+// newCmdRoot builds the whole command tree: the root and every top-level
+// command.
 func newCmdRoot(f *Factory) *cobra.Command {
+	root := newRootOnly()
+	for _, c := range topLevelCommands() {
+		root.AddCommand(c.build(f))
+	}
+	refuseUnknownSubcommands(root)
+	return root
+}
+
+// newCmdRootFor builds the tree args need. A command line whose first
+// word names a top-level command (`sous run x.star`) is parsed by that
+// command alone, so the root gets only that one: building the other
+// sixteen with their flags cost about a tenth of a one-line recipe's run
+// (docs/PERFORMANCE.md, the start row). Anything else (a flag first,
+// help, completion, an unknown or misspelt command that wants
+// suggestions) gets the whole tree.
+func newCmdRootFor(f *Factory, args []string) *cobra.Command {
+	if len(args) == 0 {
+		return newCmdRoot(f)
+	}
+	for _, c := range topLevelCommands() {
+		if c.name != args[0] || c.name == "completion" {
+			continue
+		}
+		root := newRootOnly()
+		// cobra would add its own completion command to a root without
+		// ours; the command line named another command, so none is needed.
+		root.CompletionOptions.DisableDefaultCmd = true
+		root.AddCommand(c.build(f))
+		refuseUnknownSubcommands(root)
+		return root
+	}
+	return newCmdRoot(f)
+}
+
+// newRootOnly builds the root command without its subcommands.
+func newRootOnly() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sous",
 		Short: "Script multi-step agent workflows in Starlark",
@@ -35,33 +101,13 @@ one over a Unix socket, ssh or a WebSocket.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &flagError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})
-	root.AddCommand(
-		newCmdApprovals(f, nil),
-		newCmdAttach(f, nil),
-		newCmdCheck(f, nil),
-		newCmdCompletion(f, nil),
-		newCmdDaemon(f),
-		newCmdDoc(f, nil),
-		newCmdExec(f, nil),
-		newCmdFiles(f),
-		newCmdGit(f),
-		newCmdKill(f, nil),
-		newCmdModel(f),
-		newCmdPs(f, nil),
-		newCmdRPC(f, nil),
-		newCmdResume(f, nil),
-		newCmdRun(f, nil),
-		newCmdRuns(f, nil),
-		newCmdVersion(f, nil),
-	)
-	refuseUnknownSubcommands(root)
 	return root
 }
 
 // execute runs the sous command line with f and returns the process exit
 // code: what main exits with.
 func execute(f *Factory, args []string) int {
-	return executeRoot(f, newCmdRoot(f), args)
+	return executeRoot(f, newCmdRootFor(f, args), args)
 }
 
 // executeRoot runs args on root (newCmdRoot's tree; tests swap a command

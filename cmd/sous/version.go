@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,13 @@ type buildInfo struct {
 	Version, Commit, Time string
 }
 
-func currentBuild() buildInfo {
+// currentBuild is this binary's buildInfo, read once: a run asked for it
+// twice (the root's --version, the notifications' user agent), and
+// parsing the embedded module list each time showed in the start's profile
+// (docs/PERFORMANCE.md, the start row).
+var currentBuild = sync.OnceValue(readBuild)
+
+func readBuild() buildInfo {
 	b := buildInfo{Version: version, Commit: commit, Time: buildTime}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if b.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {

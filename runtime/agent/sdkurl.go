@@ -19,7 +19,10 @@ import (
 // hosts other than Anthropic's.
 var minSDKURLRejecting = [3]int{2, 1, 121}
 
-var versionRE = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`)
+// versionRE finds a CLI version number. Compiled on first use, not at
+// init: every start of sous paid for it (docs/PERFORMANCE.md, the start
+// row).
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`) })
 
 // explainStartFailure turns a failed start into an error that says what to
 // do when the cause is a CLI that refuses local --sdk-url endpoints.
@@ -35,7 +38,7 @@ func (t *wsTransport) explainStartFailure(err error) error {
 	}
 	// The CLI never connected. Its version tells whether it would have.
 	v := cliVersion(t.l)
-	if m := versionRE.FindStringSubmatch(v); m != nil {
+	if m := versionRE().FindStringSubmatch(v); m != nil {
 		var got [3]int
 		for i := range got {
 			got[i], _ = strconv.Atoi(m[i+1])
@@ -88,7 +91,7 @@ func cliVersion(l launch) string {
 	mu.Lock()
 	defer mu.Unlock()
 	// "2.1.330 (Claude Code)": the number is what matters.
-	if v := versionRE.FindString(out.String()); v != "" {
+	if v := versionRE().FindString(out.String()); v != "" {
 		return v
 	}
 	return "unknown version"

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ServerName is the name of the in-process MCP server that serves a
@@ -51,12 +52,13 @@ type ToolCall struct {
 const MaxToolResult = 1 << 20
 
 // validToolName is what a Tool's Name may be: the characters the Messages
-// API accepts in a tool name.
-var validToolName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+// API accepts in a tool name. Compiled on first use, not at init: every
+// start of sous paid for it (docs/PERFORMANCE.md, the start row).
+var validToolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // CheckToolName says why name cannot be a Tool's name, or nil.
 func CheckToolName(name string) error {
-	if !validToolName.MatchString(name) {
+	if !validToolName().MatchString(name) {
 		return fmt.Errorf("want letters, digits, _ and - only, got %q", name)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Suggest is the narrowest useful rule that allows the request, for an
@@ -90,7 +91,9 @@ func suggest(req Request) (Rule, bool) {
 
 // subcommand is a second word worth keeping in a prefix: `test` in
 // `go test`, `commit` in `git commit`; not an option, a path or a value.
-var subcommand = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+// Compiled on first use, not at init: every start of sous paid for it
+// (docs/PERFORMANCE.md, the start row).
+var subcommand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`) })
 
 // runsAnything are programs whose arguments can run any command or code:
 // a prefix rule on them would allow everything, so they get exact rules.
@@ -116,7 +119,7 @@ func commandRule(c command) (string, bool) {
 		return quoteWords(c.texts()), true
 	}
 	words := []string{c[0].text}
-	if len(c) > 1 && c[1].literal && subcommand.MatchString(c[1].text) {
+	if len(c) > 1 && c[1].literal && subcommand().MatchString(c[1].text) {
 		words = append(words, c[1].text)
 	}
 	return quoteWords(words) + ":*", true
@@ -156,8 +159,9 @@ func pathRule(req Request) (string, bool) {
 	return dir + "/**", true
 }
 
-// plainWord is a word the shell reads as itself, unquoted.
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+// plainWord is a word the shell reads as itself, unquoted; compiled on
+// first use, as subcommand.
+var plainWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`) })
 
 // quoteWords writes words so that the rule's shell parse gives them back.
 func quoteWords(words []string) string {
@@ -165,7 +169,7 @@ func quoteWords(words []string) string {
 	for i, w := range words {
 		// First, a bare NAME=value is an assignment and a bare "if" or
 		// "time" a keyword: quoted, the rule reads back as the same words.
-		if plainWord.MatchString(w) && (i > 0 || !isAssignment(w) && !reserved[w]) {
+		if plainWord().MatchString(w) && (i > 0 || !isAssignment(w) && !reserved[w]) {
 			q[i] = w
 		} else {
 			q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
