@@ -88,13 +88,16 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 		}
 	}
 	if is, ok := se.sink.(InlineSink); ok && is.DeliverInline() {
-		sub.cur.Watch(func() { se.deliver(sub) })
-		// What came in between the replay and Watch, delivered on a
-		// goroutine of its own: here, on the caller's, a child writing
-		// faster than the sink takes it would hold the spawn's or the
-		// reattach's answer until it stopped writing (the appenders find
-		// this one delivering and leave it to catch up).
-		go sub.cur.Kick()
+		// What came in between the replay and Watch, if anything, is
+		// delivered on a goroutine of its own: here, on the caller's, a
+		// child writing faster than the sink takes it would hold the
+		// spawn's or the reattach's answer until it stopped writing (the
+		// appenders find this one delivering and leave it to catch up).
+		// Nothing came, most often right after a spawn: the appenders
+		// deliver it all, and no goroutine is started.
+		if sub.cur.Watch(func() { se.deliver(sub) }) {
+			go sub.cur.Kick()
+		}
 		return nil
 	}
 	go se.pump(sub)

@@ -121,11 +121,16 @@ func (c *Client) start(ctx context.Context, method string, params json.RawMessag
 // call's params are read no more (a resend after a reconnect is over or
 // will not happen), so the caller may reuse their buffer.
 func (c *Client) await(ctx context.Context, id uint64, cl *call) (json.RawMessage, error) {
-	defer func() {
-		c.forget(id)
-		cl.sendMu.Lock() // waits out a resend under way
-		cl.sendMu.Unlock()
-	}()
+	defer c.settle(id, cl)
+	if !c.awaitDone(ctx, cl) {
+		return nil, fmt.Errorf("%s: %w", cl.method, ctx.Err())
+	}
+	return cl.result, cl.err
+}
+
+// awaitDone waits until cl is answered, and reports true, or until ctx
+// ends (false); the call stays pending either way, for settle to forget.
+func (c *Client) awaitDone(ctx context.Context, cl *call) bool {
 	c.mu.Lock()
 	via := cl.via
 	c.mu.Unlock()
@@ -134,10 +139,18 @@ func (c *Client) await(ctx context.Context, id uint64, cl *call) (json.RawMessag
 	}
 	select {
 	case <-cl.done:
-		return cl.result, cl.err
+		return true
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: %w", cl.method, ctx.Err())
+		return false
 	}
+}
+
+// settle forgets a call its caller no longer waits for, once any resend of
+// it under way is over.
+func (c *Client) settle(id uint64, cl *call) {
+	c.forget(id)
+	cl.sendMu.Lock() // waits out a resend under way
+	cl.sendMu.Unlock()
 }
 
 func (c *Client) forget(id uint64) {

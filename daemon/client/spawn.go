@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -179,24 +180,38 @@ const spawnSettle = 5 * time.Second
 // killed, and the caller gets ctx's error as if nothing started. (A kill
 // sent at once could overtake the spawn: the daemon handles a
 // connection's requests concurrently.)
+//
+// The caller waits for the answer itself, watching ctx, rather than on a
+// goroutine of its own started per spawn: that goroutine cost a start and
+// a wake-up (a futex call when it ran on the other CPU) on every spawn's
+// path, and over a socket it, not the caller, read the answer.
 func (c *Client) spawnCall(ctx context.Context, id string, params map[string]any, res *wire.SpawnResult, files []*os.File) error {
-	done := make(chan error, 1)
-	go func() { done <- c.callFiles(context.WithoutCancel(ctx), "process.spawn", params, res, files) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+	const method = "process.spawn"
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("%s: encode params: %w", method, err)
 	}
-	settle, cancel := context.WithTimeout(context.WithoutCancel(ctx), spawnSettle)
-	defer cancel()
-	select {
-	case err := <-done:
-		if err == nil {
+	detached := context.WithoutCancel(ctx)
+	callID, cl, err := c.start(detached, method, raw, files)
+	if err != nil {
+		return err
+	}
+	defer c.settle(callID, cl)
+	if !c.awaitDone(ctx, cl) {
+		settle, cancel := context.WithTimeout(detached, spawnSettle)
+		defer cancel()
+		if c.awaitDone(settle, cl) && cl.err == nil {
 			c.Call(settle, "process.killAndWait", map[string]any{"id": id, "signal": "SIGKILL", "escalate": true, "timeoutMs": 1000}, nil)
 		}
-	case <-settle.Done():
+		return ctx.Err()
 	}
-	return ctx.Err()
+	if cl.err != nil {
+		return cl.err
+	}
+	if err := decodeResult(cl.result, res); err != nil {
+		return fmt.Errorf("%s: decode result: %w", method, err)
+	}
+	return nil
 }
 
 // Reattach follows a process already on the daemon, replaying its frames

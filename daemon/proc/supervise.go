@@ -1,7 +1,7 @@
 package proc
 
 import (
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -12,21 +12,45 @@ import (
 // for another's: one goroutine fewer to start and wake for every child, on
 // the path from its exit to its exit frame.
 //
+// The exit frame is appended by whichever of the reaper and the pipe
+// readers finishes last (finishing), not by the reaper after waiting for
+// the readers: a child's exit ends its pipes and its pidfd at once, and the
+// reaper sleeping on a WaitGroup meant one more wake-up (a futex call when
+// the last reader ran on the other CPU) between the child's exit and its
+// exit frame.
+//
 // After the child exits, descendants may still hold its pipes open (a shell
 // that started something in the background). Output keeps flowing while they
 // write; once they stay quiet for DrainAfterExit the pipes are abandoned, so
 // the exit frame is not held hostage by a daemonized grandchild.
 func (r *Registry) supervise(p *Process) {
-	var wg sync.WaitGroup
+	var left atomic.Int32
+	left.Store(int32(len(p.outputs)) + 1) // the readers and the reaper
+	done := func() {
+		if left.Add(-1) == 0 {
+			r.finish(p)
+		}
+	}
+	// Added while this goroutine's own count is held, so Close's Wait
+	// cannot have returned meanwhile.
+	r.wg.Add(len(p.outputs))
 	for _, o := range p.outputs {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.readPipe(p, o) }()
+		go func() {
+			defer r.wg.Done()
+			r.readPipe(p, o)
+			done()
+		}()
 	}
 	p.reap(r.addStrays) // closes reapedCh
 	for _, o := range p.outputs {
 		o.f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))
 	}
-	wg.Wait()
+	done()
+}
+
+// finish ends a process whose pipes have ended and which has been reaped:
+// its exit frame goes in the log, and it joins the exited ones.
+func (r *Registry) finish(p *Process) {
 	p.stdin.stop()
 	code, _ := p.ExitCode()
 	p.Log.Append(p.ctx, p.exitFrame()) // fails only when discarded

@@ -706,15 +706,21 @@ func (c *Cursor) Close() {
 // goroutines at once: a change while it runs makes the goroutine running it
 // call it again before leaving, so fn should Poll until ErrNothingNew. It
 // may run after Close. Call Watch once, before the first change fn should
-// see, then Kick: changes before Watch are not reported.
-func (c *Cursor) Watch(fn func()) {
+// see: changes before Watch are not reported. It returns missed when Poll
+// already has something to say (frames, the end, the close): the caller
+// then Kicks. Without it, every change to come calls fn, and a Kick
+// would only find nothing new (a goroutine started for nothing on each
+// spawn, when the follower kicked on one of its own every time).
+func (c *Cursor) Watch(fn func()) (missed bool) {
 	l := c.log
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c.watch = fn
-	if _, live := l.cursors[c]; live {
+	_, live := l.cursors[c]
+	if live {
 		l.watched = append(slices.Clone(l.watched), c)
 	}
+	return !live || l.closed || l.ended || c.next <= l.last
 }
 
 // Kick runs the Watch function as a change does, under the same
