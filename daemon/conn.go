@@ -182,7 +182,7 @@ func (c *conn) serve() {
 		)
 		if decoded {
 			req, perr = decodeRequest(line)
-			if perr == nil && inlineMethods[req.Method] && c.sess.idle() {
+			if perr == nil && (inlineMethods[req.Method] || req.Method == "process.spawn") && c.sess.idle() {
 				c.handle(0, req, nil, files)
 				continue
 			}
@@ -481,6 +481,16 @@ func (lr *lineReader) bigger(limit int) []byte {
 // written behind a stream the client has stopped reading would stall the
 // reader, and with it every request after it. Everything else runs
 // concurrently, as the contract requires.
+//
+// process.spawn too runs on the reader while the connection follows no
+// process: its handler waits for nothing the client does (a spawn of the
+// same id under way ends by itself; the frames of a process it replaces
+// are not this connection's to deliver, as it follows none), and it
+// answers as soon as the child has started. The goroutine it was handed
+// to cost a start and a wake-up on every spawn's path; what it holds up
+// instead is a request sent during the fork, by a client following
+// nothing, for the fork's time. A spawn on a connection following
+// processes still gets its goroutine, whatever its children do.
 var inlineMethods = map[string]bool{"server.ping": true, "server.version": true, "server.capabilities": true}
 
 // maxInlineLine is the longest request the reader parses itself: ample for

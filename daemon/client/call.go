@@ -19,10 +19,13 @@ type call struct {
 	retry  bool       // safe to send again after a reconnect
 	files  []*os.File // passed with the request (filePasser); never resent
 	via    link       // the link it was sent on
-	sendMu sync.Mutex // held while resend sends it again (see await)
-	done   chan struct{}
-	result json.RawMessage
-	err    error
+	// spawning is the process a process.spawn starts, which its caller
+	// may follow while reading its own answer (readerHints.quiet).
+	spawning *Proc
+	sendMu   sync.Mutex // held while resend sends it again (see await)
+	done     chan struct{}
+	result   json.RawMessage
+	err      error
 }
 
 // retryable lists the methods that are safe to resend when the connection
@@ -135,7 +138,7 @@ func (c *Client) awaitDone(ctx context.Context, cl *call) bool {
 	via := cl.via
 	c.mu.Unlock()
 	if r, ok := via.(selfReader); ok {
-		r.readUntil(ctx, cl.done)
+		r.readUntil(ctx, cl.done, cl.spawning)
 	}
 	select {
 	case <-cl.done:

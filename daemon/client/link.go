@@ -32,9 +32,11 @@ type receiver interface {
 
 // readerHints tells a link whether anyone expects what it reads.
 type readerHints interface {
-	// quiet reports that no process is followed: nothing arrives but
-	// answers to calls, so a caller may read its own.
-	quiet() bool
+	// quiet reports that no process is followed but spawning (nil: none
+	// at all), the process whose spawn a caller awaits: nothing arrives
+	// but answers to calls (the spawned process's frames come after its
+	// answer), so a caller may read its own.
+	quiet(spawning *Proc) bool
 	// idle reports that nothing is expected at all: no process is followed
 	// and no call awaits its answer.
 	idle() bool
@@ -45,7 +47,7 @@ type readerHints interface {
 // caller while it waits (readUntil), and told when a call goes out whose
 // waiter will not read (wakeReader).
 type selfReader interface {
-	readUntil(ctx context.Context, done <-chan struct{})
+	readUntil(ctx context.Context, done <-chan struct{}, spawning *Proc)
 	probe() bool
 	wakeReader()
 }

@@ -58,9 +58,13 @@ func (c *Client) gone(_ link, g wire.Gone) {
 }
 
 // quiet implements readerHints.
-func (c *Client) quiet() bool {
+func (c *Client) quiet(spawning *Proc) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if spawning != nil && len(c.procs) == 1 {
+		f := c.procs[spawning.ID]
+		return f != nil && len(f.procs) == 1 && f.procs[0] == spawning
+	}
 	return len(c.procs) == 0
 }
 

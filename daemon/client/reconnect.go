@@ -279,7 +279,7 @@ func (c *Client) callOn(ctx context.Context, l link, method string, params, resu
 		return err
 	}
 	if r, ok := l.(selfReader); ok {
-		r.readUntil(ctx, cl.done)
+		r.readUntil(ctx, cl.done, nil)
 	}
 	select {
 	case <-cl.done:

@@ -29,16 +29,21 @@ func (l *streamLink) wakeReader() {
 
 // readUntil waits for done, reading the stream on the caller's goroutine
 // while nobody else does and the client follows no process (whose frame
-// handlers then run on this goroutine, as on the reader's); otherwise it
+// handlers then run on this goroutine, as on the reader's) but spawning,
+// whose frames come after the answer; otherwise it
 // makes sure the reader goroutine reads, and returns for the caller to wait
 // as usual. It also returns, handing the reading on, once ctx ends. When it
 // returns, done may still be open.
-func (l *streamLink) readUntil(ctx context.Context, done <-chan struct{}) {
+//
+// A spawn's caller reads its own answer so: when the reader goroutine read
+// it, the answer cost a wake-up of that goroutine and another of the
+// caller, on the path of every spawn.
+func (l *streamLink) readUntil(ctx context.Context, done <-chan struct{}, spawning *Proc) {
 	if l.hints == nil {
 		return
 	}
 	l.rmu.Lock()
-	if l.reading || l.ended || !l.hints.quiet() {
+	if l.reading || l.ended || !l.hints.quiet(spawning) {
 		l.ensureReader()
 		l.rmu.Unlock()
 		return
@@ -84,7 +89,7 @@ func (l *streamLink) readUntil(ctx context.Context, done <-chan struct{}) {
 			return
 		default:
 		}
-		if !l.hints.quiet() {
+		if !l.hints.quiet(spawning) {
 			return // a process to follow now: the reader goroutine's job
 		}
 		if err = l.step(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"runtime"
@@ -88,6 +89,56 @@ func TestCallerReadsItsOwnAnswer(t *testing.T) {
 	ping(200) // as at the start, the reader may take the first few before it parks
 	if n := client.SelfReads(c) - before; n < 190 {
 		t.Errorf("after a reattach that found nothing, callers read %d of 200 answers themselves", n)
+	}
+}
+
+// A spawn's caller reads its own answer too while the client follows no
+// other process: the answer comes before the new process's frames. Its
+// reader goroutine did, which woke it and then the caller on every spawn.
+// While another process is followed, the reader goroutine reads the
+// answer: that process's frames may come first, and their handler could
+// be waiting for this very caller.
+func TestSpawnerReadsItsOwnAnswer(t *testing.T) {
+	sock := startDaemon(t, daemon.Config{})
+	c := dialProxy(t, sock)
+	ctx := context.Background()
+	spawn := func(id string) {
+		t.Helper()
+		p, err := c.Spawn(ctx, client.SpawnSpec{ID: id, Command: "true"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, err := p.Wait(ctx); err != nil || code != 0 {
+			t.Fatalf("wait: %d %v", code, err)
+		}
+	}
+	const n = 50
+	before := client.SelfReads(c)
+	for i := range n {
+		spawn(fmt.Sprint("alone-", i))
+		// The reader goroutine reads the exit frame, and holds on to the
+		// reading until it parks: a ping after each spawn lets it.
+		if err := c.Call(ctx, "server.ping", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The pings are read by their callers as before; so are the spawns'
+	// answers now, but for a few the reader goroutine still held.
+	if got := client.SelfReads(c) - before; got < 2*n-n/5 {
+		t.Errorf("callers read %d answers of %d spawns and %d pings themselves, want at least %d", got, n, n, 2*n-n/5)
+	}
+
+	other, err := c.Spawn(ctx, client.SpawnSpec{ID: "other", Command: "sleep", Args: []string{"30"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.KillAndWait(ctx, "SIGKILL", time.Second, true)
+	before = client.SelfReads(c)
+	for i := range 10 {
+		spawn(fmt.Sprint("beside-", i))
+	}
+	if got := client.SelfReads(c) - before; got != 0 {
+		t.Errorf("callers read %d spawn answers themselves while another process was followed", got)
 	}
 }
 

@@ -118,7 +118,7 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		p.teed = pass.tee
 		p.mu.Unlock()
 		var res wire.SpawnResult
-		err := c.spawnCall(ctx, spec.ID, params, &res, pass.files)
+		err := c.spawnCall(ctx, p, params, &res, pass.files)
 		if pass.files != nil && mirrorRefused(err) {
 			// Something between here and the daemon (a relay such as
 			// socat) carries bytes but not descriptors. The daemon checks
@@ -130,7 +130,7 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 			p.mu.Lock()
 			p.teed = false
 			p.mu.Unlock()
-			err = c.spawnCall(ctx, spec.ID, params, &res, nil)
+			err = c.spawnCall(ctx, p, params, &res, nil)
 		}
 		p.stdinPassed, p.outputPassed = pass.stdin, pass.direct
 		p.mu.Lock()
@@ -185,7 +185,7 @@ const spawnSettle = 5 * time.Second
 // goroutine of its own started per spawn: that goroutine cost a start and
 // a wake-up (a futex call when it ran on the other CPU) on every spawn's
 // path, and over a socket it, not the caller, read the answer.
-func (c *Client) spawnCall(ctx context.Context, id string, params map[string]any, res *wire.SpawnResult, files []*os.File) error {
+func (c *Client) spawnCall(ctx context.Context, p *Proc, params map[string]any, res *wire.SpawnResult, files []*os.File) error {
 	const method = "process.spawn"
 	raw, err := json.Marshal(params)
 	if err != nil {
@@ -196,12 +196,13 @@ func (c *Client) spawnCall(ctx context.Context, id string, params map[string]any
 	if err != nil {
 		return err
 	}
+	cl.spawning = p // only this goroutine reads it
 	defer c.settle(callID, cl)
 	if !c.awaitDone(ctx, cl) {
 		settle, cancel := context.WithTimeout(detached, spawnSettle)
 		defer cancel()
 		if c.awaitDone(settle, cl) && cl.err == nil {
-			c.Call(settle, "process.killAndWait", map[string]any{"id": id, "signal": "SIGKILL", "escalate": true, "timeoutMs": 1000}, nil)
+			c.Call(settle, "process.killAndWait", map[string]any{"id": p.ID, "signal": "SIGKILL", "escalate": true, "timeoutMs": 1000}, nil)
 		}
 		return ctx.Err()
 	}

@@ -53,12 +53,17 @@ func (r *Registry) supervise(p *Process) {
 func (r *Registry) finish(p *Process) {
 	p.stdin.stop()
 	code, _ := p.ExitCode()
+	// Logged before the exit frame goes in, not after: its delivery
+	// readies whoever waits for it (the embedded client's caller, a
+	// socket subscriber's pump) on this goroutine's CPU, where it runs
+	// only once this goroutine is done, and a log line is the slowest of
+	// what is left (a write, for a daemon logging to a file).
+	r.opt.Logger.Info("exit", "id", p.ID, "pid", p.Pid, "exitCode", code)
 	p.Log.Append(p.ctx, p.exitFrame()) // fails only when discarded
 	now := time.Now()
 	p.markExited(now)
 	r.queueExited(p, now)
 	close(p.doneCh)
-	r.opt.Logger.Info("exit", "id", p.ID, "pid", p.Pid, "exitCode", code)
 	if r.opt.OnExit != nil {
 		r.opt.OnExit(p)
 	}

@@ -175,6 +175,17 @@ func (l *Log) Append(ctx context.Context, f wire.Frame) (int64, error) {
 // rest are not the log's).
 func (l *Log) AppendAll(ctx context.Context, frames []wire.Frame) (int, error) {
 	l.mu.Lock()
+	if len(frames) == 0 {
+		// Nothing changes, so nobody is woken: a child's pipes reaching
+		// their end appended nothing, and woke its subscribers' pumps
+		// once per pipe on every exit, for them to find nothing new.
+		closed := l.closed
+		l.mu.Unlock()
+		if closed {
+			return 0, ErrClosed
+		}
+		return 0, nil
+	}
 	for i := range frames {
 		f := &frames[i]
 		for {

@@ -829,3 +829,70 @@ func TestRoomWanted(t *testing.T) {
 	default:
 	}
 }
+
+// Watch says whether something came before it, which its watcher was not
+// called for: the follower then kicks, and otherwise starts no goroutine.
+func TestWatchSaysWhatItMissed(t *testing.T) {
+	l := New(Options{})
+	defer l.Close()
+	if c := l.NewCursor(0); c.Watch(func() {}) {
+		t.Error("Watch of an empty log reported something missed")
+	}
+	appendN(t, l, 1, 5)
+	if c := l.NewCursor(0); !c.Watch(func() {}) {
+		t.Error("Watch of a cursor with a frame to read reported nothing missed")
+	}
+	if c := l.NewCursor(1); c.Watch(func() {}) {
+		t.Error("Watch of a cursor past the last frame reported something missed")
+	}
+	appendExit(t, l, 0)
+	if c := l.NewCursor(2); !c.Watch(func() {}) {
+		t.Error("Watch of a cursor at the end of an ended log reported nothing missed")
+	}
+	closed := New(Options{})
+	closed.Close()
+	if c := closed.NewCursor(0); !c.Watch(func() {}) {
+		t.Error("Watch of a closed log reported nothing missed")
+	}
+}
+
+// Appending nothing changes nothing, so it wakes nobody: a child's pipes
+// reaching their end append nothing, and woke each subscriber's pump, or
+// ran its watcher, for it to find nothing new.
+func TestEmptyAppendWakesNobody(t *testing.T) {
+	l := New(Options{})
+	defer l.Close()
+	c := l.NewCursor(0)
+	var calls atomic.Int32
+	c.Watch(func() { calls.Add(1) })
+	waiting := make(chan error, 1)
+	waiter := l.NewCursor(0)
+	go func() {
+		_, err := waiter.Next(context.Background(), nil, 1)
+		waiting <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let the waiter wait
+	if n, err := l.AppendAll(context.Background(), nil); n != 0 || err != nil {
+		t.Fatalf("AppendAll of nothing: %d %v", n, err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("an empty append called the watcher %d times", n)
+	}
+	select {
+	case err := <-waiting:
+		t.Fatalf("an empty append woke a waiting Next: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	appendN(t, l, 1, 5)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("an append called the watcher %d times, want 1", n)
+	}
+	if err := <-waiting; err != nil {
+		t.Fatalf("Next after an append: %v", err)
+	}
+	closed := New(Options{})
+	closed.Close()
+	if _, err := closed.AppendAll(context.Background(), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("an empty append to a closed log: %v, want ErrClosed", err)
+	}
+}
