@@ -54,6 +54,10 @@ type heldRun struct {
 	holder *Session       // nil: no connection holds it
 	w      *runlog.Writer // open while held
 	count  int            // records in the journal
+	// closed says the lease's runner closed the run (run.close): a late
+	// request under that lease (one a cut connection still carried) is
+	// applied, but takes the run no more.
+	closed bool
 }
 
 func newRunJournals(dir string) *runJournals {
@@ -120,12 +124,14 @@ func (rj *runJournals) take(hr *heldRun, se *Session, run, lease string) error {
 	}
 	// The same lease on another connection: the runner reconnected, maybe
 	// before the daemon saw its old connection go. Or a request of a
-	// connection that closed (the runner wrote it and died): it is applied
-	// all the same, its connection lets go once its requests are done, and
-	// it takes nothing from a live one.
-	if hr.holder != nil && se.ctx.Err() != nil {
-		return nil
-	}
+	// connection that closed (the runner wrote it and died, or reconnected
+	// and sent it again): it is applied all the same, but it takes nothing
+	// from a live one, and a closed connection never becomes the holder.
+	// Once the run was let go (run.close, or the holder's connection
+	// went), such a late request opens the journal only for itself (see
+	// letGoUnheld): holding it would refuse the next run.open as busy. So
+	// does any request of a run its runner closed: it can only be one a
+	// cut connection carried, whose end the daemon has not seen yet.
 	if hr.w == nil {
 		w, recs, err := runlog.Open(rj.dir, run)
 		if err != nil {
@@ -134,8 +140,18 @@ func (rj *runJournals) take(hr *heldRun, se *Session, run, lease string) error {
 		w.SyncEvery(runJournalSyncEvery)
 		hr.w, hr.count = w, len(recs)
 	}
-	hr.holder = se
+	if se.ctx.Err() == nil && !hr.closed {
+		hr.holder = se
+	}
 	return nil
+}
+
+// letGoUnheld closes the journal a late request of a closed connection
+// opened for itself (take). hr.mu held.
+func (hr *heldRun) letGoUnheld() {
+	if hr.holder == nil {
+		hr.letGo()
+	}
 }
 
 func runError(run string, err error) error {
@@ -178,7 +194,9 @@ var runNamespace = map[string]handler{
 		defer hr.mu.Unlock()
 		if hr.lease == p.Lease {
 			// A resend: the first one created it.
-			return okResult{true}, rj.take(hr, se, run, p.Lease)
+			err := rj.take(hr, se, run, p.Lease)
+			hr.letGoUnheld()
+			return okResult{true}, err
 		}
 		if _, err := os.Stat(runlog.Path(rj.dir, run)); err == nil || hr.lease != "" {
 			return nil, wire.Errorf(wire.CodeRunExists, "run %s: the daemon has a journal of that run already", run)
@@ -188,7 +206,7 @@ var runNamespace = map[string]handler{
 			return nil, wire.InvalidParams(err.Error())
 		}
 		w.SyncEvery(runJournalSyncEvery)
-		hr.lease, hr.holder, hr.w, hr.count = p.Lease, se, w, 1
+		hr.lease, hr.holder, hr.w, hr.count, hr.closed = p.Lease, se, w, 1, false
 		return okResult{true}, nil
 	}),
 	"open": runMethod("open", func(_ context.Context, se *Session, rj *runJournals, p wire.RunLeaseParams) (any, error) {
@@ -209,7 +227,7 @@ var runNamespace = map[string]handler{
 			return nil, runError(p.Run, err)
 		}
 		w.SyncEvery(runJournalSyncEvery)
-		hr.lease, hr.holder, hr.w, hr.count = p.Lease, se, w, len(recs)
+		hr.lease, hr.holder, hr.w, hr.count, hr.closed = p.Lease, se, w, len(recs), false
 		return wire.RunOpenResult{Records: recs}, nil
 	}),
 	"append": runMethod("append", func(ctx context.Context, se *Session, rj *runJournals, p wire.RunAppendParams) (any, error) {
@@ -225,6 +243,7 @@ var runNamespace = map[string]handler{
 		if err := rj.take(hr, se, p.Run, p.Lease); err != nil {
 			return nil, err
 		}
+		defer hr.letGoUnheld()
 		switch {
 		case p.At < 0 || p.At > hr.count:
 			return nil, wire.InvalidParams(fmt.Sprintf("run.append: at %d, but the journal holds %d records", p.At, hr.count))
@@ -250,6 +269,7 @@ var runNamespace = map[string]handler{
 		if err := rj.take(hr, se, p.Run, p.Lease); err != nil {
 			return nil, err
 		}
+		defer hr.letGoUnheld()
 		if err := hr.w.Sync(); err != nil {
 			return nil, wire.Internal(fmt.Errorf("run %s: %w", p.Run, err))
 		}
@@ -266,6 +286,7 @@ var runNamespace = map[string]handler{
 			return nil, runError(p.Run, runlog.ErrBusy)
 		}
 		hr.letGo() // closing twice (a resend) closes once
+		hr.closed = true
 		return okResult{true}, nil
 	}),
 	"list": runMethod("list", func(_ context.Context, _ *Session, rj *runJournals, _ struct{}) (any, error) {

@@ -155,3 +155,31 @@ func recordKinds(recs []wire.RunRecord) string {
 	}
 	return strings.Join(k, " ")
 }
+
+// TestRunJournalLateRequestAfterClose: a request a cut connection still
+// carried, handled after the runner closed the run on its new connection,
+// is applied (a duplicate adds nothing) but takes the run no more, and
+// neither does one of a connection the daemon saw close: the next
+// run.open is not refused as busy. (The runner's Close waits for every
+// append's answer, so such a request can only be a duplicate.)
+func TestRunJournalLateRequestAfterClose(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	d := startDaemon(t, Config{StateDir: state})
+	old, cur := d.dial(), d.dial()
+	old.wantResult("run.create", `{"lease":"L1","head":{"k":"run","run":"r5"}}`, `{"success":true}`)
+	old.wantResult("run.append", `{"run":"r5","lease":"L1","at":1,"records":[{"k":"call","seq":1,"fn":"run"}]}`, `{"count":2}`)
+	// The runner reconnected: its lease takes the run on the new connection.
+	cur.wantResult("run.append", `{"run":"r5","lease":"L1","at":1,"records":[{"k":"call","seq":1,"fn":"run"}]}`, `{"count":2}`)
+	cur.wantResult("run.close", `{"run":"r5","lease":"L1"}`, `{"success":true}`)
+	// The old connection, not seen closed yet, delivers a late resend.
+	old.wantResult("run.append", `{"run":"r5","lease":"L1","at":1,"records":[{"k":"call","seq":1,"fn":"run"}]}`, `{"count":2}`)
+	other := d.dial()
+	var opened wire.RunOpenResult
+	if err := json.Unmarshal([]byte(other.result("run.open", `{"run":"r5","lease":"L2"}`)), &opened); err != nil {
+		t.Fatal(err)
+	}
+	if kinds := recordKinds(opened.Records); kinds != "run call" {
+		t.Errorf("records %s, want the head and one call", kinds)
+	}
+}

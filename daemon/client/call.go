@@ -173,6 +173,9 @@ func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
 			return fmt.Errorf("%s: %w", cl.method, err)
 		}
 		l, ready := c.cur, c.ready
+		if c.resending != nil {
+			l, ready = nil, c.resending // a resume sends older calls again: after them
+		}
 		c.mu.Unlock()
 		if l == nil {
 			select {

@@ -78,6 +78,10 @@ type Client struct {
 	// exit frame (see unregister).
 	strayed bool
 	closeCh chan struct{}
+	// resending is set while a resume sends the calls in flight again on
+	// the new link (cur), and closed when it is done: transmit holds new
+	// calls back until then, so that they follow them.
+	resending chan struct{}
 	// broken lists the links that broke while a reconnect was under way
 	// (cur nil): the link being resumed may be one of them, and must not
 	// become current once its reader is gone.

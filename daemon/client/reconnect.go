@@ -205,6 +205,12 @@ func (c *Client) resume(ctx context.Context, l link) error {
 	c.broken = nil
 	c.cur = l
 	close(c.ready)
+	// New calls wait until the calls in flight are sent again: a run.append
+	// or process.stdin sent after the reconnect must not overtake the
+	// resent ones it follows (the daemon refused a journal append "at
+	// 4871, but the journal holds 2071 records" when it did).
+	resent := make(chan struct{})
+	c.resending = resent
 	var resend []uint64
 	var lost []*call
 	for id, cl := range c.pending {
@@ -237,6 +243,12 @@ func (c *Client) resume(ctx context.Context, l link) error {
 			c.resend(l, id, cl)
 		}
 	}
+	c.mu.Lock()
+	if c.resending == resent { // not a later resume's, should this link have broken meanwhile
+		c.resending = nil
+	}
+	c.mu.Unlock()
+	close(resent)
 	return nil
 }
 
