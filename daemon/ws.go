@@ -26,7 +26,10 @@ import (
 // JSON-RPC as the socket, one JSON document per WebSocket text message:
 // requests in; responses and stream frames out, each in its own message,
 // with no newline. A request may end in one newline (it is dropped), so a
-// client can send its NDJSON lines unchanged.
+// client can send its NDJSON lines unchanged. On a connection that asked
+// for binary frames (binframes.go), each output frame that carries data is
+// a binary message instead; requests stay text, and a binary one from the
+// client still ends the connection (1003).
 //
 // Auth is checked twice. Every request carries "auth" and is validated
 // exactly as on the socket (parse → auth → version → method → params). The
@@ -329,6 +332,24 @@ func (t *wsTransport) write(b []byte) error {
 			return err
 		}
 		b = b[min(i+1, len(b)):]
+	}
+	return nil
+}
+
+// writeFrames sends each frame of a binary-frames batch as its own
+// message: a binary one holding its header line, '\n' and its data, or a
+// text one holding its JSON line without the newline.
+func (t *wsTransport) writeFrames(b []byte, ends []frameEnd) error {
+	start := 0
+	for _, e := range ends {
+		typ, msg := websocket.MessageBinary, b[start:e.end]
+		if !e.binary {
+			typ, msg = websocket.MessageText, bytes.TrimSuffix(msg, []byte("\n"))
+		}
+		if err := t.ws.Write(context.Background(), typ, msg); err != nil {
+			return err
+		}
+		start = e.end
 	}
 	return nil
 }
