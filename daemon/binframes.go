@@ -50,33 +50,73 @@ func (c *conn) switchToBinary(id json.RawMessage) {
 	c.bufs.Put(bp)
 }
 
-// frameEnd is where one frame of a batch ends in its buffer, and whether
-// it is in binary form.
-type frameEnd struct {
-	end    int
-	binary bool
+// frameRec is one frame of a binary batch: the bytes of its encoding in the
+// batch's buffer (a JSON line, or a binary frame's header line and, when
+// short, its data), its data when that is written from where it lies, and
+// whether it is in binary form.
+type frameRec struct {
+	start, end int
+	data       []byte
+	binary     bool
 }
 
 // frameBatch is a batch of frames encoded for a binary-frames connection.
 type frameBatch struct {
-	b    []byte
-	ends []frameEnd
+	b     []byte
+	recs  []frameRec
+	parts [][]byte // the batch as a byte stream writes it (writev)
 }
+
+// copyBelow is the data length under which a binary frame's data is copied
+// into the batch's buffer: a longer one is written from the frame's own
+// buffer (frames are never modified once published), which saves the
+// daemon a copy of nearly every byte a busy child writes, and a shorter
+// one would cost writev more than its copy.
+const copyBelow = 4 << 10
 
 // encode encodes frames into the batch: those that carry data in binary
 // form, the others (exit frames, mirrored ones) as JSON lines.
 func (bt *frameBatch) encode(quotedID []byte, frames []wire.Frame) {
-	bt.b, bt.ends = bt.b[:0], bt.ends[:0]
+	bt.b, bt.recs = bt.b[:0], bt.recs[:0]
 	for i := range frames {
 		f := &frames[i]
-		bin := wire.CarriesData(f)
-		if bin {
-			bt.b = wire.AppendBinaryFrame(bt.b, quotedID, f)
-		} else {
+		r := frameRec{start: len(bt.b), binary: wire.CarriesData(f)}
+		switch {
+		case !r.binary:
 			bt.b = wire.AppendFrame(bt.b, quotedID, f)
+		case len(f.Data) < copyBelow:
+			bt.b = wire.AppendBinaryFrame(bt.b, quotedID, f)
+		default:
+			bt.b = wire.AppendBinaryFrameHeader(bt.b, quotedID, f)
+			r.data = f.Data
 		}
-		bt.ends = append(bt.ends, frameEnd{end: len(bt.b), binary: bin})
+		r.end = len(bt.b)
+		bt.recs = append(bt.recs, r)
 	}
+}
+
+// stream returns the batch as the byte stream it is on a socket: runs of
+// the buffer, and the data written from where it lies, in order.
+func (bt *frameBatch) stream() [][]byte {
+	bt.parts = bt.parts[:0]
+	run := 0
+	for _, r := range bt.recs {
+		if r.data != nil {
+			bt.parts = append(bt.parts, bt.b[run:r.end], r.data)
+			run = r.end
+		}
+	}
+	if run < len(bt.b) {
+		bt.parts = append(bt.parts, bt.b[run:])
+	}
+	return bt.parts
+}
+
+// release drops the batch's references to frames' data before it goes
+// back to the pool.
+func (bt *frameBatch) release() {
+	clear(bt.recs)
+	clear(bt.parts[:cap(bt.parts)])
 }
 
 // sendBinaryFrames encodes a batch of frames in binary form and writes it
@@ -85,18 +125,12 @@ func (c *conn) sendBinaryFrames(quotedID []byte, frames []wire.Frame) error {
 	bt := c.batches.Get().(*frameBatch)
 	bt.encode(quotedID, frames)
 	c.wmu.Lock()
-	err := c.writeFramesLocked(bt)
-	c.wmu.Unlock()
-	c.batches.Put(bt)
-	return err
-}
-
-// writeFramesLocked writes a binary batch with wmu held; a broken writer
-// ends the connection, as in writeLocked.
-func (c *conn) writeFramesLocked(bt *frameBatch) error {
-	err := c.t.writeFrames(bt.b, bt.ends)
+	err := c.t.writeFrames(bt)
 	if err != nil {
-		c.t.close(err)
+		c.t.close(err) // a broken writer ends the connection, as in writeLocked
 	}
+	c.wmu.Unlock()
+	bt.release()
+	c.batches.Put(bt)
 	return err
 }

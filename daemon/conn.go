@@ -62,9 +62,8 @@ type transport interface {
 	// is written from where it lies.
 	writeLine(parts [][]byte) error
 	// writeFrames sends a batch of frames encoded for binary frames
-	// (binframes.go): b holds them back to back, and ends says where each
-	// ends in b and whether it is in binary form (else a JSON line).
-	writeFrames(b []byte, ends []frameEnd) error
+	// (binframes.go).
+	writeFrames(bt *frameBatch) error
 	// close tears the transport down, unblocking next and write. why is what
 	// ended the connection (errShutdown when the daemon stops, or the error
 	// from next), so a message transport can tell the peer.
@@ -141,8 +140,13 @@ func (t *streamTransport) writeLine(parts [][]byte) error {
 }
 
 // writeFrames writes the batch as it is: on a byte stream, a binary frame
-// is its header line followed by its data.
-func (t *streamTransport) writeFrames(b []byte, _ []frameEnd) error { return t.write(b) }
+// is its header line followed by its data. One writev where the conn has
+// it: long data goes from the frames' own buffers.
+func (t *streamTransport) writeFrames(bt *frameBatch) error {
+	bufs := net.Buffers(bt.stream())
+	_, err := bufs.WriteTo(t.nc)
+	return err
+}
 
 func (t *streamTransport) close(error)  { t.nc.Close() }
 func (t *streamTransport) kind() string { return "socket" }

@@ -339,19 +339,39 @@ func (t *wsTransport) write(b []byte) error {
 // writeFrames sends each frame of a binary-frames batch as its own
 // message: a binary one holding its header line, '\n' and its data, or a
 // text one holding its JSON line without the newline.
-func (t *wsTransport) writeFrames(b []byte, ends []frameEnd) error {
-	start := 0
-	for _, e := range ends {
-		typ, msg := websocket.MessageBinary, b[start:e.end]
-		if !e.binary {
-			typ, msg = websocket.MessageText, bytes.TrimSuffix(msg, []byte("\n"))
+func (t *wsTransport) writeFrames(bt *frameBatch) error {
+	ctx := context.Background()
+	for _, r := range bt.recs {
+		msg := bt.b[r.start:r.end]
+		var err error
+		switch {
+		case !r.binary:
+			err = t.ws.Write(ctx, websocket.MessageText, bytes.TrimSuffix(msg, []byte("\n")))
+		case r.data == nil:
+			err = t.ws.Write(ctx, websocket.MessageBinary, msg)
+		default:
+			err = t.writeParts(websocket.MessageBinary, msg, r.data)
 		}
-		if err := t.ws.Write(context.Background(), typ, msg); err != nil {
+		if err != nil {
 			return err
 		}
-		start = e.end
 	}
 	return nil
+}
+
+// writeParts sends one message made of parts, streamed in frames.
+func (t *wsTransport) writeParts(typ websocket.MessageType, parts ...[]byte) error {
+	w, err := t.ws.Writer(context.Background(), typ)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
 }
 
 // writeLine sends parts as one text message, streamed in frames.

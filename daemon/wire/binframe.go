@@ -40,6 +40,12 @@ func AppendBinaryFrame(dst, quotedID []byte, f *Frame) []byte {
 	return append(dst, f.Data...)
 }
 
+// AppendBinaryFrameHeader appends the header line of f's binary form, '\n'
+// included, for a writer that sends f.Data from where it lies.
+func AppendBinaryFrameHeader(dst, quotedID []byte, f *Frame) []byte {
+	return appendFrame(dst, quotedID, f, true)
+}
+
 // ErrDataBytes is the error of a binary frame whose data is not what its
 // header says: a message shorter or longer than it, a stream that ends
 // within it.
