@@ -13,10 +13,13 @@ import (
 )
 
 // The rows of this file are the paths where a child's output crosses the
-// socket as frames (base64 in JSON lines), which is what ssh, WebSocket,
+// socket as frames, which is what ssh, WebSocket,
 // recipes' spawn and lines(), agent sessions and any other protocol client
 // take. The exec-socket row passes `sous exec`'s pipe to the daemon instead,
-// so its bytes never cross the socket.
+// so its bytes never cross the socket. The client asks every daemon that
+// offers it for binary frames (connection.binaryFrames: a JSON header line
+// with "dataBytes", then the raw bytes), so these rows measure those;
+// before it they were base64 in JSON lines.
 
 // socketFrames times `sous exec --socket` into /dev/null and into a file:
 // neither can be teed to, so every byte comes over the socket as frames and
@@ -53,7 +56,7 @@ func (e *env) socketFrames(t *testing.T) row {
 	}
 	ratio := min(medianFloat(null), medianFloat(file))
 	return row{
-		figure:   "`sous exec --socket` streaming " + human(e.bytes) + " into /dev/null and into a file: frames over the socket, exec writes them",
+		figure:   "`sous exec --socket` streaming " + human(e.bytes) + " into /dev/null and into a file: binary frames (a JSON header line, then the raw bytes) over the socket, exec writes them",
 		baseline: "`head -c` into a pipe",
 		target:   ">= 0.5 of the pipe; spilling at most 15% over `--replay-disk-limit 0`",
 		result: fmt.Sprintf("/dev/null %.2fx, a file %.2fx (default flags); with `--replay-disk-limit 0`: %.2fx, %.2fx; "+
@@ -85,7 +88,7 @@ func (e *env) protocolClient(t *testing.T) row {
 	}
 	ratio := medianFloat(dflt)
 	return row{
-		figure:   "a Go protocol client (`daemon/client`) reading a child's " + human(e.bytes) + " over the Unix socket, every frame decoded",
+		figure:   "a Go protocol client (`daemon/client`) reading a child's " + human(e.bytes) + " over the Unix socket as binary frames (a JSON header line, then the raw bytes), every frame parsed",
 		baseline: "`head -c` into a pipe",
 		target:   ">= 0.5 of the pipe",
 		result: fmt.Sprintf("%.2fx (%.0f MB/s, default flags); with `--replay-disk-limit 0`: %.2fx",

@@ -20,8 +20,9 @@ import (
 
 // The rows of this file are the remote transports: `sous exec --remote`
 // over ssh (the exec bridge: `ssh host sous daemon bridge`) and over
-// WebSocket, each reading a child's output as frames (base64 in JSON lines)
-// and writing it to /dev/null, against a raw relay of the same bytes
+// WebSocket, each reading a child's output as binary frames (a JSON header
+// line, then the raw bytes: connection.binaryFrames, which the client asks
+// for; base64 in JSON lines before it) and writing it to /dev/null, against a raw relay of the same bytes
 // through the same transport: `ssh host head -c N /dev/zero`, and a bare
 // WebSocket relay (wsRelayEnv) using the daemon's WebSocket library.
 
@@ -142,7 +143,7 @@ func (e *env) wsStream(t *testing.T) row {
 	}
 	ratio := medianFloat(ratios)
 	return row{
-		figure:   "`sous exec --remote ws://` (loopback TCP) streaming " + human(e.bytes/4) + " into /dev/null: frames over WebSocket, exec decodes and writes them",
+		figure:   "`sous exec --remote ws://` (loopback TCP) streaming " + human(e.bytes/4) + " into /dev/null: binary frames over WebSocket (one binary message each: a JSON header line, then the raw bytes), exec writes them",
 		baseline: "a bare Go relay of the same bytes as binary WebSocket messages (coder/websocket, as the daemon; a second process reading them into /dev/null)",
 		target:   ">= 0.7 of the relay",
 		result:   fmt.Sprintf("%.2fx (%.0f MB/s)", ratio, float64(e.bytes/4)/median(times).Seconds()/1e6),
@@ -155,7 +156,7 @@ func (e *env) wsStream(t *testing.T) row {
 // `ssh host head -c N /dev/zero` into /dev/null through the same sshd,
 // alternated.
 func (e *env) sshStream(t *testing.T) row {
-	figure := "`sous exec --remote ssh://` (OpenSSH on loopback, the exec bridge) streaming " + human(e.bytes/4) + " into /dev/null: frames through ssh, exec decodes and writes them"
+	figure := "`sous exec --remote ssh://` (OpenSSH on loopback, the exec bridge) streaming " + human(e.bytes/4) + " into /dev/null: binary frames (a JSON header line, then the raw bytes) through ssh, exec writes them"
 	baseline := "`ssh host head -c N /dev/zero` into /dev/null through the same sshd"
 	target := ">= 0.7 of ssh"
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil || os.Geteuid() != 0 {

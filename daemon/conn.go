@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,11 @@ type conn struct {
 
 	wmu  sync.Mutex // one writer at a time; each write is whole lines
 	bufs sync.Pool
+	// binary is set, under wmu, as the answer to connection.binaryFrames
+	// is written: output frames are sent in binary form from then on
+	// (binframes.go). It is never cleared.
+	binary  atomic.Bool
+	batches sync.Pool // of *frameBatch, for binary frames
 
 	closeOnce sync.Once
 	handlers  sync.WaitGroup
@@ -55,6 +61,9 @@ type transport interface {
 	// none other holding one, without joining them first: a large result
 	// is written from where it lies.
 	writeLine(parts [][]byte) error
+	// writeFrames sends a batch of frames encoded for binary frames
+	// (binframes.go).
+	writeFrames(bt *frameBatch) error
 	// close tears the transport down, unblocking next and write. why is what
 	// ended the connection (errShutdown when the daemon stops, or the error
 	// from next), so a message transport can tell the peer.
@@ -130,6 +139,15 @@ func (t *streamTransport) writeLine(parts [][]byte) error {
 	return err
 }
 
+// writeFrames writes the batch as it is: on a byte stream, a binary frame
+// is its header line followed by its data. One writev where the conn has
+// it: long data goes from the frames' own buffers.
+func (t *streamTransport) writeFrames(bt *frameBatch) error {
+	bufs := net.Buffers(bt.stream())
+	_, err := bufs.WriteTo(t.nc)
+	return err
+}
+
 func (t *streamTransport) close(error)  { t.nc.Close() }
 func (t *streamTransport) kind() string { return "socket" }
 func (t *streamTransport) remote() string {
@@ -144,6 +162,7 @@ func newConn(s *Server, t transport) *conn {
 	// Responses are short; a batch of frames grows its buffer, which the
 	// pool then keeps while the connection streams.
 	c.bufs.New = func() any { b := make([]byte, 0, 4<<10); return &b }
+	c.batches.New = func() any { return new(frameBatch) }
 	c.sess = newSession(s, c)
 	return c
 }
@@ -536,6 +555,10 @@ func (c *conn) handle(ticket uint64, req wire.Request, perr error, files []*os.F
 		c.writeResponse(req.ID, nil, toWireError(err))
 		return
 	}
+	if _, ok := result.(binaryFramesSwitch); ok {
+		c.switchToBinary(req.ID) // binframes.go
+		return
+	}
 	raw, merr := encodeResult(result)
 	if merr != nil {
 		c.writeResponse(req.ID, nil, wire.Internal(merr))
@@ -564,12 +587,7 @@ func toWireError(err error) *wire.Error {
 // the request had none or could not be parsed).
 func (c *conn) writeResponse(id, result json.RawMessage, rerr *wire.Error) {
 	bp := c.bufs.Get().(*[]byte)
-	b := append((*bp)[:0], `{"jsonrpc":"2.0","id":`...)
-	if len(id) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, id...)
-	}
+	b := appendResponseID((*bp)[:0], id)
 	if rerr != nil {
 		b = append(b, `,"error":{"code":`...)
 		b = strconv.AppendInt(b, int64(rerr.Code), 10)
@@ -595,18 +613,43 @@ func (c *conn) writeResponse(id, result json.RawMessage, rerr *wire.Error) {
 	c.bufs.Put(bp)
 }
 
+// appendResponseID appends the start of a response, up to its id (null
+// when the request had none).
+func appendResponseID(b []byte, id json.RawMessage) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	if len(id) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, id...)
+}
+
 // largeResult is the size past which a result is written from its own
 // buffer rather than copied into the response's.
 const largeResult = 256 << 10
 
-// SendFrames encodes a batch of frames and writes it in one go.
+// SendFrames encodes a batch of frames and writes it in one go: as JSON
+// lines, or in binary form once the connection asked for it (binframes.go).
+// The encoding happens outside the write lock; a batch encoded as JSON
+// while the switch's answer was written goes binary instead, so that no
+// JSON output frame follows that answer.
 func (c *conn) SendFrames(_ string, quotedID []byte, frames []wire.Frame) error {
+	if c.binary.Load() {
+		return c.sendBinaryFrames(quotedID, frames)
+	}
 	bp := c.bufs.Get().(*[]byte)
 	b := (*bp)[:0]
 	for i := range frames {
 		b = wire.AppendFrame(b, quotedID, &frames[i])
 	}
-	err := c.write(b)
+	var err error
+	c.wmu.Lock()
+	if c.binary.Load() {
+		c.wmu.Unlock()
+		err = c.sendBinaryFrames(quotedID, frames)
+	} else {
+		err = c.writeLocked(b, nil)
+		c.wmu.Unlock()
+	}
 	*bp = b
 	c.bufs.Put(bp)
 	return err
@@ -630,6 +673,11 @@ func (c *conn) writeLine(parts [][]byte) error { return c.send(nil, parts) }
 func (c *conn) send(b []byte, parts [][]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(b, parts)
+}
+
+// writeLocked is send with wmu held.
+func (c *conn) writeLocked(b []byte, parts [][]byte) error {
 	var err error
 	if parts != nil {
 		err = c.t.writeLine(parts)

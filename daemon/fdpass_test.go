@@ -42,8 +42,18 @@ func (c *rawClient) requestPassing(method, params string, files ...*os.File) []b
 // frame's seq marked "mirrored", without the data; another connection
 // following the same process gets the frames whole.
 func TestSpawnMirrorOverUnixSocket(t *testing.T) {
+	t.Run("json", func(t *testing.T) { checkSpawnMirror(t, false) })
+	// Binary frames change nothing for mirrored frames, which carry no
+	// data: they stay JSON lines (binframes.go).
+	t.Run("binary", func(t *testing.T) { checkSpawnMirror(t, true) })
+}
+
+func checkSpawnMirror(t *testing.T, binary bool) {
 	d := startDaemon(t, Config{})
 	c := d.dial()
+	if binary {
+		c.wantResult("connection.binaryFrames", "{}", "{}")
+	}
 	outR, outW := testutil.Pipe(t)
 	errR, errW := testutil.Pipe(t)
 	const n = 300000 // several frames per stream
@@ -87,6 +97,9 @@ func TestSpawnMirrorOverUnixSocket(t *testing.T) {
 	}
 
 	other := d.dial()
+	if binary {
+		other.wantResult("connection.binaryFrames", "{}", "{}")
+	}
 	other.result("process.reattach", `{"id":"m","fromSeq":0}`)
 	replay := other.waitExit("m")
 	if out := output(replay, wire.Stdout); string(out) != strings.Repeat("o", n) {

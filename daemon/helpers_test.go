@@ -112,14 +112,26 @@ func (c *rawClient) readLoop() {
 			return
 		}
 		c.mu.Lock()
-		c.all = append(c.all, line)
 		if wire.IsFrameLine(line) {
-			id, perr := wire.ParseFrame(line, &f)
+			// A binary frame (connection.binaryFrames) is kept as it came:
+			// its header line and its data.
+			id, n, perr := wire.ParseFrameHeader(line, &f)
+			if perr == nil && n >= 0 {
+				line = append(line, make([]byte, n)...)
+				if _, err := io.ReadFull(r, line[len(line)-n:]); err != nil {
+					c.readErr = fmt.Errorf("within a binary frame's data: %w", err)
+					c.cond.Broadcast()
+					c.mu.Unlock()
+					return
+				}
+			}
 			if perr != nil {
 				c.t.Errorf("bad frame %q: %v", line, perr)
 			}
+			c.all = append(c.all, line)
 			c.frames[string(id)] = append(c.frames[string(id)], line)
 		} else {
+			c.all = append(c.all, line)
 			c.resps = append(c.resps, line)
 		}
 		c.cond.Broadcast()
@@ -259,11 +271,28 @@ func (c *rawClient) parsedFrames(id string) []wire.Frame {
 	c.mu.Unlock()
 	out := make([]wire.Frame, len(lines))
 	for i, l := range lines {
-		if _, err := wire.ParseFrame(l, &out[i]); err != nil {
+		if err := parseStoredFrame(l, &out[i]); err != nil {
 			c.t.Fatalf("frame %q: %v", l, err)
 		}
 	}
 	return out
+}
+
+// parseStoredFrame parses a frame as readLoop keeps it: a JSON line, or a
+// binary frame's header line and data.
+func parseStoredFrame(raw []byte, f *wire.Frame) error {
+	if isBinaryFrame(raw) {
+		_, err := wire.ParseBinaryFrame(raw, f)
+		return err
+	}
+	_, err := wire.ParseFrame(raw, f)
+	return err
+}
+
+// isBinaryFrame reports whether a frame readLoop kept is in binary form.
+func isBinaryFrame(raw []byte) bool {
+	header, _, _ := bytes.Cut(raw, []byte("\n"))
+	return bytes.Contains(header, []byte(`"dataBytes":`))
 }
 
 func (c *rawClient) rawFrames(id string) [][]byte {

@@ -21,7 +21,7 @@ import (
 type handler func(ctx context.Context, se *Session, params json.RawMessage) (result any, after func(), err error)
 
 // extensionMethods follow the 19 of the contract in server.capabilities.
-var extensionMethods = append(append([]string{"process.list", "process.resize"}, wire.GitMethods...), append(wire.ApprovalMethods, wire.RunJournalMethods...)...)
+var extensionMethods = append(append(append([]string{"process.list", "process.resize"}, wire.GitMethods...), append(wire.ApprovalMethods, wire.RunJournalMethods...)...), wire.ConnectionMethods...)
 
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
@@ -30,13 +30,14 @@ var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.Fe
 	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
 	wire.FeatureExtractOptions,
 	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush,
-	wire.FeatureWorktreeCreateInclude, wire.FeatureApprovalQueue, wire.FeatureRunJournal}
+	wire.FeatureWorktreeCreateInclude, wire.FeatureApprovalQueue, wire.FeatureRunJournal, wire.FeatureBinaryFrames}
 
 // namespaces maps each namespace to its methods. server.* and
 // approval.list take no params; the others require a params object.
 var namespaces = map[string]map[string]handler{
-	"approval": approvalNamespace, // approvalqueue.go
-	"run":      runNamespace,      // runjournal.go
+	"approval":   approvalNamespace,   // approvalqueue.go
+	"run":        runNamespace,        // runjournal.go
+	"connection": connectionNamespace, // binframes.go
 	"server": {
 		"ping":         serverPing,
 		"version":      serverVersion,

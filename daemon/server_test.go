@@ -29,7 +29,8 @@ func TestServerMethods(t *testing.T) {
 		`"process.list","process.resize",` +
 		`"git.diff","git.commit","git.merge","git.push",` +
 		`"approval.publish","approval.list","approval.answer","approval.wait","approval.withdraw",` +
-		`"run.create","run.open","run.append","run.sync","run.close","run.list"`
+		`"run.create","run.open","run.append","run.sync","run.close","run.list",` +
+		`"connection.binaryFrames"`
 	sandboxFeature := `,"process.spawn.sandbox"` // only where the kernel can enforce it
 	if sandbox.Supported() != nil {
 		sandboxFeature = ""
@@ -38,7 +39,7 @@ func TestServerMethods(t *testing.T) {
 		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.stdin.ordered","process.list","process.gone",`+
 			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.exitsignal","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct","process.spawn.key",`+
 			`"git.worktree_remove.strict","git.worktree_create.newbranch","files.extract_tar.options",`+
-			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include","approval.queue","run.journal"`+sandboxFeature+`]}`)
+			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include","approval.queue","run.journal","connection.binaryFrames"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).
 	for _, m := range strings.Split(strings.ReplaceAll(methods, `"`, ""), ",") {
 		switch m {

@@ -70,7 +70,8 @@ func (s *Server) withoutDisabled(methods, feats []string) ([]string, []string) {
 		return m == "process.resize" && !s.enabled(wire.FeatureSpawnTTY) ||
 			slices.Contains(wire.GitMethods, m) && !s.enabled(m) || // the method is its feature
 			slices.Contains(wire.ApprovalMethods, m) && !s.enabled(wire.FeatureApprovalQueue) ||
-			slices.Contains(wire.RunJournalMethods, m) && !s.enabled(wire.FeatureRunJournal)
+			slices.Contains(wire.RunJournalMethods, m) && !s.enabled(wire.FeatureRunJournal) ||
+			slices.Contains(wire.ConnectionMethods, m) && !s.enabled(m)
 	})
 	return methods, feats
 }

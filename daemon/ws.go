@@ -26,7 +26,10 @@ import (
 // JSON-RPC as the socket, one JSON document per WebSocket text message:
 // requests in; responses and stream frames out, each in its own message,
 // with no newline. A request may end in one newline (it is dropped), so a
-// client can send its NDJSON lines unchanged.
+// client can send its NDJSON lines unchanged. On a connection that asked
+// for binary frames (binframes.go), each output frame that carries data is
+// a binary message instead; requests stay text, and a binary one from the
+// client still ends the connection (1003).
 //
 // Auth is checked twice. Every request carries "auth" and is validated
 // exactly as on the socket (parse → auth → version → method → params). The
@@ -331,6 +334,44 @@ func (t *wsTransport) write(b []byte) error {
 		b = b[min(i+1, len(b)):]
 	}
 	return nil
+}
+
+// writeFrames sends each frame of a binary-frames batch as its own
+// message: a binary one holding its header line, '\n' and its data, or a
+// text one holding its JSON line without the newline.
+func (t *wsTransport) writeFrames(bt *frameBatch) error {
+	ctx := context.Background()
+	for _, r := range bt.recs {
+		msg := bt.b[r.start:r.end]
+		var err error
+		switch {
+		case !r.binary:
+			err = t.ws.Write(ctx, websocket.MessageText, bytes.TrimSuffix(msg, []byte("\n")))
+		case r.data == nil:
+			err = t.ws.Write(ctx, websocket.MessageBinary, msg)
+		default:
+			err = t.writeParts(websocket.MessageBinary, msg, r.data)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeParts sends one message made of parts, streamed in frames.
+func (t *wsTransport) writeParts(typ websocket.MessageType, parts ...[]byte) error {
+	w, err := t.ws.Writer(context.Background(), typ)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
 }
 
 // writeLine sends parts as one text message, streamed in frames.

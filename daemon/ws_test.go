@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,7 +75,8 @@ func (d *testDaemon) dialWS() *rawClient {
 
 // wsLineConn shows a WebSocket as the NDJSON byte stream the socket tests
 // read and write: each message read is followed by a newline (and must not
-// contain one: one JSON document per message), and each line written is
+// contain one: one JSON document per message) but a binary frame's, which
+// is as the socket sends it already; and each line written is
 // sent as one message, without its newline. A write that does not end in a
 // newline is sent as a message as it is.
 type wsLineConn struct {
@@ -82,6 +84,8 @@ type wsLineConn struct {
 	ws   *websocket.Conn
 	rest []byte // what is left of the current message, newline included
 	wmu  sync.Mutex
+	// binary counts the binary messages read: binary frames.
+	binary atomic.Int64
 }
 
 func (c *wsLineConn) Read(p []byte) (int, error) {
@@ -93,8 +97,18 @@ func (c *wsLineConn) Read(p []byte) (int, error) {
 			}
 			return 0, err
 		}
-		if typ != websocket.MessageText {
-			c.t.Errorf("daemon sent a %v message", typ)
+		if typ == websocket.MessageBinary {
+			// A binary frame (connection.binaryFrames): its header line,
+			// '\n' and its data, as the socket sends it.
+			var f wire.Frame
+			if _, err := wire.ParseBinaryFrame(msg, &f); err != nil {
+				c.t.Errorf("daemon sent a binary message that is not a binary frame: %v", err)
+			}
+			c.binary.Add(1)
+			c.rest = msg
+			n := copy(p, c.rest)
+			c.rest = c.rest[n:]
+			return n, nil
 		}
 		if bytes.IndexByte(msg, '\n') >= 0 {
 			c.t.Errorf("daemon sent a message with a newline: %q", msg)

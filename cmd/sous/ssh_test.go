@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -279,5 +280,53 @@ func TestSSHFirstConnectFailsAtOnce(t *testing.T) {
 				t.Errorf("ssh ran %d times, want once", strings.Count(string(b), "login"))
 			}
 		})
+	}
+}
+
+// `sous exec --remote ssh://` takes binary frames through the bridge,
+// which relays their raw bytes untouched: a child's random output, stdout
+// and stderr interleaved, arrives exact, and no base64 data went through
+// ssh (the bridge's output, teed to a file, shows it).
+func TestSSHExecBinaryFramesByteExact(t *testing.T) {
+	f := newSSHFixture(t)
+	dir := t.TempDir()
+	var want [2][]byte
+	script := ""
+	for i, n := range []int{2<<20 + 1, 1<<20 + 3, 3 << 20, 500 << 10} {
+		b := make([]byte, n)
+		rand.Read(b)
+		name := filepath.Join(dir, fmt.Sprintf("f%d", i))
+		if err := os.WriteFile(name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		want[i%2] = append(want[i%2], b...)
+		script += "cat " + name
+		if i%2 == 1 {
+			script += " >&2"
+		}
+		script += "; "
+	}
+	seen := filepath.Join(dir, "bridge-out")
+	wrap := filepath.Join(dir, "bridge.sh")
+	wrapper := fmt.Sprintf("#!/bin/sh\n%q daemon bridge --socket \"$1\" | tee %q\n", f.bin, seen)
+	if err := os.WriteFile(wrap, []byte(wrapper), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(f.bin, "exec", "--remote", f.remote, "--", "sh", "-c", script)
+	cmd.Env = append(f.env, "SOUS_BRIDGE_CMD="+wrap)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("exec over ssh: %v (stderr: %d bytes)", err, e.Len())
+	}
+	if !bytes.Equal(o.Bytes(), want[0]) || !bytes.Equal(e.Bytes(), want[1]) {
+		t.Fatalf("stdout %d bytes (want %d), stderr %d (want %d): not the bytes written", o.Len(), len(want[0]), e.Len(), len(want[1]))
+	}
+	relayed, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(relayed, []byte(`"dataBytes":`)) || bytes.Contains(relayed, []byte(`"data":"`)) {
+		t.Fatalf("the bridge relayed %d bytes with no binary frames, or with base64 data", len(relayed))
 	}
 }

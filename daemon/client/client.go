@@ -96,6 +96,10 @@ type Client struct {
 	outageSince time.Time
 	// carried is set when the current link delivers an answer or frames.
 	carried atomic.Bool
+	// binLink is the link last switched to binary frames (binframes.go);
+	// binMu serialises the switches.
+	binMu   sync.Mutex
+	binLink link
 	// connected is set once a link answered a call (the first one's is
 	// firstLink's ping): until then a link that breaks is not redialed,
 	// as there is nothing to resume and the next dial would only fail the

@@ -79,10 +79,19 @@ func cutResponseID(line []byte) (id uint64, rest []byte, ok bool) {
 type lineDispatcher struct {
 	frame wire.Frame
 	one   [1]wire.Frame
+
+	// A binary frame read from a byte stream (binframes.go): its header
+	// was dispatched, and its data, have of len(frame.Data) bytes read so
+	// far, is still to be read (pending) before it is delivered for id.
+	pending bool
+	have    int
+	id      []byte
 }
 
 // dispatch handles one line (its line end, if any, is ignored). An error
-// means the daemon's output is out of step: the link must end.
+// means the daemon's output is out of step: the link must end. A binary
+// frame's header leaves the dispatcher awaitingData: the link reads the
+// data (readData) before the next line.
 //
 // owned says the line's buffer is not read into again: a result can be
 // handed on without a copy.
@@ -92,11 +101,13 @@ func (d *lineDispatcher) dispatch(l link, recv receiver, line []byte, owned bool
 		return nil
 	}
 	if wire.IsFrameLine(line) {
-		id, perr := wire.ParseFrame(line, &d.frame)
+		id, n, perr := wire.ParseFrameHeader(line, &d.frame)
+		if perr == nil && n >= 0 {
+			d.startBinary(id, n)
+			return nil
+		}
 		if perr == nil {
-			d.one[0] = d.frame
-			recv.frames(l, string(id), d.one[:])
-			d.frame.Data = d.one[0].Data // keep the grown buffer for reuse
+			d.deliver(l, recv, id)
 			return nil
 		}
 		if !errors.Is(perr, wire.ErrNotFrame) {

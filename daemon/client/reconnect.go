@@ -146,6 +146,8 @@ func (c *Client) resume(ctx context.Context, l link) error {
 		byID[id] = f.procs
 	}
 	c.mu.Unlock()
+	// Binary frames first (binframes.go): the replays then come binary.
+	c.resumeBinaryFrames(ctx, l)
 
 	// Reattach on the new link before anyone else uses it, so replayed
 	// frames are routed and deduplicated by seq: once per id, from the

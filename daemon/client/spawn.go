@@ -93,6 +93,7 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 	if err != nil {
 		return nil, err
 	}
+	c.useBinaryFrames(ctx) // binframes.go
 	for attempt := 0; ; attempt++ {
 		p := newProc(c, spec.ID, h)
 		p.spawning = true
@@ -230,6 +231,7 @@ func (c *Client) Reattach(ctx context.Context, id string, fromSeq int64, h Frame
 		return nil, wire.ReattachResult{}, err
 	}
 	defer unlock()
+	c.useBinaryFrames(ctx) // binframes.go
 	p := newProc(c, id, h)
 	p.lastSeq = fromSeq
 	askFrom, err := c.follow(p, fromSeq)

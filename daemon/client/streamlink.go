@@ -112,13 +112,19 @@ func (l *streamLink) read() {
 	}
 }
 
-// step reads one line and dispatches it. Only the role's holder calls it.
+// step reads one line and dispatches it, and a binary frame's data after
+// its header (binframes.go). Only the role's holder calls it.
 func (l *streamLink) step() error {
-	line, err := l.readLine()
-	if err != nil {
-		return answerOversized(l, l.recv, err)
+	if !l.d.awaitingData() {
+		line, err := l.readLine()
+		if err != nil {
+			return answerOversized(l, l.recv, err)
+		}
+		if err := l.d.dispatch(l, l.recv, line, l.owned); err != nil || !l.d.awaitingData() {
+			return err
+		}
 	}
-	return l.d.dispatch(l, l.recv, line, l.owned)
+	return l.d.readData(l, l.recv, l.r)
 }
 
 // readLine returns the next line, valid until the next call unless owned

@@ -97,7 +97,8 @@ const (
 )
 
 // wsLink speaks the protocol over a WebSocket: one JSON document per text
-// message, each way.
+// message, each way, and from the daemon binary frames as binary messages
+// (binframes.go).
 type wsLink struct {
 	ws        *websocket.Conn
 	recv      receiver
@@ -160,12 +161,19 @@ func (l *wsLink) read() {
 			}
 			continue // an oversize answer, skipped
 		}
-		if typ != websocket.MessageText {
-			lastErr = errors.New("daemon sent a binary WebSocket message")
+		line, owned := msg.line()
+		if typ == websocket.MessageBinary {
+			// A binary frame, header and data (binframes.go).
+			if lastErr = d.dispatchBinary(l, l.recv, line); lastErr != nil {
+				break
+			}
+			continue
+		}
+		if lastErr = d.dispatch(l, l.recv, line, owned); lastErr != nil {
 			break
 		}
-		line, owned := msg.line()
-		if lastErr = d.dispatch(l, l.recv, line, owned); lastErr != nil {
+		if d.awaitingData() {
+			lastErr = errors.New("daemon sent a binary frame's header in a text message")
 			break
 		}
 	}

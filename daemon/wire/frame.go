@@ -102,6 +102,13 @@ func QuoteID(id string) []byte {
 // whose quoted id is quotedID. It is the encoder of the hot path: no
 // reflection, base64 straight into dst.
 func AppendFrame(dst, quotedID []byte, f *Frame) []byte {
+	return appendFrame(dst, quotedID, f, false)
+}
+
+// appendFrame is AppendFrame, or, with binary set and f an output frame
+// that carries data, the header line of its binary form
+// (AppendBinaryFrame): "dataBytes":N where the data would be.
+func appendFrame(dst, quotedID []byte, f *Frame, binary bool) []byte {
 	dst = append(dst, `{"type":"stream","processId":`...)
 	dst = append(dst, quotedID...)
 	dst = append(dst, `,"stream":"`...)
@@ -129,10 +136,14 @@ func AppendFrame(dst, quotedID []byte, f *Frame) []byte {
 			dst = strconv.AppendInt(dst, int64(f.Signal), 10)
 		}
 	} else {
-		if f.Mirrored {
+		switch {
+		case f.Mirrored:
 			// The spawner has the bytes already: only their seq travels.
 			dst = append(dst, `,"mirrored":true`...)
-		} else {
+		case binary:
+			dst = append(dst, `,"dataBytes":`...)
+			dst = strconv.AppendInt(dst, int64(len(f.Data)), 10)
+		default:
 			dst = append(dst, `,"data":"`...)
 			dst = AppendBase64(dst, f.Data)
 			dst = append(dst, '"')
@@ -177,11 +188,22 @@ func ParseFrame(line []byte, f *Frame) (id []byte, err error) {
 	if id, ok := parseOwnLayout(line, f); ok {
 		return id, nil
 	}
-	return parseFrame(line, f)
+	var dataBytes int
+	id, err = parseFrame(line, f, &dataBytes)
+	if err == nil && dataBytes >= 0 {
+		// A binary frame's header (binframe.go), read as a whole frame:
+		// its data is not in this line.
+		return nil, errors.New(`frame: "dataBytes" outside a binary frame`)
+	}
+	return id, err
 }
 
-// parseFrame is ParseFrame for any layout.
-func parseFrame(line []byte, f *Frame) (id []byte, err error) {
+// parseFrame is ParseFrame for any layout. It sets *dataBytes to a binary
+// frame header's "dataBytes" member (connection.binaryFrames), checked to
+// be an integer within 0..MaxFrameData on an output frame with no "data"
+// and not mirrored, or to -1 when the member is absent.
+func parseFrame(line []byte, f *Frame, dataBytes *int) (id []byte, err error) {
+	*dataBytes = -1
 	p := parser{b: line}
 	p.ws()
 	if !p.eat('{') {
@@ -294,6 +316,18 @@ func parseFrame(line []byte, f *Frame) (id []byte, err error) {
 				return nil, err
 			}
 			f.Mirrored = b
+		case "dataBytes":
+			if p.peek() < '0' || p.peek() > '9' {
+				return nil, p.errf("dataBytes: want a count of bytes")
+			}
+			n, err := p.int()
+			if err != nil {
+				return nil, err
+			}
+			if n > MaxFrameData {
+				return nil, p.errf(fmt.Sprintf("dataBytes %d over the %d a frame carries", n, MaxFrameData))
+			}
+			*dataBytes = int(n)
 		case "data":
 			if p.peek() == 'n' { // null
 				if err := p.skip(); err != nil {
@@ -319,6 +353,9 @@ func parseFrame(line []byte, f *Frame) (id []byte, err error) {
 	}
 	if !sawID || !sawStream || !sawSeq {
 		return nil, errors.New("frame: missing processId, stream or seq")
+	}
+	if *dataBytes >= 0 && (f.Stream == Exit || f.Mirrored || rawData != nil) {
+		return nil, errors.New(`frame: "dataBytes" on a frame that carries no data of its own`)
 	}
 	f.Data = f.Data[:0]
 	if f.Stream != Exit && len(rawData) > 0 {

@@ -131,7 +131,7 @@ func FuzzParseFrame(f *testing.F) {
 		// as the general parser reads it, or is left to it.
 		var own, gen Frame
 		if ownID, ok := parseOwnLayout(line, &own); ok {
-			genID, err := parseFrame(line, &gen)
+			genID, err := parseFrame(line, &gen, new(int))
 			if err != nil || string(ownID) != string(genID) || !sameFrame(&own, &gen) {
 				t.Fatalf("own layout %q: %+v %q, general parser: %+v %q %v", line, own, ownID, gen, genID, err)
 			}
@@ -208,7 +208,7 @@ func BenchmarkParseFrame(b *testing.B) {
 	b.Run("general", func(b *testing.B) {
 		b.SetBytes(int64(len(f.Data)))
 		for b.Loop() {
-			if _, err := parseFrame(line, &out); err != nil {
+			if _, err := parseFrame(line, &out, new(int)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -21,7 +21,7 @@ func TestOwnLayoutReadsTheDaemonsFrames(t *testing.T) {
 		if _, trimmed := parseOwnLayout(bytes.TrimSuffix(line, []byte("\n")), &Frame{}); !ok || !trimmed {
 			t.Fatalf("%.80q: not read as the daemon's own layout", line)
 		}
-		genID, err := parseFrame(line, &gen)
+		genID, err := parseFrame(line, &gen, new(int))
 		if err != nil || string(id) != "proc-1" || string(genID) != "proc-1" || !sameFrame(&own, &gen) {
 			t.Fatalf("%.80q: own %+v, general %+v, %v", line, own, gen, err)
 		}
