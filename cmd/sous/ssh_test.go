@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -291,21 +290,8 @@ func TestSSHExecBinaryFramesByteExact(t *testing.T) {
 	f := newSSHFixture(t)
 	dir := t.TempDir()
 	var want [2][]byte
-	script := ""
-	for i, n := range []int{2<<20 + 1, 1<<20 + 3, 3 << 20, 500 << 10} {
-		b := make([]byte, n)
-		rand.Read(b)
-		name := filepath.Join(dir, fmt.Sprintf("f%d", i))
-		if err := os.WriteFile(name, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		want[i%2] = append(want[i%2], b...)
-		script += "cat " + name
-		if i%2 == 1 {
-			script += " >&2"
-		}
-		script += "; "
-	}
+	script, want0, want1 := testutil.RandomOutputScript(t, dir, 2<<20+1, 1<<20+3, 3<<20, 500<<10)
+	want[0], want[1] = want0, want1
 	seen := filepath.Join(dir, "bridge-out")
 	wrap := filepath.Join(dir, "bridge.sh")
 	wrapper := fmt.Sprintf("#!/bin/sh\n%q daemon bridge --socket \"$1\" | tee %q\n", f.bin, seen)

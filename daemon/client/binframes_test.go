@@ -3,12 +3,9 @@ package client_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -121,21 +118,8 @@ func spawnRandom(t *testing.T, c *client.Client, id string) {
 	t.Helper()
 	dir := t.TempDir()
 	var want [2][]byte
-	script := ""
-	for i, n := range []int{3<<20 + 1, 1<<20 + 2, 2<<20 + 3, 700 << 10} {
-		b := make([]byte, n)
-		rand.Read(b)
-		name := "f" + strconv.Itoa(i)
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		want[i%2] = append(want[i%2], b...)
-		script += "cat " + name
-		if i%2 == 1 {
-			script += " >&2"
-		}
-		script += "; "
-	}
+	script, want0, want1 := testutil.RandomOutputScript(t, dir, 3<<20+1, 1<<20+2, 2<<20+3, 700<<10)
+	want[0], want[1] = want0, want1
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var got [2][]byte

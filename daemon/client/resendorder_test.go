@@ -1,17 +1,13 @@
 package client_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestResentCallsGoBeforeNewOnes: the calls in flight when a connection
@@ -26,60 +22,32 @@ func TestResentCallsGoBeforeNewOnes(t *testing.T) {
 	const cutAfter, total = 300, 1200
 	var mu sync.Mutex
 	var second []int // the appends' "at" on the connection after the cut, in arrival order
-	sock := filepath.Join(testutil.ShortTempDir(t), "d.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for conn := 0; ; conn++ {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				r := bufio.NewReader(nc)
-				appends := 0
-				for {
-					line, err := r.ReadBytes('\n')
-					if err != nil {
-						return
-					}
-					var req struct {
-						ID     json.RawMessage `json:"id"`
-						Method string          `json:"method"`
-						Params struct {
-							At int `json:"at"`
-						} `json:"params"`
-					}
-					if json.Unmarshal(line, &req) != nil {
-						return
-					}
-					if req.Method != "run.append" {
-						nc.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{}}` + "\n"))
-						continue
-					}
-					if appends++; conn == 0 {
-						if appends == cutAfter {
-							return // unanswered, all of them: cut
-						}
-						continue
-					}
-					mu.Lock()
-					second = append(second, req.Params.At)
-					mu.Unlock()
-					nc.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"count":1}}` + "\n"))
-				}
-			}()
+	appends := 0     // on the first connection (one goroutine serves it)
+	sock := fakeDaemonLines(t, func(conn int, nc net.Conn, line []byte) bool {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				At int `json:"at"`
+			} `json:"params"`
 		}
-	}()
+		if json.Unmarshal(line, &req) != nil {
+			return false
+		}
+		if req.Method != "run.append" {
+			nc.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{}}` + "\n"))
+			return true
+		}
+		if conn == 0 {
+			appends++
+			return appends < cutAfter // unanswered, all of them; then cut
+		}
+		mu.Lock()
+		second = append(second, req.Params.At)
+		mu.Unlock()
+		nc.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"count":1}}` + "\n"))
+		return true
+	})
 	c := dialProxy(t, sock)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -150,6 +150,24 @@ func TestSpawnerReadsItsOwnAnswer(t *testing.T) {
 // request's response; it returns the socket's path.
 func fakeDaemon(t *testing.T, answer func(conn int, w net.Conn, id json.RawMessage, method string)) string {
 	t.Helper()
+	return fakeDaemonLines(t, func(conn int, w net.Conn, line []byte) bool {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(line, &req) != nil {
+			return false
+		}
+		answer(conn, w, req.ID, req.Method)
+		return true
+	})
+}
+
+// fakeDaemonLines serves a Unix socket, handing each line a connection
+// sends to serve with the connection's number (from 0) until serve returns
+// false, which closes it; it returns the socket's path.
+func fakeDaemonLines(t *testing.T, serve func(conn int, w net.Conn, line []byte) bool) string {
+	t.Helper()
 	sock := filepath.Join(testutil.ShortTempDir(t), "fake.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -172,17 +190,9 @@ func fakeDaemon(t *testing.T, answer func(conn int, w net.Conn, id json.RawMessa
 				r := bufio.NewReader(nc)
 				for {
 					line, err := r.ReadBytes('\n')
-					if err != nil {
+					if err != nil || !serve(n, nc, line) {
 						return
 					}
-					var req struct {
-						ID     json.RawMessage `json:"id"`
-						Method string          `json:"method"`
-					}
-					if json.Unmarshal(line, &req) != nil {
-						return
-					}
-					answer(n, nc, req.ID, req.Method)
 				}
 			}()
 		}
