@@ -110,8 +110,11 @@ func (l *localLink) sendFiles(id uint64, method string, params json.RawMessage, 
 	return nil
 }
 
-// call runs one request on the session, on a goroutine of its own (a
-// spawn on the caller's).
+// call runs one request on the session, on a goroutine of its own. (A
+// spawn once ran on the caller's goroutine, to save a hand-off: it gained
+// nothing measurable, and a durable run paid for it in stack growth, the
+// fork's deep frames regrowing a stack the collector had shrunk, about
+// 3% of a recipe of 1,000 journaled run("true"); docs/PERFORMANCE.md.)
 func (l *localLink) call(id uint64, method string, params json.RawMessage, files []*os.File) error {
 	l.mu.Lock()
 	if l.closed {
@@ -120,18 +123,6 @@ func (l *localLink) call(id uint64, method string, params json.RawMessage, files
 	}
 	l.wg.Add(1)
 	l.mu.Unlock()
-	if method == "process.spawn" {
-		// A spawn runs on the caller's goroutine: its caller waits for
-		// the answer at once (Client.spawnCall), and the daemon answers
-		// as soon as the child is started, so a goroutine of its own
-		// only added a start and a hand-back (futex calls, when it ran on
-		// the other CPU) to every spawn. The daemon's waits in a spawn
-		// are short: a spawn of the same id under way, or the delivery of
-		// the frames of the process it replaces.
-		defer l.wg.Done()
-		l.run(id, method, params, files)
-		return nil
-	}
 	// A call without files, nearly every one, gets a closure that does not
 	// hold them: it is smaller, and allocated once per call.
 	if files == nil {
