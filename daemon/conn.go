@@ -201,7 +201,7 @@ func (c *conn) serve() {
 		)
 		if decoded {
 			req, perr = decodeRequest(line)
-			if perr == nil && (inlineMethods[req.Method] || req.Method == "process.spawn") && c.sess.idle() {
+			if perr == nil && inlineMethods[req.Method] && c.sess.idle() {
 				c.handle(0, req, nil, files)
 				continue
 			}
@@ -493,8 +493,8 @@ func (lr *lineReader) bigger(limit int) []byte {
 	return make([]byte, min(2*len(lr.buf), limit+2))
 }
 
-// inlineMethods answer from memory and never block, so the connection's
-// reader runs them itself instead of handing them to a new goroutine: the
+// inlineMethods answer at once (server.* from memory, process.spawn as
+// below), so the connection's reader runs them itself instead of handing them to a new goroutine: the
 // hand-off woke another thread on every call, a third of a ping's round
 // trip. Only while the connection follows no process, though: a response
 // written behind a stream the client has stopped reading would stall the
@@ -510,7 +510,8 @@ func (lr *lineReader) bigger(limit int) []byte {
 // instead is a request sent during the fork, by a client following
 // nothing, for the fork's time. A spawn on a connection following
 // processes still gets its goroutine, whatever its children do.
-var inlineMethods = map[string]bool{"server.ping": true, "server.version": true, "server.capabilities": true}
+var inlineMethods = map[string]bool{"server.ping": true, "server.version": true, "server.capabilities": true,
+	"process.spawn": true}
 
 // maxInlineLine is the longest request the reader parses itself: ample for
 // any cheap method (a ping is under 100 bytes).
