@@ -125,10 +125,7 @@ func (c *conn) sendBinaryFrames(quotedID []byte, frames []wire.Frame) error {
 	bt := c.batches.Get().(*frameBatch)
 	bt.encode(quotedID, frames)
 	c.wmu.Lock()
-	err := c.t.writeFrames(bt)
-	if err != nil {
-		c.t.close(err) // a broken writer ends the connection, as in writeLocked
-	}
+	err := c.wrote(c.t.writeFrames(bt))
 	c.wmu.Unlock()
 	bt.release()
 	c.batches.Put(bt)

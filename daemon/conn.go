@@ -685,8 +685,14 @@ func (c *conn) writeLocked(b []byte, parts [][]byte) error {
 	} else {
 		err = c.t.write(b)
 	}
+	return c.wrote(err)
+}
+
+// wrote ends the connection when a write failed, and returns err: a broken
+// writer ends the connection; the reader notices. Called with wmu held.
+func (c *conn) wrote(err error) error {
 	if err != nil {
-		c.t.close(err) // a broken writer ends the connection; the reader notices
+		c.t.close(err)
 	}
 	return err
 }
