@@ -303,10 +303,12 @@ print(pool.lost == [args["c"]], pool.targets == [args["a"], args["b"]])
 		!strings.Contains(lost[0]["error"].(string), "connection to the daemon lost") {
 		t.Errorf("lost_host in the parallel events: %v", lost)
 	}
-	// Every item spawned once, and the 2 moved once more.
+	// Every item ran once on the hosts that stayed: 10 placed there and
+	// the 2 moved. The victim ran 2, but the answer to a spawn can die
+	// with its daemon, so the recipe may have seen fewer of them.
 	byHost := spawnsByHost(events)
-	if byHost[victim.target] < 2 || byHost[victim.target]+byHost[daemons[0].target]+byHost[daemons[1].target] != 14 {
-		t.Errorf("spawns by host: %v, want 14 in all", byHost)
+	if byHost[daemons[0].target]+byHost[daemons[1].target] != 12 || byHost[victim.target] > 2 {
+		t.Errorf("spawns by host: %v, want 12 on the socket daemons and at most 2 on the lost one", byHost)
 	}
 	for _, d := range daemons[:2] {
 		if most[d.target] > 2 {
