@@ -201,7 +201,7 @@ func (c *conn) serve() {
 		)
 		if decoded {
 			req, perr = decodeRequest(line)
-			if perr == nil && inlineMethods[req.Method] && c.sess.idle() {
+			if perr == nil && (inlineMethods[req.Method] || inlineInOrder[req.Method] && c.sess.order.empty()) && c.sess.idle() {
 				c.handle(0, req, nil, files)
 				continue
 			}
@@ -513,6 +513,14 @@ func (lr *lineReader) bigger(limit int) []byte {
 var inlineMethods = map[string]bool{"server.ping": true, "server.version": true, "server.capabilities": true,
 	"process.spawn": true}
 
+// inlineInOrder are ordered methods (applied in the order sent) that the
+// reader also runs itself, when no request is being handled in its turn
+// (none can then be overtaken). run.append is a write to a local file; a
+// durable run sends one before and one after each effect, and a goroutine
+// for each, its wake-up and its stack grown anew for the JSON decoding,
+// were most of the journal's cost on a socket daemon.
+var inlineInOrder = map[string]bool{"run.append": true}
+
 // maxInlineLine is the longest request the reader parses itself: ample for
 // any cheap method (a ping is under 100 bytes).
 const maxInlineLine = 4 << 10
@@ -721,6 +729,9 @@ type Session struct {
 	// order applies the connection's process.stdin requests to each
 	// process in the order they arrived (stdinorder.go).
 	order *stdinOrder
+	// seq numbers the daemon's sessions as they open: of two connections
+	// a runner used, the later one has the higher (runjournal.go).
+	seq uint64
 }
 
 // FrameSink receives the frames of the processes a session follows, one
@@ -748,7 +759,8 @@ type LocalSession = interface {
 
 func newSession(s *Server, sink FrameSink) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Session{s: s, sink: sink, ctx: ctx, cancel: cancel, subs: make(map[string]*subscription), order: newStdinOrder()}
+	return &Session{s: s, sink: sink, ctx: ctx, cancel: cancel, subs: make(map[string]*subscription), order: newStdinOrder(),
+		seq: s.sessions.Add(1)}
 }
 
 // Call runs one method for an in-process client; the caller is trusted, so

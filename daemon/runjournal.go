@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,6 +133,11 @@ func (rj *runJournals) take(hr *heldRun, se *Session, run, lease string) error {
 	// letGoUnheld): holding it would refuse the next run.open as busy. So
 	// does any request of a run its runner closed: it can only be one a
 	// cut connection carried, whose end the daemon has not seen yet.
+	// Nor does a request of an older connection take the run from a
+	// newer one: the runner's reconnect is the newer, and the older one
+	// is cut, though its end may not have reached the daemon yet (a late
+	// request it carried took the run back, and the runner's run.close
+	// was refused as busy).
 	if hr.w == nil {
 		w, recs, err := runlog.Open(rj.dir, run)
 		if err != nil {
@@ -140,7 +146,7 @@ func (rj *runJournals) take(hr *heldRun, se *Session, run, lease string) error {
 		w.SyncEvery(runJournalSyncEvery)
 		hr.w, hr.count = w, len(recs)
 	}
-	if se.ctx.Err() == nil && !hr.closed {
+	if se.ctx.Err() == nil && !hr.closed && (hr.holder == nil || hr.holder.ctx.Err() != nil || se.seq > hr.holder.seq) {
 		hr.holder = se
 	}
 	return nil
@@ -248,9 +254,14 @@ var runNamespace = map[string]handler{
 		case p.At < 0 || p.At > hr.count:
 			return nil, wire.InvalidParams(fmt.Sprintf("run.append: at %d, but the journal holds %d records", p.At, hr.count))
 		case p.At+len(p.Records) > hr.count:
+			for i, r := range p.Records {
+				if !isObject(r) {
+					return nil, wire.InvalidParams(fmt.Sprintf("run.append: record %d is not a JSON object", i+1))
+				}
+			}
 			// What a resend brings again (an append applied before the
 			// connection dropped) is not appended twice.
-			if err := hr.w.AppendAll(p.Records[hr.count-p.At:]); err != nil {
+			if err := hr.w.AppendEncoded(p.Records[hr.count-p.At:]); err != nil {
 				return nil, wire.Internal(fmt.Errorf("run %s: %w", p.Run, err))
 			}
 			hr.count = p.At + len(p.Records)
@@ -299,4 +310,10 @@ var runNamespace = map[string]handler{
 		}
 		return wire.RunListResult{Runs: runs}, nil
 	}),
+}
+
+// isObject reports whether r, valid JSON, is an object.
+func isObject(r json.RawMessage) bool {
+	r = bytes.TrimLeft(r, " \t\r\n")
+	return len(r) > 0 && r[0] == '{'
 }

@@ -55,6 +55,7 @@ func TestRunJournalLeaseAndLock(t *testing.T) {
 	runner.wantResult("run.append", app, `{"count":3}`) // applied before the drop, resent after it
 	runner.wantResult("run.append", `{"run":"r1","lease":"L1","at":2,"records":[{"k":"answer","seq":1},{"k":"print"}],"sync":true}`, `{"count":4}`)
 	runner.wantError("run.append", `{"run":"r1","lease":"L1","at":7,"records":[]}`, wire.CodeInvalidParams, "run.append: at 7, but the journal holds 4 records")
+	runner.wantError("run.append", `{"run":"r1","lease":"L1","at":4,"records":[{"k":"print"},[1]]}`, wire.CodeInvalidParams, "run.append: record 2 is not a JSON object")
 	waitState(t, other, "r1", runlog.StateRunning)
 	other.wantError("run.open", `{"run":"r1","lease":"L2"}`, wire.CodeRunBusy, "run r1: its runner is still alive (it holds the journal's lock)")
 	other.wantError("run.append", `{"run":"r1","lease":"L2","at":4,"records":[{"k":"print"}]}`, wire.CodeRunLeaseLost,
@@ -99,6 +100,22 @@ func TestRunJournalReconnectKeepsTheRun(t *testing.T) {
 	waitState(t, again, "r2", runlog.StateRunning)
 	other := d.dial()
 	other.wantError("run.open", `{"run":"r2","lease":"L2"}`, wire.CodeRunBusy, "run r2: its runner is still alive (it holds the journal's lock)")
+}
+
+// TestRunJournalOlderConnectionTakesNothingBack: the runner reconnected
+// before the daemon saw its old connection go; a request the old one
+// still carried is applied but does not take the run back, so the
+// runner's run.close on the new connection succeeds.
+func TestRunJournalOlderConnectionTakesNothingBack(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{StateDir: t.TempDir()})
+	old := d.dial()
+	old.wantResult("run.create", `{"lease":"L1","head":{"k":"run","run":"r4"}}`, `{"success":true}`)
+	again := d.dial() // the reconnect; old is still open for the daemon
+	again.wantResult("run.append", `{"run":"r4","lease":"L1","at":1,"records":[{"k":"print"}]}`, `{"count":2}`)
+	old.wantResult("run.append", `{"run":"r4","lease":"L1","at":2,"records":[{"k":"end","status":"ok"}]}`, `{"count":3}`)
+	again.wantResult("run.close", `{"run":"r4","lease":"L1"}`, `{"success":true}`)
+	waitState(t, again, "r4", runlog.StateFinished)
 }
 
 // TestRunJournalTornTailOnTheDaemon: a journal cut at any byte past its

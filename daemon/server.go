@@ -126,9 +126,10 @@ type Server struct {
 	conns     map[*conn]struct{}
 	closed    bool
 
-	wsListeners     atomic.Int32 // WebSocket listeners being served (ws.go)
-	weakSandboxOnce sync.Once    // logs once that sandboxes lack mount isolation (spawn_sandbox.go)
-	lines           sync.Pool    // *bigLine: the buffers long request lines are read into (lineReader)
+	wsListeners     atomic.Int32  // WebSocket listeners being served (ws.go)
+	sessions        atomic.Uint64 // sessions opened: the last one's Session.seq
+	weakSandboxOnce sync.Once     // logs once that sandboxes lack mount isolation (spawn_sandbox.go)
+	lines           sync.Pool     // *bigLine: the buffers long request lines are read into (lineReader)
 
 	shutdownOnce sync.Once
 	shutdownReq  chan struct{} // closed by server.shutdown

@@ -53,6 +53,14 @@ func (o *stdinOrder) issue() uint64 {
 	return o.next
 }
 
+// empty reports that no ticket is open: no request that may be stdin (or
+// another ordered one) is being handled.
+func (o *stdinOrder) empty() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.open) == 0
+}
+
 // notStdin says ticket t is no stdin request (or one refused before it
 // could be applied): nothing waits for it.
 func (o *stdinOrder) notStdin(t uint64) {

@@ -22,10 +22,14 @@ type call struct {
 	// spawning is the process a process.spawn starts, which its caller
 	// may follow while reading its own answer (readerHints.quiet).
 	spawning *Proc
-	sendMu   sync.Mutex // held while resend sends it again (see await)
-	done     chan struct{}
-	result   json.RawMessage
-	err      error
+	// lazy says nobody waits for the answer yet (AppendRunAsync): the
+	// reader goroutine need not stay up for it, and whoever reads next
+	// takes it. Await clears it. c.mu guards it.
+	lazy   bool
+	sendMu sync.Mutex // held while resend sends it again (see await)
+	done   chan struct{}
+	result json.RawMessage
+	err    error
 }
 
 // retryable lists the methods that are safe to resend when the connection
@@ -107,7 +111,11 @@ func (c *Client) callRaw(ctx context.Context, method string, params json.RawMess
 // start sends a call without waiting for its answer (await does). Calls
 // started one after the other are sent in that order.
 func (c *Client) start(ctx context.Context, method string, params json.RawMessage, files []*os.File) (uint64, *call, error) {
-	cl := &call{method: method, params: params, retry: retryable[method] && files == nil, files: files, done: make(chan struct{})}
+	return c.send(ctx, &call{method: method, params: params, retry: retryable[method] && files == nil, files: files, done: make(chan struct{})})
+}
+
+// send sends cl, as start does.
+func (c *Client) send(ctx context.Context, cl *call) (uint64, *call, error) {
 	c.mu.Lock()
 	c.nextID++
 	id := c.nextID
@@ -125,6 +133,9 @@ func (c *Client) start(ctx context.Context, method string, params json.RawMessag
 // will not happen), so the caller may reuse their buffer.
 func (c *Client) await(ctx context.Context, id uint64, cl *call) (json.RawMessage, error) {
 	defer c.settle(id, cl)
+	c.mu.Lock()
+	cl.lazy = false
+	c.mu.Unlock()
 	if !c.awaitDone(ctx, cl) {
 		return nil, fmt.Errorf("%s: %w", cl.method, ctx.Err())
 	}
@@ -134,6 +145,11 @@ func (c *Client) await(ctx context.Context, id uint64, cl *call) (json.RawMessag
 // awaitDone waits until cl is answered, and reports true, or until ctx
 // ends (false); the call stays pending either way, for settle to forget.
 func (c *Client) awaitDone(ctx context.Context, cl *call) bool {
+	select {
+	case <-cl.done:
+		return true // answered already: nobody need read for it
+	default:
+	}
 	c.mu.Lock()
 	via := cl.via
 	c.mu.Unlock()

@@ -37,8 +37,9 @@ type readerHints interface {
 	// but answers to calls (the spawned process's frames come after its
 	// answer), so a caller may read its own.
 	quiet(spawning *Proc) bool
-	// idle reports that nothing is expected at all: no process is followed
-	// and no call awaits its answer.
+	// idle reports that nothing is expected that someone waits for: no
+	// process is followed and no call awaits its answer (a lazy call's
+	// answer is read by whoever reads next).
 	idle() bool
 }
 

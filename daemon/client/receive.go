@@ -72,5 +72,13 @@ func (c *Client) quiet(spawning *Proc) bool {
 func (c *Client) idle() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.procs) == 0 && len(c.pending) == 0 && !c.strayed
+	if len(c.procs) != 0 || c.strayed {
+		return false
+	}
+	for _, cl := range c.pending {
+		if !cl.lazy {
+			return false
+		}
+	}
+	return true
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/client"
 )
 
 // TestResentCallsGoBeforeNewOnes: the calls in flight when a connection
@@ -51,20 +53,20 @@ func TestResentCallsGoBeforeNewOnes(t *testing.T) {
 	c := dialProxy(t, sock)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waits := make(chan func() (int, error), total)
+	waits := make(chan *client.Append, total)
 	go func() {
 		defer close(waits)
 		for at := range total {
-			wait, err := c.AppendRunAsync(ctx, "r", "lease", at, []json.RawMessage{json.RawMessage(`{}`)}, false)
+			a, err := c.AppendRunAsync(ctx, "r", "lease", at, []json.RawMessage{json.RawMessage(`{}`)}, false)
 			if err != nil {
 				t.Errorf("append %d: %v", at, err)
 				return
 			}
-			waits <- wait
+			waits <- a
 		}
 	}()
-	for wait := range waits {
-		if _, err := wait(); err != nil {
+	for a := range waits {
+		if _, err := a.Wait(ctx); err != nil {
 			t.Fatalf("an append failed: %v", err)
 		}
 	}

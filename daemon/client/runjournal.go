@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -36,18 +37,8 @@ func (c *Client) OpenRun(ctx context.Context, run, lease string) ([]wire.RunReco
 // is set; it returns how many records the journal holds.
 func (c *Client) AppendRun(ctx context.Context, run, lease string, at int, recs []json.RawMessage, sync bool) (int, error) {
 	var r wire.RunAppendResult
-	err := c.Call(ctx, "run.append", runAppendParams{Run: run, Lease: lease, At: at, Records: recs, Sync: sync}, &r)
+	err := c.Call(ctx, "run.append", wire.RunAppendParams{Run: run, Lease: lease, At: at, Records: recs, Sync: sync}, &r)
 	return r.Count, err
-}
-
-// runAppendParams is wire.RunAppendParams with its records encoded
-// already: the caller measured them to fit a request.
-type runAppendParams struct {
-	Run     string            `json:"run"`
-	Lease   string            `json:"lease"`
-	At      int               `json:"at"`
-	Records []json.RawMessage `json:"records"`
-	Sync    bool              `json:"sync,omitempty"`
 }
 
 // SyncRun fsyncs run's journal on the daemon.
@@ -69,28 +60,91 @@ func (c *Client) ListRuns(ctx context.Context) ([]wire.RunSummary, error) {
 	return r.Runs, nil
 }
 
+// Append is a run.append sent whose answer may not have come yet.
+type Append struct {
+	c  *Client
+	id uint64
+	cl *call
+}
+
+// Answered reports whether the daemon's answer came, without waiting.
+func (a *Append) Answered() bool {
+	select {
+	case <-a.cl.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits for the answer: the number of records the journal holds.
+func (a *Append) Wait(ctx context.Context) (int, error) {
+	res, err := a.c.await(ctx, a.id, a.cl)
+	if err != nil {
+		return 0, err
+	}
+	var r wire.RunAppendResult
+	if err := decodeResult(res, &r); err != nil {
+		return 0, fmt.Errorf("run.append: decode result: %w", err)
+	}
+	return r.Count, nil
+}
+
 // AppendRunAsync is AppendRun without waiting for the answer: once it
 // returns the request is sent (on a Unix socket: in the daemon's kernel;
-// after a reconnect, sent again), and wait returns the answer. Answers
-// are read in order by whoever waits; wait for each.
-func (c *Client) AppendRunAsync(ctx context.Context, run, lease string, at int, recs []json.RawMessage, sync bool) (wait func() (int, error), err error) {
-	raw, err := json.Marshal(runAppendParams{Run: run, Lease: lease, At: at, Records: recs, Sync: sync})
+// after a reconnect, sent again). Answers are read by whoever waits for
+// any call, or by the client's reader: Wait for each, in order, or the
+// client keeps the call pending.
+func (c *Client) AppendRunAsync(ctx context.Context, run, lease string, at int, recs []json.RawMessage, sync bool) (*Append, error) {
+	raw, err := appendParams(run, lease, at, recs, sync)
 	if err != nil {
 		return nil, fmt.Errorf("run.append: encode params: %w", err)
 	}
-	id, cl, err := c.start(ctx, "run.append", raw, nil)
+	// Lazy: a runner appends before and after every effect and waits
+	// for the answers seldom; a reader woken for each cost more than the
+	// journal's own work.
+	id, cl, err := c.send(ctx, &call{method: "run.append", params: raw, retry: retryable["run.append"], lazy: true, done: make(chan struct{})})
 	if err != nil {
 		return nil, err
 	}
-	return func() (int, error) {
-		res, err := c.await(ctx, id, cl)
-		if err != nil {
-			return 0, err
+	return &Append{c: c, id: id, cl: cl}, nil
+}
+
+// appendParams encodes run.append's params as json.Marshal of
+// wire.RunAppendParams does, but with the records copied as they are:
+// they are json.Marshal's output already, and encoding/json checks and
+// compacts every json.RawMessage again, on the path of every effect of a
+// durable run.
+func appendParams(run, lease string, at int, recs []json.RawMessage, sync bool) ([]byte, error) {
+	r, err := json.Marshal(run)
+	if err != nil {
+		return nil, err
+	}
+	l, err := json.Marshal(lease)
+	if err != nil {
+		return nil, err
+	}
+	size := len(r) + len(l) + 64
+	for _, rec := range recs {
+		size += len(rec) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"run":`...)
+	b = append(b, r...)
+	b = append(b, `,"lease":`...)
+	b = append(b, l...)
+	b = append(b, `,"at":`...)
+	b = strconv.AppendInt(b, int64(at), 10)
+	b = append(b, `,"records":[`...)
+	for i, rec := range recs {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		var r wire.RunAppendResult
-		if err := decodeResult(res, &r); err != nil {
-			return 0, fmt.Errorf("run.append: decode result: %w", err)
-		}
-		return r.Count, nil
-	}, nil
+		b = append(b, rec...)
+	}
+	b = append(b, ']')
+	if sync {
+		b = append(b, `,"sync":true`...)
+	}
+	return append(b, '}'), nil
 }

@@ -189,13 +189,24 @@ func (w *Writer) Append(r Record) error { return w.AppendAll([]Record{r}) }
 // AppendAll writes recs at the end of the journal in one write(2), as
 // Append does one.
 func (w *Writer) AppendAll(recs []Record) error {
-	w.buf = w.buf[:0]
-	crash := false
-	for _, r := range recs {
+	payloads := make([]json.RawMessage, len(recs))
+	for i, r := range recs {
 		p, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
+		payloads[i] = p
+	}
+	return w.AppendEncoded(payloads)
+}
+
+// AppendEncoded is AppendAll of records encoded already (each a JSON
+// object, as json.Marshal of a Record makes it): the daemon writes a
+// runner's records as they came.
+func (w *Writer) AppendEncoded(payloads []json.RawMessage) error {
+	w.buf = w.buf[:0]
+	crash := false
+	for _, p := range payloads {
 		if len(p) > MaxRecord {
 			return errTooLarge
 		}

@@ -126,8 +126,12 @@ type RunAppendParams struct {
 	Lease string `json:"lease"`
 	// At is how many records the journal holds before these: a resend of
 	// an append that was applied already is applied once.
-	At      int         `json:"at"`
-	Records []RunRecord `json:"records"`
+	At int `json:"at"`
+	// Records are JSON objects, each a RunRecord as the runner encoded
+	// it: the daemon writes them as they came, without decoding them
+	// into RunRecord and encoding them again (the runner's own fields
+	// survive; what it could not read back is its own to find).
+	Records []json.RawMessage `json:"records"`
 	// Sync asks the daemon to fsync the journal before it answers.
 	Sync bool `json:"sync,omitempty"`
 }

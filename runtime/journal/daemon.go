@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -48,7 +49,6 @@ func (d Daemon) Create(head Record) (Log, error) {
 		return nil, fmt.Errorf("journal on %s: %w", d, err)
 	}
 	l.count, l.sent, l.acked = 1, 1, 1 // the head, as the file store counts it
-	go l.reap()
 	return l, nil
 }
 
@@ -64,7 +64,6 @@ func (d Daemon) Open(run string) (Log, []Record, error) {
 	case err != nil:
 		return nil, nil, fmt.Errorf("journal on %s: %w", d, err)
 	}
-	go l.reap()
 	if len(recs) == 0 || recs[0].Kind != KindRun {
 		l.Close()
 		return nil, nil, errors.New("journal: no run record (its run never started)")
@@ -81,44 +80,55 @@ func (d Daemon) newLog(run string) *daemonLog {
 	var b [16]byte
 	rand.Read(b[:])
 	kind, _, _ := client.Kind(d.Target)
-	l := &daemonLog{d: d, run: run, lease: hex.EncodeToString(b[:]), written: kind == "unix" && !d.SyncAlways,
-		answers: make(chan pendingAppend, 1024)}
+	l := &daemonLog{d: d, run: run, lease: hex.EncodeToString(b[:]), written: kind == "unix" && !d.SyncAlways}
 	l.cond = sync.NewCond(&l.mu)
 	return l
 }
 
 // daemonLog is one run's journal on a daemon, held under lease.
 //
-// A sender goroutine sends what is appended in batches, without waiting
-// for the answers (the daemon applies one connection's appends in the
-// order they came); a reaper goroutine waits for the answers, in order.
-// Sync returns once every record appended is sent (written) on a Unix
-// socket, where a request written is in the daemon's kernel and the
-// daemon applies it even when the runner is gone by then; else, and with
-// SyncAlways, once the daemon answered for every one.
+// An Append sends at once, on the caller's goroutine, unless another
+// goroutine is sending (then that one sends it too, batched); nobody
+// waits for the daemon's answers until they are needed (the daemon
+// applies one connection's appends in the order they came). Sync returns
+// once every record appended is sent (written) on a Unix socket, where a
+// request written is in the daemon's kernel and the daemon applies it
+// even when the runner is gone by then; else, and with SyncAlways, once
+// the daemon answered for every one.
+//
+// No goroutine of its own: a hand-off per effect to a sender (and
+// another to a reader of answers) cost more than the journal's own work
+// on a socket daemon, where an effect's whole round trip is a
+// millisecond.
 type daemonLog struct {
 	d          Daemon
 	run, lease string
 	written    bool // Sync waits for the sending only, not the answers
 
-	mu       sync.Mutex
-	cond     *sync.Cond // signalled when a batch is sent or answered
-	queue    []json.RawMessage
-	count    int   // records the journal holds once everything queued is applied
-	sent     int   // records of this log sent
-	acked    int   // records of this log the daemon answered for
-	sending  bool  // the sender goroutine runs
-	err      error // the first failure: every later call returns it
-	closed   bool
-	appended int // records this log appended
-	answers  chan pendingAppend
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when a sender stops
+	queue   []json.RawMessage
+	count   int             // records the journal holds once everything queued is applied
+	sent    int             // records of this log sent
+	acked   int             // records of this log the daemon answered for
+	pending []pendingAppend // appends sent whose answers were not taken yet, in order
+	sending bool            // a goroutine sends the queue
+	timer   *time.Timer     // runs flush
+	armed   bool            // timer runs flush, sendWithin after an append
+	err     error           // the first failure: every later call returns it
+	closed  bool
 }
 
-// pendingAppend is an append sent whose answer the reaper waits for.
+// pendingAppend is an append sent, n records, whose answer is not taken.
 type pendingAppend struct {
-	n    int
-	wait func() (int, error)
+	n   int
+	ans *client.Append
 }
+
+// maxPending bounds the appends whose answers are not taken: past it the
+// oldest are waited for, so a run that only appends never lets answers
+// pile up unread.
+const maxPending = 64
 
 func (l *daemonLog) Append(r Record) error {
 	p, err := json.Marshal(r)
@@ -135,31 +145,53 @@ func (l *daemonLog) Append(r Record) error {
 		return fmt.Errorf("journal on %s: %w", l.d, err)
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.err == nil && l.closed {
 		l.err = fmt.Errorf("journal on %s: run %s: the journal is closed", l.d, l.run)
 	}
 	if l.err != nil {
-		defer l.mu.Unlock()
 		return l.err
 	}
 	l.queue = append(l.queue, p)
 	l.count++
-	l.appended++
-	if !l.sending {
-		l.sending = true
-		go l.send()
-	}
-	l.mu.Unlock()
 	if l.d.Fault.CrashAfter > 0 {
-		return l.Sync()
+		l.settle(true) // the fault's point is exact: each record safe first
+		return l.err
+	}
+	// Sent with the next Sync, or within sendWithin: a runtime appends a
+	// call's record and syncs before its effect, so the answer of the
+	// call before goes in the same request.
+	if !l.armed {
+		l.armed = true
+		if l.timer == nil {
+			l.timer = time.AfterFunc(sendWithin, l.flush)
+		} else {
+			l.timer.Reset(sendWithin)
+		}
 	}
 	return nil
 }
 
-// send sends the queue in batches until it is empty.
-func (l *daemonLog) send() {
+// sendWithin is how long an appended record may wait to be sent for a
+// Sync to take it along: one run.append, a write on each side and a
+// wake-up of the daemon, was the journal's largest cost on a socket
+// daemon, and two per effect made it twice that.
+const sendWithin = 2 * time.Millisecond
+
+// flush sends what waits, at sendWithin.
+func (l *daemonLog) flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.armed = false
+	if !l.sending && l.err == nil {
+		l.send()
+	}
+}
+
+// send sends the queue in batches until it is empty, taking the answers
+// that came meanwhile. l.mu held; it is let go while a batch is written.
+func (l *daemonLog) send() {
+	l.sending = true
 	for len(l.queue) > 0 && l.err == nil {
 		n, size := 0, 0
 		for n < len(l.queue) && (n == 0 || size+len(l.queue[n]) <= maxBatch) {
@@ -168,10 +200,7 @@ func (l *daemonLog) send() {
 		}
 		batch, at := l.queue[:n], l.count-len(l.queue)
 		l.mu.Unlock()
-		wait, err := l.d.Client.AppendRunAsync(context.Background(), l.run, l.lease, at, batch, false)
-		if err == nil {
-			l.answers <- pendingAppend{n: n, wait: wait}
-		}
+		ans, err := l.d.Client.AppendRunAsync(context.Background(), l.run, l.lease, at, batch, false)
 		l.mu.Lock()
 		if err != nil {
 			l.fail(err)
@@ -179,30 +208,57 @@ func (l *daemonLog) send() {
 		}
 		l.queue = l.queue[n:]
 		l.sent += n
+		l.pending = append(l.pending, pendingAppend{n: n, ans: ans})
 		if l.written {
 			l.crashAt(l.sent)
 		}
-		l.cond.Broadcast()
 	}
 	l.sending = false
+	if l.armed && len(l.queue) == 0 {
+		l.timer.Stop()
+		l.armed = false
+	}
 	l.cond.Broadcast()
+	l.reap(false)
 }
 
-// reap waits for the answers of the appends sent, in order.
-func (l *daemonLog) reap() {
-	for p := range l.answers {
-		_, err := p.wait()
+// reap takes the answers that came, in order, and with all set waits for
+// every one; past maxPending it waits for the oldest. l.mu held; it is
+// let go while an answer is waited for.
+func (l *daemonLog) reap(all bool) {
+	for len(l.pending) > 0 && l.err == nil {
+		p := l.pending[0]
+		if !all && len(l.pending) <= maxPending && !p.ans.Answered() {
+			return
+		}
+		l.pending = l.pending[1:]
+		l.mu.Unlock()
+		_, err := p.ans.Wait(context.Background())
 		l.mu.Lock()
 		if err != nil {
 			l.fail(err)
-		} else {
-			l.acked += p.n
-			if !l.written {
-				l.crashAt(l.acked)
-			}
+			return
 		}
-		l.cond.Broadcast()
-		l.mu.Unlock()
+		l.acked += p.n
+		if !l.written {
+			l.crashAt(l.acked)
+		}
+	}
+}
+
+// settle returns once nothing queued is left unsent, and with answered
+// set once every append sent is answered too, or the log failed. l.mu
+// held.
+func (l *daemonLog) settle(answered bool) {
+	for l.err == nil && (l.sending || len(l.queue) > 0) {
+		if !l.sending {
+			l.send()
+			continue
+		}
+		l.cond.Wait()
+	}
+	if answered {
+		l.reap(true)
 	}
 }
 
@@ -223,24 +279,17 @@ func (l *daemonLog) crashAt(n int) {
 }
 
 func (l *daemonLog) Sync() error {
-	if err := l.wait(!l.written); err != nil || !l.d.SyncAlways {
+	l.mu.Lock()
+	l.settle(!l.written)
+	err := l.err
+	l.mu.Unlock()
+	if err != nil || !l.d.SyncAlways {
 		return err
 	}
 	if err := l.d.Client.SyncRun(context.Background(), l.run, l.lease); err != nil {
 		return fmt.Errorf("journal on %s: %w", l.d, err)
 	}
 	return nil
-}
-
-// wait returns once everything appended is sent, and answered too when
-// answered is set, or the log failed.
-func (l *daemonLog) wait(answered bool) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for l.err == nil && (l.sending || len(l.queue) > 0 || answered && l.acked < l.sent) {
-		l.cond.Wait()
-	}
-	return l.err
 }
 
 func (l *daemonLog) Close() error {
@@ -250,9 +299,13 @@ func (l *daemonLog) Close() error {
 		return nil
 	}
 	l.closed = true
+	l.settle(true)
+	if l.timer != nil {
+		l.timer.Stop()
+		l.armed = false
+	}
+	err := l.err
 	l.mu.Unlock()
-	err := l.wait(true)
-	close(l.answers) // nothing is sent any more: the reaper ends
 	if cerr := l.d.Client.CloseRun(context.Background(), l.run, l.lease); err == nil && cerr != nil {
 		err = fmt.Errorf("journal on %s: %w", l.d, cerr)
 	}

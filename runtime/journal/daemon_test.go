@@ -103,7 +103,7 @@ func TestDaemonStore(t *testing.T) {
 // are applied once each, in order.
 func TestDaemonStoreAcrossReconnects(t *testing.T) {
 	sock, _ := daemontest.ServeUnix(t, daemon.Config{Token: "tok", StateDir: t.TempDir()})
-	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinBytes: 64 << 10, MaxBytes: 256 << 10})
+	proxy := faultproxy.Start(t, sock, faultproxy.Options{MinBytes: 16 << 10, MaxBytes: 64 << 10})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c, err := client.DialUnix(ctx, proxy.Path(), "tok", client.Options{ReconnectTimeout: 10 * time.Second})
