@@ -327,6 +327,15 @@ func (j *Journal) finish(c *Call, seq int, kind Journaling, fn Func) (starlark.V
 	if aerr := j.w.Append(ans); aerr != nil && err == nil {
 		return nil, c.Errorf("%v", aerr)
 	}
+	if kind == JournalEffect && outliving(c.Host) == "" {
+		// Lost with the runner, this answer would have the effect done
+		// again by a resume: it goes now. An effect on a daemon that
+		// outlives the runner is taken over instead, so its answer may
+		// wait to go with the next call's record (journal.Log.Append).
+		if serr := j.w.Flush(); serr != nil && err == nil {
+			return nil, c.Errorf("%v", serr)
+		}
+	}
 	return v, err
 }
 

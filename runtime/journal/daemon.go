@@ -278,12 +278,15 @@ func (l *daemonLog) crashAt(n int) {
 	}
 }
 
-func (l *daemonLog) Sync() error {
+func (l *daemonLog) Flush() error {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.settle(!l.written)
-	err := l.err
-	l.mu.Unlock()
-	if err != nil || !l.d.SyncAlways {
+	return l.err
+}
+
+func (l *daemonLog) Sync() error {
+	if err := l.Flush(); err != nil || !l.d.SyncAlways {
 		return err
 	}
 	if err := l.d.Client.SyncRun(context.Background(), l.run, l.lease); err != nil {

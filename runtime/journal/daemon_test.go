@@ -3,12 +3,15 @@ package journal
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/runlog"
 	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/faultproxy"
 )
@@ -177,4 +180,52 @@ func BenchmarkDaemonLog(b *testing.B) {
 	}
 	b.Run("dir", func(b *testing.B) { bench(b, Dir{Path: b.TempDir()}) })
 	b.Run("daemon", func(b *testing.B) { s, _ := daemonStore(b); bench(b, s) })
+}
+
+// TestDaemonLogSendsWithoutASync: a record appended and never synced
+// reaches the daemon's file within sendWithin (a runner that dies after
+// an effect's answer, with no call after it, keeps that answer), and
+// Flush sends at once, in the same request as what waited.
+func TestDaemonLogSendsWithoutASync(t *testing.T) {
+	state := t.TempDir()
+	sock, _ := daemontest.ServeUnix(t, daemon.Config{Token: "tok", StateDir: state})
+	store, _ := daemonStoreAt(t, sock)
+	l, err := store.Create(Record{Kind: KindRun, Run: "r5", At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	onDisk := func() int {
+		data, err := os.ReadFile(runlog.Path(filepath.Join(state, "runs"), "r5"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _, err := runlog.Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	if err := l.Append(Record{Kind: KindPrint}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); onDisk() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("an append without a sync never reached the daemon (%d records)", onDisk())
+		}
+	}
+	for _, r := range []Record{{Kind: KindAnswer, Seq: 1}, {Kind: KindCall, Seq: 2, Fn: "run"}} {
+		if err := l.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Written on the socket: applied as soon as the daemon reads it.
+	for deadline := time.Now().Add(5 * time.Second); onDisk() < 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a flush left records unsent (%d on disk)", onDisk())
+		}
+	}
 }

@@ -7,8 +7,12 @@ import "time"
 type Log interface {
 	// Append adds a record at the end. The file store writes it at once
 	// (a runner killed after it returns loses nothing of it); the daemon
-	// store sends it in the background. Sync waits for it either way.
+	// store sends it with the next Sync, or within a few milliseconds.
+	// Sync waits for it either way.
 	Append(Record) error
+	// Flush returns once everything appended is where the runner's
+	// death cannot lose it, as Sync does, but never waits for a disk.
+	Flush() error
 	// Sync returns once everything appended is where the runner's death
 	// cannot lose it (in the kernel of the machine that keeps the
 	// journal), and, with SyncAlways, on its disk too. The runtime syncs
@@ -95,6 +99,8 @@ type fileLog struct {
 }
 
 func (l fileLog) Append(r Record) error { return l.w.Append(r) }
+
+func (l fileLog) Flush() error { return nil } // Append wrote it
 
 func (l fileLog) Sync() error {
 	if l.always {
