@@ -133,9 +133,11 @@ func (c *Client) send(ctx context.Context, cl *call) (uint64, *call, error) {
 // will not happen), so the caller may reuse their buffer.
 func (c *Client) await(ctx context.Context, id uint64, cl *call) (json.RawMessage, error) {
 	defer c.settle(id, cl)
-	c.mu.Lock()
-	cl.lazy = false
-	c.mu.Unlock()
+	if cl.lazy { // only its waiter writes it once the call is sent
+		c.mu.Lock()
+		cl.lazy = false
+		c.mu.Unlock()
+	}
 	if !c.awaitDone(ctx, cl) {
 		return nil, fmt.Errorf("%s: %w", cl.method, ctx.Err())
 	}
