@@ -222,7 +222,11 @@ func (j *Journal) Print(msg string, show func(string)) {
 	}
 	show(msg)
 	// An error here is the next call's error too: that one fails the run.
-	_ = j.w.Append(journal.Record{Kind: journal.KindPrint, Within: j.within()})
+	// Flushed, not left to go with the next call's record: the window in
+	// which a dead runner's line is shown again stays as short as it can.
+	if j.w.Append(journal.Record{Kind: journal.KindPrint, Within: j.within()}) == nil {
+		_ = j.w.Flush()
+	}
 }
 
 // ResumeStopped says a resume cannot go on without doing again what may
