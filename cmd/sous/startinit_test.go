@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,12 +32,20 @@ func TestRunStartsWithoutDeferrablePackages(t *testing.T) {
 	}
 	inits := 0
 	for line := range strings.Lines(string(out)) {
-		pkg, ok := strings.CutPrefix(line, "init ")
+		rest, ok := strings.CutPrefix(line, "init ")
 		if !ok {
 			continue
 		}
 		inits++
-		pkg, _, _ = strings.Cut(pkg, " ")
+		pkg, _, _ := strings.Cut(rest, " ")
+		// "init PKG @T ms, C ms clock, B bytes, N allocs"
+		if f := strings.Fields(rest); pkg == "github.com/seed5ad92d46/sous/daemon" && len(f) >= 8 {
+			// The method table and its index of names, built on the
+			// first request since: 141 allocations at init before.
+			if n, err := strconv.Atoi(f[len(f)-2]); err != nil || n > 64 {
+				t.Errorf("the daemon package's init made %s allocations: %s", f[len(f)-2], line)
+			}
+		}
 		for _, banned := range []string{"github.com/mattn/go-runewidth", "github.com/charmbracelet/", "github.com/lucasb-eyer/go-colorful", "github.com/xo/terminfo",
 			"github.com/segmentio/asm", "golang.org/x/sys/cpu"} {
 			if strings.HasPrefix(pkg, banned) {
