@@ -161,11 +161,11 @@ func (t *Table) Start(env *Env) starlark.StringDict {
 
 // StartUsing is Start for a run whose files name only the globals in used
 // (the bundle's predeclared: compile records them). The others are not
-// built: a closure or a module for each of about 250 entries, that a
-// one-line recipe never reaches, was a share of every start. No code of
-// the run can reach one: Starlark resolves every global name of a file
-// when it compiles it. The runtime calls it once per run, before any
-// recipe code runs.
+// built: a builtin, or a module with a builtin per member, for every
+// global of the table, though a one-line recipe reaches none, was a share
+// of every start. No code of the run can reach one: Starlark resolves
+// every global name of a file when it compiles it. The runtime calls it
+// once per run, before any recipe code runs.
 func (t *Table) StartUsing(env *Env, used map[string]bool) starlark.StringDict {
 	t.startPlugins(env)
 	return t.predeclared(env, used)
