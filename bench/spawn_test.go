@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // spawnExit times process.spawn of /bin/true to its exit frame, n in a
@@ -61,7 +62,7 @@ func (e *env) spawnExit(t *testing.T) row {
 		}
 		return time.Since(start)
 	}
-	python := fastestPython(t)
+	python := testutil.FastestPython(t)
 	pyLoop := func() time.Duration {
 		script := fmt.Sprintf("import subprocess,time\nt=time.perf_counter()\nfor _ in range(%d): subprocess.run(['/bin/true'])\nprint(time.perf_counter()-t)", n)
 		out, err := exec.Command(python, "-c", script).Output()

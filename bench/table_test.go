@@ -362,7 +362,7 @@ func callRate(t *testing.T, n int, d time.Duration, setup func() func() error) f
 func (e *env) recipeStart(t *testing.T) row {
 	recipe := filepath.Join(e.dir, "one.star")
 	os.WriteFile(recipe, []byte("x = 1\n"), 0o644)
-	python := fastestPython(t)
+	python := testutil.FastestPython(t)
 	if python == "" {
 		return row{figure: "`sous run` of a one-line recipe", baseline: "`python3 -c pass`", target: "at most 0.35x", result: "python3 not found"}
 	}

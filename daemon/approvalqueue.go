@@ -42,34 +42,36 @@ type okResult struct {
 	Success bool `json:"success"`
 }
 
-var approvalNamespace = map[string]handler{
-	"publish": approvalMethod("publish", func(_ context.Context, se *Session, p wire.Ask) (any, error) {
-		if err := se.s.approvals.Publish(p); err != nil {
-			return nil, err
-		}
-		return okResult{true}, nil
-	}),
-	"list": approvalMethod("list", func(_ context.Context, se *Session, _ struct{}) (any, error) {
-		return wire.AskListResult{Approvals: se.s.approvals.Pending()}, nil
-	}),
-	"answer": approvalMethod("answer", func(_ context.Context, se *Session, p wire.AskAnswer) (any, error) {
-		if p.By == "" {
-			p.By = "remote"
-		}
-		if err := se.s.approvals.Answer(p); err != nil {
-			return nil, err
-		}
-		return okResult{true}, nil
-	}),
-	"wait": approvalMethod("wait", func(ctx context.Context, se *Session, p wire.AskWaitParams) (any, error) {
-		d := se.s.approvals.Wait(ctx, p.IDs, time.Duration(p.TimeoutMs)*time.Millisecond)
-		if d == nil {
-			d = []wire.AskAnswer{}
-		}
-		return wire.AskWaitResult{Decided: d}, nil
-	}),
-	"withdraw": approvalMethod("withdraw", func(_ context.Context, se *Session, p wire.AskIDsParams) (any, error) {
-		se.s.approvals.Withdraw(p.IDs)
-		return okResult{true}, nil
-	}),
+func approvalNamespace() map[string]handler {
+	return map[string]handler{
+		"publish": approvalMethod("publish", func(_ context.Context, se *Session, p wire.Ask) (any, error) {
+			if err := se.s.approvals.Publish(p); err != nil {
+				return nil, err
+			}
+			return okResult{true}, nil
+		}),
+		"list": approvalMethod("list", func(_ context.Context, se *Session, _ struct{}) (any, error) {
+			return wire.AskListResult{Approvals: se.s.approvals.Pending()}, nil
+		}),
+		"answer": approvalMethod("answer", func(_ context.Context, se *Session, p wire.AskAnswer) (any, error) {
+			if p.By == "" {
+				p.By = "remote"
+			}
+			if err := se.s.approvals.Answer(p); err != nil {
+				return nil, err
+			}
+			return okResult{true}, nil
+		}),
+		"wait": approvalMethod("wait", func(ctx context.Context, se *Session, p wire.AskWaitParams) (any, error) {
+			d := se.s.approvals.Wait(ctx, p.IDs, time.Duration(p.TimeoutMs)*time.Millisecond)
+			if d == nil {
+				d = []wire.AskAnswer{}
+			}
+			return wire.AskWaitResult{Decided: d}, nil
+		}),
+		"withdraw": approvalMethod("withdraw", func(_ context.Context, se *Session, p wire.AskIDsParams) (any, error) {
+			se.s.approvals.Withdraw(p.IDs)
+			return okResult{true}, nil
+		}),
+	}
 }

@@ -17,8 +17,10 @@ import (
 // asks sees claustrum's bytes exactly.
 
 // connectionNamespace holds the methods about the connection itself.
-var connectionNamespace = map[string]handler{
-	"binaryFrames": connectionBinaryFrames,
+func connectionNamespace() map[string]handler {
+	return map[string]handler{
+		"binaryFrames": connectionBinaryFrames,
+	}
 }
 
 // binaryFramesSwitch is connection.binaryFrames's result: the connection

@@ -38,7 +38,7 @@ func parseRequestFast(line []byte) (req wire.Request, ok bool) {
 		case "jsonrpc":
 			return fastString(val, esc, &req.JSONRPC, knownVersions)
 		case "method":
-			return fastString(val, esc, &req.Method, knownMethods)
+			return fastString(val, esc, &req.Method, knownMethods())
 		case "auth":
 			return fastString(val, esc, &req.Auth, nil)
 		default:
@@ -56,16 +56,17 @@ var requestFields = []string{"jsonrpc", "id", "method", "params", "auth"}
 // takes the existing string instead of allocating a copy per request.
 var (
 	knownVersions = map[string]string{"2.0": "2.0"}
-	knownMethods  = func() map[string]string {
+	// Built with namespaces, on the first request.
+	knownMethods = sync.OnceValue(func() map[string]string {
 		m := map[string]string{}
-		for ns, methods := range namespaces {
+		for ns, methods := range namespaces() {
 			for name := range methods {
 				m[ns+"."+name] = ns + "." + name
 			}
 		}
 		m["server.shutdown"] = "server.shutdown" // answered by handle itself
 		return m
-	}()
+	})
 )
 
 // stdinParams are the fields process.stdin reads.

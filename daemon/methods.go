@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,72 +34,77 @@ var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.Fe
 	wire.FeatureWorktreeCreateInclude, wire.FeatureApprovalQueue, wire.FeatureRunJournal, wire.FeatureBinaryFrames}
 
 // namespaces maps each namespace to its methods. server.* and
-// approval.list take no params; the others require a params object.
-var namespaces = map[string]map[string]handler{
-	"approval":   approvalNamespace,   // approvalqueue.go
-	"run":        runNamespace,        // runjournal.go
-	"connection": connectionNamespace, // binframes.go
-	"server": {
-		"ping":         serverPing,
-		"version":      serverVersion,
-		"capabilities": serverCapabilities,
-	},
-	"files": {
-		"list": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.List(p.Path) }),
-		"validate": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) {
-			return fileops.Validate(p.Path), nil
-		}),
-		"stat": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.Stat(p.Path), nil }),
-		"read": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) {
-			return fileops.Read(p.Path, p.MaxBytes)
-		}),
-		"extract_tar": filesExtractTar, // extract.go
-	},
-	"git": {
-		"info": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
-			return se.s.git.Info(ctx, p.Path)
-		}),
-		"status": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
-			return se.s.git.Status(ctx, p.Path)
-		}),
-		"list_branches": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
-			return se.s.git.Branches(ctx, p.Path)
-		}),
-		"worktree_create": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
-			p.ReportNewBranch = p.ReportNewBranch && se.s.enabled(wire.FeatureWorktreeCreateNewBranch)
-			if !se.s.enabled(wire.FeatureWorktreeCreateInclude) {
-				p.Include = nil // ignored, as a daemon from before it would
-			}
-			return se.s.git.WorktreeCreate(ctx, p)
-		}),
-		"worktree_remove": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
-			p.Strict = p.Strict && se.s.enabled(wire.FeatureWorktreeRemoveStrict)
-			return se.s.git.WorktreeRemove(ctx, p)
-		}),
-		// Extension methods (gitfinish.go).
-		"diff": gitMethod(wire.FeatureGitDiff, func(ctx context.Context, se *Session, p wire.GitDiffParams) (any, error) {
-			return se.s.git.Diff(ctx, p)
-		}),
-		"commit": gitMethod(wire.FeatureGitCommit, func(ctx context.Context, se *Session, p wire.GitCommitParams) (any, error) {
-			return se.s.git.Commit(ctx, p)
-		}),
-		"merge": gitMethod(wire.FeatureGitMerge, func(ctx context.Context, se *Session, p wire.GitMergeParams) (any, error) {
-			return se.s.git.Merge(ctx, p)
-		}),
-		"push": gitMethod(wire.FeatureGitPush, func(ctx context.Context, se *Session, p wire.GitPushParams) (any, error) {
-			return se.s.git.Push(ctx, p)
-		}),
-	},
-	"process": {
-		"spawn":       processSpawn,
-		"stdin":       processStdin,
-		"kill":        processKill,
-		"killAndWait": processKillAndWait,
-		"reattach":    processReattach,
-		"list":        processList,
-		"resize":      processResize, // spawn_ext.go
-	},
-}
+// approval.list take no params; the others require a params object. It is
+// built on the first request, not at package init: a run whose embedded
+// daemon never starts (a recipe that touches no process) does not pay for
+// its closures and maps at every start.
+var namespaces = sync.OnceValue(func() map[string]map[string]handler {
+	return map[string]map[string]handler{
+		"approval":   approvalNamespace(),   // approvalqueue.go
+		"run":        runNamespace(),        // runjournal.go
+		"connection": connectionNamespace(), // binframes.go
+		"server": {
+			"ping":         serverPing,
+			"version":      serverVersion,
+			"capabilities": serverCapabilities,
+		},
+		"files": {
+			"list": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.List(p.Path) }),
+			"validate": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) {
+				return fileops.Validate(p.Path), nil
+			}),
+			"stat": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) { return fileops.Stat(p.Path), nil }),
+			"read": withPath(func(_ context.Context, _ *Session, p wire.PathParams) (any, error) {
+				return fileops.Read(p.Path, p.MaxBytes)
+			}),
+			"extract_tar": filesExtractTar, // extract.go
+		},
+		"git": {
+			"info": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+				return se.s.git.Info(ctx, p.Path)
+			}),
+			"status": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+				return se.s.git.Status(ctx, p.Path)
+			}),
+			"list_branches": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+				return se.s.git.Branches(ctx, p.Path)
+			}),
+			"worktree_create": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+				p.ReportNewBranch = p.ReportNewBranch && se.s.enabled(wire.FeatureWorktreeCreateNewBranch)
+				if !se.s.enabled(wire.FeatureWorktreeCreateInclude) {
+					p.Include = nil // ignored, as a daemon from before it would
+				}
+				return se.s.git.WorktreeCreate(ctx, p)
+			}),
+			"worktree_remove": withGit(func(ctx context.Context, se *Session, p wire.GitParams) (any, error) {
+				p.Strict = p.Strict && se.s.enabled(wire.FeatureWorktreeRemoveStrict)
+				return se.s.git.WorktreeRemove(ctx, p)
+			}),
+			// Extension methods (gitfinish.go).
+			"diff": gitMethod(wire.FeatureGitDiff, func(ctx context.Context, se *Session, p wire.GitDiffParams) (any, error) {
+				return se.s.git.Diff(ctx, p)
+			}),
+			"commit": gitMethod(wire.FeatureGitCommit, func(ctx context.Context, se *Session, p wire.GitCommitParams) (any, error) {
+				return se.s.git.Commit(ctx, p)
+			}),
+			"merge": gitMethod(wire.FeatureGitMerge, func(ctx context.Context, se *Session, p wire.GitMergeParams) (any, error) {
+				return se.s.git.Merge(ctx, p)
+			}),
+			"push": gitMethod(wire.FeatureGitPush, func(ctx context.Context, se *Session, p wire.GitPushParams) (any, error) {
+				return se.s.git.Push(ctx, p)
+			}),
+		},
+		"process": {
+			"spawn":       processSpawn,
+			"stdin":       processStdin,
+			"kill":        processKill,
+			"killAndWait": processKillAndWait,
+			"reattach":    processReattach,
+			"list":        processList,
+			"resize":      processResize, // spawn_ext.go
+		},
+	}
+})
 
 // dispatch resolves the method and runs it: the "method" and "params" steps
 // of the validation order.
@@ -107,7 +113,7 @@ func (se *Session) dispatch(ctx context.Context, method string, params json.RawM
 	if !ok {
 		return nil, nil, wire.Errorf(wire.CodeMethodNotFound, "Invalid method format: %s", method)
 	}
-	methods, ok := namespaces[ns]
+	methods, ok := namespaces()[ns]
 	if !ok {
 		return nil, nil, wire.Errorf(wire.CodeMethodNotFound, "Unknown namespace: %s", ns)
 	}

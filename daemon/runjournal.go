@@ -189,127 +189,129 @@ func runMethod[P any](name string, f func(context.Context, *Session, *runJournal
 	}
 }
 
-var runNamespace = map[string]handler{
-	"create": runMethod("create", func(_ context.Context, se *Session, rj *runJournals, p wire.RunCreateParams) (any, error) {
-		run := p.Head.Run
-		if p.Lease == "" || p.Head.Kind != runlog.KindRun {
-			return nil, wire.InvalidParams("run.create: lease and a head of kind \"run\" are required")
-		}
-		hr := rj.get(run)
-		hr.mu.Lock()
-		defer hr.mu.Unlock()
-		if hr.lease == p.Lease {
-			// A resend: the first one created it.
-			err := rj.take(hr, se, run, p.Lease)
-			hr.letGoUnheld()
-			return okResult{true}, err
-		}
-		if _, err := os.Stat(runlog.Path(rj.dir, run)); err == nil || hr.lease != "" {
-			return nil, wire.Errorf(wire.CodeRunExists, "run %s: the daemon has a journal of that run already", run)
-		}
-		w, err := runlog.Create(rj.dir, p.Head)
-		if err != nil {
-			return nil, wire.InvalidParams(err.Error())
-		}
-		w.SyncEvery(runJournalSyncEvery)
-		hr.lease, hr.holder, hr.w, hr.count, hr.closed = p.Lease, se, w, 1, false
-		return okResult{true}, nil
-	}),
-	"open": runMethod("open", func(_ context.Context, se *Session, rj *runJournals, p wire.RunLeaseParams) (any, error) {
-		if p.Lease == "" {
-			return nil, wire.InvalidParams("run.open: run and lease are required")
-		}
-		hr := rj.get(p.Run)
-		hr.mu.Lock()
-		defer hr.mu.Unlock()
-		if hr.holder != nil && hr.lease != p.Lease {
-			return nil, runError(p.Run, runlog.ErrBusy)
-		}
-		// Taken over (or a resend of this open): read it afresh, a torn
-		// tail cut off.
-		hr.letGo()
-		w, recs, err := runlog.Open(rj.dir, p.Run)
-		if err != nil {
-			return nil, runError(p.Run, err)
-		}
-		w.SyncEvery(runJournalSyncEvery)
-		hr.lease, hr.holder, hr.w, hr.count, hr.closed = p.Lease, se, w, len(recs), false
-		return wire.RunOpenResult{Records: recs}, nil
-	}),
-	"append": runMethod("append", func(ctx context.Context, se *Session, rj *runJournals, p wire.RunAppendParams) (any, error) {
-		if t := ticketOf(ctx); t != 0 {
-			// After the appends the connection sent before this one, even
-			// when it closed meanwhile: they wait only on requests being
-			// handled, which end.
-			se.order.wait(context.WithoutCancel(ctx), t, "\x00run "+p.Run)
-		}
-		hr := rj.get(p.Run)
-		hr.mu.Lock()
-		defer hr.mu.Unlock()
-		if err := rj.take(hr, se, p.Run, p.Lease); err != nil {
-			return nil, err
-		}
-		defer hr.letGoUnheld()
-		switch {
-		case p.At < 0 || p.At > hr.count:
-			return nil, wire.InvalidParams(fmt.Sprintf("run.append: at %d, but the journal holds %d records", p.At, hr.count))
-		case p.At+len(p.Records) > hr.count:
-			for i, r := range p.Records {
-				if !isObject(r) {
-					return nil, wire.InvalidParams(fmt.Sprintf("run.append: record %d is not a JSON object", i+1))
+func runNamespace() map[string]handler {
+	return map[string]handler{
+		"create": runMethod("create", func(_ context.Context, se *Session, rj *runJournals, p wire.RunCreateParams) (any, error) {
+			run := p.Head.Run
+			if p.Lease == "" || p.Head.Kind != runlog.KindRun {
+				return nil, wire.InvalidParams("run.create: lease and a head of kind \"run\" are required")
+			}
+			hr := rj.get(run)
+			hr.mu.Lock()
+			defer hr.mu.Unlock()
+			if hr.lease == p.Lease {
+				// A resend: the first one created it.
+				err := rj.take(hr, se, run, p.Lease)
+				hr.letGoUnheld()
+				return okResult{true}, err
+			}
+			if _, err := os.Stat(runlog.Path(rj.dir, run)); err == nil || hr.lease != "" {
+				return nil, wire.Errorf(wire.CodeRunExists, "run %s: the daemon has a journal of that run already", run)
+			}
+			w, err := runlog.Create(rj.dir, p.Head)
+			if err != nil {
+				return nil, wire.InvalidParams(err.Error())
+			}
+			w.SyncEvery(runJournalSyncEvery)
+			hr.lease, hr.holder, hr.w, hr.count, hr.closed = p.Lease, se, w, 1, false
+			return okResult{true}, nil
+		}),
+		"open": runMethod("open", func(_ context.Context, se *Session, rj *runJournals, p wire.RunLeaseParams) (any, error) {
+			if p.Lease == "" {
+				return nil, wire.InvalidParams("run.open: run and lease are required")
+			}
+			hr := rj.get(p.Run)
+			hr.mu.Lock()
+			defer hr.mu.Unlock()
+			if hr.holder != nil && hr.lease != p.Lease {
+				return nil, runError(p.Run, runlog.ErrBusy)
+			}
+			// Taken over (or a resend of this open): read it afresh, a torn
+			// tail cut off.
+			hr.letGo()
+			w, recs, err := runlog.Open(rj.dir, p.Run)
+			if err != nil {
+				return nil, runError(p.Run, err)
+			}
+			w.SyncEvery(runJournalSyncEvery)
+			hr.lease, hr.holder, hr.w, hr.count, hr.closed = p.Lease, se, w, len(recs), false
+			return wire.RunOpenResult{Records: recs}, nil
+		}),
+		"append": runMethod("append", func(ctx context.Context, se *Session, rj *runJournals, p wire.RunAppendParams) (any, error) {
+			if t := ticketOf(ctx); t != 0 {
+				// After the appends the connection sent before this one, even
+				// when it closed meanwhile: they wait only on requests being
+				// handled, which end.
+				se.order.wait(context.WithoutCancel(ctx), t, "\x00run "+p.Run)
+			}
+			hr := rj.get(p.Run)
+			hr.mu.Lock()
+			defer hr.mu.Unlock()
+			if err := rj.take(hr, se, p.Run, p.Lease); err != nil {
+				return nil, err
+			}
+			defer hr.letGoUnheld()
+			switch {
+			case p.At < 0 || p.At > hr.count:
+				return nil, wire.InvalidParams(fmt.Sprintf("run.append: at %d, but the journal holds %d records", p.At, hr.count))
+			case p.At+len(p.Records) > hr.count:
+				for i, r := range p.Records {
+					if !isObject(r) {
+						return nil, wire.InvalidParams(fmt.Sprintf("run.append: record %d is not a JSON object", i+1))
+					}
+				}
+				// What a resend brings again (an append applied before the
+				// connection dropped) is not appended twice.
+				if err := hr.w.AppendEncoded(p.Records[hr.count-p.At:]); err != nil {
+					return nil, wire.Internal(fmt.Errorf("run %s: %w", p.Run, err))
+				}
+				hr.count = p.At + len(p.Records)
+			}
+			if p.Sync {
+				if err := hr.w.Sync(); err != nil {
+					return nil, wire.Internal(fmt.Errorf("run %s: %w", p.Run, err))
 				}
 			}
-			// What a resend brings again (an append applied before the
-			// connection dropped) is not appended twice.
-			if err := hr.w.AppendEncoded(p.Records[hr.count-p.At:]); err != nil {
-				return nil, wire.Internal(fmt.Errorf("run %s: %w", p.Run, err))
+			return wire.RunAppendResult{Count: hr.count}, nil
+		}),
+		"sync": runMethod("sync", func(_ context.Context, se *Session, rj *runJournals, p wire.RunLeaseParams) (any, error) {
+			hr := rj.get(p.Run)
+			hr.mu.Lock()
+			defer hr.mu.Unlock()
+			if err := rj.take(hr, se, p.Run, p.Lease); err != nil {
+				return nil, err
 			}
-			hr.count = p.At + len(p.Records)
-		}
-		if p.Sync {
+			defer hr.letGoUnheld()
 			if err := hr.w.Sync(); err != nil {
 				return nil, wire.Internal(fmt.Errorf("run %s: %w", p.Run, err))
 			}
-		}
-		return wire.RunAppendResult{Count: hr.count}, nil
-	}),
-	"sync": runMethod("sync", func(_ context.Context, se *Session, rj *runJournals, p wire.RunLeaseParams) (any, error) {
-		hr := rj.get(p.Run)
-		hr.mu.Lock()
-		defer hr.mu.Unlock()
-		if err := rj.take(hr, se, p.Run, p.Lease); err != nil {
-			return nil, err
-		}
-		defer hr.letGoUnheld()
-		if err := hr.w.Sync(); err != nil {
-			return nil, wire.Internal(fmt.Errorf("run %s: %w", p.Run, err))
-		}
-		return okResult{true}, nil
-	}),
-	"close": runMethod("close", func(_ context.Context, se *Session, rj *runJournals, p wire.RunLeaseParams) (any, error) {
-		hr := rj.get(p.Run)
-		hr.mu.Lock()
-		defer hr.mu.Unlock()
-		if hr.lease == "" || hr.lease != p.Lease {
-			return nil, wire.Errorf(wire.CodeRunLeaseLost, "run %s: the lease is not the run's: another client took the run over (or the daemon restarted)", p.Run)
-		}
-		if hr.holder != nil && hr.holder != se && hr.holder.ctx.Err() == nil {
-			return nil, runError(p.Run, runlog.ErrBusy)
-		}
-		hr.letGo() // closing twice (a resend) closes once
-		hr.closed = true
-		return okResult{true}, nil
-	}),
-	"list": runMethod("list", func(_ context.Context, _ *Session, rj *runJournals, _ struct{}) (any, error) {
-		runs, err := runlog.List(rj.dir)
-		if err != nil {
-			return nil, wire.Internal(err)
-		}
-		if runs == nil {
-			runs = []runlog.Summary{}
-		}
-		return wire.RunListResult{Runs: runs}, nil
-	}),
+			return okResult{true}, nil
+		}),
+		"close": runMethod("close", func(_ context.Context, se *Session, rj *runJournals, p wire.RunLeaseParams) (any, error) {
+			hr := rj.get(p.Run)
+			hr.mu.Lock()
+			defer hr.mu.Unlock()
+			if hr.lease == "" || hr.lease != p.Lease {
+				return nil, wire.Errorf(wire.CodeRunLeaseLost, "run %s: the lease is not the run's: another client took the run over (or the daemon restarted)", p.Run)
+			}
+			if hr.holder != nil && hr.holder != se && hr.holder.ctx.Err() == nil {
+				return nil, runError(p.Run, runlog.ErrBusy)
+			}
+			hr.letGo() // closing twice (a resend) closes once
+			hr.closed = true
+			return okResult{true}, nil
+		}),
+		"list": runMethod("list", func(_ context.Context, _ *Session, rj *runJournals, _ struct{}) (any, error) {
+			runs, err := runlog.List(rj.dir)
+			if err != nil {
+				return nil, wire.Internal(err)
+			}
+			if runs == nil {
+				runs = []runlog.Summary{}
+			}
+			return wire.RunListResult{Runs: runs}, nil
+		}),
+	}
 }
 
 // isObject reports whether r, valid JSON, is an object.

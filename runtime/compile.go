@@ -38,6 +38,9 @@ type bundle struct {
 	root  *unit
 	units map[string]*unit // by display name, for the loader
 	order []*unit          // in the order they were compiled, for messages
+	// predeclared names the globals of the Table its files use: the run
+	// builds only those (Table.StartUsing).
+	predeclared map[string]bool
 }
 
 // CompileError lists what is wrong with a recipe before it runs, one
@@ -52,11 +55,20 @@ func (e *CompileError) Error() string { return strings.Join(e.Errs, "\n") }
 // With a *CompileError it still returns what it compiled, when it could
 // read path, so that a check can look further into the files that did.
 func compile(path string, isPredeclared func(string) bool) (*bundle, error) {
+	b := &bundle{units: make(map[string]*unit), predeclared: make(map[string]bool)}
 	c := &compiler{
-		isPredeclared: isPredeclared,
-		byAbs:         make(map[string]*unit),
-		b:             &bundle{units: make(map[string]*unit)},
-		errs:          &CompileError{},
+		// The resolver asks once per file for each name no scope of the
+		// file defines: a yes is a global the run must build.
+		isPredeclared: func(name string) bool {
+			if !isPredeclared(name) {
+				return false
+			}
+			b.predeclared[name] = true
+			return true
+		},
+		byAbs: make(map[string]*unit),
+		b:     b,
+		errs:  &CompileError{},
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {

@@ -104,3 +104,39 @@ func TestNewTableRefusesTwoPluginsOfOneName(t *testing.T) {
 		t.Errorf("NewTable = %v", err)
 	}
 }
+
+// A run builds only the globals its files name, the loaded ones' too: a
+// global's Value runs when some file of the recipe uses the name, never
+// otherwise.
+func TestRunBuildsOnlyTheGlobalsItsFilesUse(t *testing.T) {
+	t.Parallel()
+	var built []string
+	value := func(name string) Entry {
+		return Entry{Name: name, Sig: name + " -> string", Doc: "A value.", Value: func(*Env) starlark.Value {
+			built = append(built, name)
+			return starlark.String(name)
+		}}
+	}
+	table := MustTable(Plugin{Name: "values", Entries: []Entry{value("used_here"), value("used_there"), value("unused"), value("shadowed")}})
+	dir := testutil.WriteTree(t, map[string]string{
+		"main.star": `
+load("lib.star", "there")
+shadowed = "mine"
+print(used_here, there(), shadowed)
+`,
+		"lib.star": `
+def there():
+    return used_there
+`})
+	var stderr bytes.Buffer
+	if err := Run(context.Background(), Options{Recipe: filepath.Join(dir, "main.star"), Stdout: &bytes.Buffer{}, Stderr: &stderr, Table: table}); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if got := stderr.String(); got != "used_here used_there mine\n" {
+		t.Errorf("stderr = %q", got)
+	}
+	slices.Sort(built)
+	if !slices.Equal(built, []string{"used_here", "used_there"}) {
+		t.Errorf("built %v, want [used_here used_there]", built)
+	}
+}

@@ -93,7 +93,7 @@ func prepare(opt Options, out *output, budget *Budget, jnl *Journal) (*recipeRun
 			}
 		})
 	})
-	r.predeclared = opt.Table.Start(r.env)
+	r.predeclared = opt.Table.StartUsing(r.env, b.predeclared)
 	r.load = (&loader{b: b, predeclared: r.predeclared, done: make(map[*unit]starlark.StringDict)}).load
 	return r, nil
 }

@@ -152,9 +152,27 @@ func (t *Table) registered(e *Entry) bool {
 
 // Start starts the plugins for the run env, whose Table is t: each
 // plugin's OnStart makes its state for the run, then the run's globals are
-// built. The runtime calls it once per run, before any recipe code runs;
-// so does a test that makes an Env by hand.
+// built, every one of them. A test that makes an Env by hand calls it; a
+// run calls StartUsing.
 func (t *Table) Start(env *Env) starlark.StringDict {
+	t.startPlugins(env)
+	return t.predeclared(env, nil)
+}
+
+// StartUsing is Start for a run whose files name only the globals in used
+// (the bundle's predeclared: compile records them). The others are not
+// built: a builtin, or a module with a builtin per member, for every
+// global of the table, though a one-line recipe reaches none, was a share
+// of every start. No code of the run can reach one: Starlark resolves
+// every global name of a file when it compiles it. The runtime calls it
+// once per run, before any recipe code runs.
+func (t *Table) StartUsing(env *Env, used map[string]bool) starlark.StringDict {
+	t.startPlugins(env)
+	return t.predeclared(env, used)
+}
+
+// startPlugins calls each plugin's OnStart and keeps the states.
+func (t *Table) startPlugins(env *Env) {
 	env.states = make(map[string]any)
 	for _, p := range t.plugins {
 		if p.OnStart == nil {
@@ -165,15 +183,15 @@ func (t *Table) Start(env *Env) starlark.StringDict {
 			env.stateOrder = append(env.stateOrder, p.Name)
 		}
 	}
-	return t.predeclared(env)
 }
 
-// predeclared builds the globals of a run.
-func (t *Table) predeclared(env *Env) starlark.StringDict {
+// predeclared builds the globals of a run: those in used, or all of them
+// when used is nil.
+func (t *Table) predeclared(env *Env, used map[string]bool) starlark.StringDict {
 	def := env.DefaultHost()
-	d := make(starlark.StringDict)
+	d := make(starlark.StringDict, len(used))
 	for _, e := range t.entries {
-		if !t.registered(e) {
+		if used != nil && !used[e.Name] || !t.registered(e) {
 			continue
 		}
 		d[e.Name] = t.global(env, e, def)

@@ -4,15 +4,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // BenchmarkRecipeStart measures `sous run` of a one-line recipe (the built
 // binary, from exec to exit) against `python3 -c pass` in the same run, and
-// reports the ratio. The recipe touches no process, so no daemon starts:
-// this is the cost every recipe pays before its first line.
+// reports the ratio. The python3 is the quickest on the machine, as in the
+// table of bench/ (testutil.FastestPython): PATH's may be a slow pyenv
+// build, which would flatter sous. The recipe touches no process, so no
+// daemon starts: this is the cost every recipe pays before its first line.
 func BenchmarkRecipeStart(b *testing.B) {
 	bin := sousBinary(b)
 	dir := b.TempDir()
@@ -20,7 +23,7 @@ func BenchmarkRecipeStart(b *testing.B) {
 	if err := os.WriteFile(star, []byte("x = 1\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	python := realPython()
+	python := testutil.FastestPython(b)
 	b.Run("sous-vs-python3", func(b *testing.B) {
 		var sous, py time.Duration
 		for b.Loop() {
@@ -39,23 +42,12 @@ func BenchmarkRecipeStart(b *testing.B) {
 		}
 		b.ReportMetric(float64(sous.Nanoseconds())/float64(b.N), "sous-ns/run")
 		if python == "" {
-			b.Log("python3 is not on PATH: no comparison")
+			b.Log("no python3 found: no comparison")
 			return
 		}
 		b.ReportMetric(float64(py.Nanoseconds())/float64(b.N), "python3-ns/run")
 		b.ReportMetric(float64(sous)/float64(py), "sous/python3")
 	})
-}
-
-// realPython finds the python3 interpreter itself, not a version manager's
-// shim (pyenv's is a shell script that costs more than python3 does), so
-// the comparison is with what python3 costs to start. "" when absent.
-func realPython() string {
-	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // BenchmarkJournalCost runs a recipe of 1,000 run("true") calls with and

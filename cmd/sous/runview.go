@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/charmbracelet/colorprofile"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
@@ -104,9 +103,9 @@ func runView(opts *RunOptions, stdout, stderr io.Writer, getenv func(string) str
 }
 
 // colorAuto is --color=auto for a stream: colours on a terminal that takes
-// them (charmbracelet/colorprofile reads TERM, COLORTERM, CLICOLOR and
-// NO_COLOR), none when NO_COLOR is set to anything at all (no-color.org),
-// and off a terminal only with CLICOLOR_FORCE.
+// them (colorTerminal reads TERM, COLORTERM, CLICOLOR and NO_COLOR), none
+// when NO_COLOR is set to anything at all (no-color.org), and off a
+// terminal only with CLICOLOR_FORCE.
 func colorAuto(tty bool, getenv func(string) string, environ []string) bool {
 	if getenv("NO_COLOR") != "" {
 		return false
@@ -115,7 +114,7 @@ func colorAuto(tty bool, getenv func(string) string, environ []string) bool {
 		forced, _ := strconv.ParseBool(getenv("CLICOLOR_FORCE"))
 		return forced
 	}
-	return colorprofile.Env(environ) >= colorprofile.ANSI
+	return colorTerminal(environ)
 }
 
 // cursorTerm reports whether a terminal of this TERM moves its cursor: not

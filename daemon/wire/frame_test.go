@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/segmentio/asm/base64"
 )
 
 func TestAppendFrameExact(t *testing.T) {
@@ -46,7 +44,7 @@ func TestParseFrame(t *testing.T) {
 	// An escaped base64 payload ("\/" from encoders that escape slashes).
 	data := []byte{0xff, 0xfe, 0xfd}
 	line := `{"type":"stream","processId":"p","stream":"stdout","seq":1,"data":"` +
-		strings.ReplaceAll(base64.StdEncoding.EncodeToString(data), "/", `\/`) + `"}`
+		strings.ReplaceAll(stdbase64.StdEncoding.EncodeToString(data), "/", `\/`) + `"}`
 	if _, err := ParseFrame([]byte(line), &f); err != nil || !bytes.Equal(f.Data, data) {
 		t.Fatalf("%q %v", f.Data, err)
 	}

@@ -79,7 +79,7 @@ func parseOwnLayout(line []byte, f *Frame) (id []byte, ok bool) {
 		if cap(out) < n {
 			out = make([]byte, n)
 		}
-		m, err := fastStd.Decode(out[:n], data)
+		m, err := fastStd().Decode(out[:n], data)
 		if err != nil || !checkDataLen(len(data), m) {
 			return nil, false
 		}

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/seed5ad92d46/sous/runtime/event"
+	"github.com/seed5ad92d46/sous/runtime/view/ansitext"
 )
 
 // areaItem is one line of the status area before it is laid out.
@@ -89,11 +88,11 @@ func renderArea(b []byte, s *event.State, now time.Time, cols, rows int, color b
 
 	labelWidth := 0
 	for _, it := range items {
-		labelWidth = max(labelWidth, min(ansi.StringWidth(it.label), 24))
+		labelWidth = max(labelWidth, min(ansitext.StringWidth(it.label), 24))
 	}
 	for _, it := range items {
 		label := truncate(it.label, labelWidth)
-		pad := strings.Repeat(" ", max(0, labelWidth-ansi.StringWidth(label)))
+		pad := strings.Repeat(" ", max(0, labelWidth-ansitext.StringWidth(label)))
 		line := paint(color, it.labelStyle, label) + pad + fmt.Sprintf(" %5s  ", Elapsed(now.Sub(it.since)))
 		line += it.detail
 		if it.tail != "" {

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/runtime/event"
+	"github.com/seed5ad92d46/sous/runtime/view/ansitext"
 )
 
 // GitHub is the output for a GitHub Actions job (GITHUB_ACTIONS=true): a
@@ -219,7 +218,7 @@ func mdCode(s string) string {
 
 // mdBlock is s as a fenced code block.
 func mdBlock(s string) string {
-	s = ansi.Strip(s)
+	s = ansitext.Strip(s)
 	fence := "```"
 	for strings.Contains(s, fence) {
 		fence += "`"

@@ -5,32 +5,28 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/seed5ad92d46/sous/runtime/event"
+	"github.com/seed5ad92d46/sous/runtime/view/ansitext"
 )
 
 // The colours of "[id] " prefixes, one per event.ColorSlots: the basic and
 // bright ANSI colours that read on dark and light backgrounds alike, red
 // left out (it says "failed"). Basic ANSI colours follow the terminal's
-// own palette, so they suit its theme.
-var idColors = func() []string {
-	var out []string
-	for _, c := range []ansi.BasicColor{ansi.Cyan, ansi.Magenta, ansi.Yellow, ansi.Green, ansi.Blue,
-		ansi.BrightCyan, ansi.BrightMagenta, ansi.BrightYellow, ansi.BrightGreen, ansi.BrightBlue} {
-		out = append(out, ansi.NewStyle().ForegroundColor(c).String())
-	}
-	return out
-}()
+// own palette, so they suit its theme. Cyan, magenta, yellow, green, blue,
+// then the bright ones.
+var idColors = [...]string{"\x1b[36m", "\x1b[35m", "\x1b[33m", "\x1b[32m", "\x1b[34m",
+	"\x1b[96m", "\x1b[95m", "\x1b[93m", "\x1b[92m", "\x1b[94m"}
 
-// Styles used in the status area and the summary.
-var (
-	Reset  = ansi.ResetStyle
-	faint  = ansi.NewStyle().Faint().String()
-	bold   = ansi.NewStyle().Bold().String()
-	red    = ansi.NewStyle().ForegroundColor(ansi.Red).String()
-	green  = ansi.NewStyle().ForegroundColor(ansi.Green).String()
-	yellow = ansi.NewStyle().ForegroundColor(ansi.Yellow).String()
+// Styles used in the status area and the summary: SGR sequences written
+// out (x/ansi's NewStyle builds the same ones; style_test.go holds them to
+// it), so that nothing is built at package init.
+const (
+	Reset  = "\x1b[m"
+	faint  = "\x1b[2m"
+	bold   = "\x1b[1m"
+	red    = "\x1b[31m"
+	green  = "\x1b[32m"
+	yellow = "\x1b[33m"
 )
 
 // IDColor is the SGR sequence of a colour slot (event.Proc.Color).
@@ -89,7 +85,7 @@ func Cost(usd float64) string { return fmt.Sprintf("$%.4f", usd) }
 // become spaces, so nothing it carries can move the cursor or repaint the
 // status area.
 func sanitize(s string) string {
-	s = ansi.Strip(s)
+	s = ansitext.Strip(s)
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == '\u2028' || r == '\u2029' ||
 			r >= '\u200b' && r <= '\u200f' || r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' {
@@ -105,8 +101,8 @@ func truncate(s string, width int) string {
 	if width <= 0 {
 		return ""
 	}
-	if ansi.StringWidth(s) <= width {
+	if ansitext.StringWidth(s) <= width {
 		return s
 	}
-	return ansi.Truncate(s, width, "…")
+	return ansitext.Truncate(s, width, "…")
 }

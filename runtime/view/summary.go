@@ -5,10 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/runtime/event"
+	"github.com/seed5ad92d46/sous/runtime/view/ansitext"
 )
 
 // Row is one process or session of the summary.
@@ -164,13 +163,13 @@ func RenderSummary(s *event.State, color bool, width int) string {
 	}
 	labelWidth, statusWidth, durWidth := 0, 0, 0
 	for _, r := range shown {
-		labelWidth = max(labelWidth, min(ansi.StringWidth(rowLabel(r)), 24))
+		labelWidth = max(labelWidth, min(ansitext.StringWidth(rowLabel(r)), 24))
 		statusWidth = max(statusWidth, len(r.Status))
 		durWidth = max(durWidth, len(Duration(r.Duration)))
 	}
 	for _, r := range shown {
 		label := truncate(rowLabel(r), labelWidth)
-		pad := strings.Repeat(" ", max(0, labelWidth-ansi.StringWidth(label)))
+		pad := strings.Repeat(" ", max(0, labelWidth-ansitext.StringWidth(label)))
 		if r.Kind == "process" {
 			label = paint(color, IDColor(r.Color), label)
 		}

@@ -3,9 +3,8 @@ package view
 import (
 	"bytes"
 	"io"
+	"strconv"
 	"time"
-
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/runtime/event"
@@ -188,7 +187,7 @@ func (t *Terminal) eraseArea() []byte {
 		return nil
 	}
 	if t.eraseFor != t.drawn { // made once per area height: no allocation per write
-		t.erase = append(append(append(t.erase[:0], '\r'), ansi.CursorUp(t.drawn)...), ansi.EraseScreenBelow...)
+		t.erase = append(append(append(t.erase[:0], '\r'), cursorUp(t.drawn)...), eraseScreenBelow...)
 		t.eraseFor = t.drawn
 	}
 	t.drawn = 0
@@ -291,4 +290,16 @@ func (t *Terminal) close() {
 	t.closed = true
 	t.flusher.Stop()
 	close(t.stop)
+}
+
+// eraseScreenBelow (ED) erases from the cursor to the end of the screen.
+const eraseScreenBelow = "\x1b[J"
+
+// cursorUp (CUU) moves the cursor n lines up: "\x1b[A" for one, as
+// x/ansi writes it.
+func cursorUp(n int) string {
+	if n > 1 {
+		return "\x1b[" + strconv.Itoa(n) + "A"
+	}
+	return "\x1b[A"
 }

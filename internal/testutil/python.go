@@ -1,4 +1,4 @@
-package bench
+package testutil
 
 import (
 	"os/exec"
@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// fastestPython is the python3 the rows measure against: of the
-// interpreters on this machine (Debian's /usr/bin/python3 and the one
-// PATH's python3 runs, past any pyenv shim), the one that starts quickest,
-// so that no row is flattered by a slow baseline. pyenv's own builds here
-// took 50-90 ms for `-c pass` where Debian's took 10-40 ms. "" when there
-// is none.
-func fastestPython(t *testing.T) string {
-	t.Helper()
+// FastestPython is the python3 that start-up figures measure against: of
+// the interpreters on this machine (Debian's /usr/bin/python3 and the one
+// PATH's python3 runs, past any pyenv shim), the one that starts quickest
+// (the median of 5 runs of `-c pass`), so that no figure is flattered by a
+// slow baseline. pyenv's own builds here took 50-90 ms for `-c pass` where
+// Debian's took 10-40 ms. "" when there is none.
+func FastestPython(tb testing.TB) string {
+	tb.Helper()
 	var candidates []string
 	if p, err := exec.LookPath("/usr/bin/python3"); err == nil {
 		candidates = append(candidates, p)
@@ -39,12 +39,16 @@ func fastestPython(t *testing.T) string {
 			}
 			times = append(times, time.Since(start))
 		}
-		if len(times) == 5 && (best == "" || median(times) < bestTime) {
-			best, bestTime = p, median(times)
+		if len(times) < 5 {
+			continue
+		}
+		slices.Sort(times)
+		if m := times[len(times)/2]; best == "" || m < bestTime {
+			best, bestTime = p, m
 		}
 	}
 	if best != "" {
-		t.Logf("python3 baseline: %s (-c pass in %v)", best, bestTime.Round(time.Millisecond))
+		tb.Logf("python3 baseline: %s (-c pass in %v)", best, bestTime.Round(time.Millisecond))
 	}
 	return best
 }
