@@ -31,11 +31,17 @@ type hosts struct {
 
 var _ Connector = (*hosts)(nil)
 
-func newHosts(def client.Target) *hosts {
+// newHosts makes a run's hosts; defConn, when set, is the default host's
+// connection, opened by the caller, who closes it (Options.HostConn).
+func newHosts(def client.Target, defConn *client.Conn) *hosts {
 	if def.URL == "" {
 		def.URL = "embedded"
 	}
-	return &hosts{def: def}
+	h := &hosts{def: def}
+	if defConn != nil {
+		h.defConn = ClientDaemon(defConn.Client)
+	}
+	return h
 }
 
 // DefaultTarget implements Connector.

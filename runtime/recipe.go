@@ -61,7 +61,7 @@ func prepare(opt Options, out *output, budget *Budget, jnl *Journal) (*recipeRun
 	}
 	r := &recipeRun{opt: opt, out: out, b: b, hosts: opt.Connector}
 	if r.hosts == nil {
-		r.hosts = newHosts(host)
+		r.hosts = newHosts(host, opt.HostConn)
 	}
 	r.appr = &approver{rules: opt.Approvals, ask: opt.Ask, ui: opt.UI, timeout: opt.AskTimeout,
 		run: opt.RunID, recipe: opt.Recipe, hosts: r.hosts, bus: out.bus}

@@ -34,6 +34,12 @@ type Options struct {
 	// it: the runtime never builds a daemon), else a socket daemon.
 	// host("embedded") in a recipe reaches the same embedded daemon.
 	Host client.Target
+	// HostConn, when set, is a connection to Host the caller opened
+	// already and closes after Run returns: the run uses it as the
+	// default host's. A durable run on a standalone daemon keeps its
+	// journal over the same connection, so that a record goes in the
+	// same stream as the request of the effect it precedes.
+	HostConn *client.Conn
 	// Env is the runner's environment (default os.Environ()): what getenv
 	// reads and what the embedded daemon's processes inherit, so that an
 	// agent's CLI finds ANTHROPIC_BASE_URL and the rest where the runner

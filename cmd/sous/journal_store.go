@@ -20,9 +20,13 @@ import (
 const journalConnectTimeout = 30 * time.Second
 
 // daemonJournal is the journal store of a standalone daemon, over a
-// connection of its own that lasts as long as the runner: the daemon
-// holds the run's journal for this connection, and lets it go when it
-// closes, however the runner ends.
+// connection that lasts as long as the runner: the daemon holds the
+// run's journal for this connection, and lets it go when it closes,
+// however the runner ends. A run uses it as its own connection to the
+// daemon too (runtime.Options.HostConn): a record then goes in the same
+// stream as the request of the effect it precedes, and the daemon reads
+// both in one wake-up; on a connection of its own, each record cost the
+// daemon and the runner a wake-up more per effect.
 type daemonJournal struct {
 	conn  *client.Conn
 	store journal.Store
@@ -41,7 +45,6 @@ func (d *daemonJournal) close() {
 func openDaemonJournal(tg client.Target, sync journalSync, fault journal.Fault, need string) (*daemonJournal, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), journalConnectTimeout)
 	defer cancel()
-	tg.Options.Logger = nil // the run's own connection tells of drops; this one would say it twice
 	conn, err := client.Open(ctx, tg)
 	if err != nil {
 		if need == "" {
@@ -94,24 +97,26 @@ func (s *journalSync) Set(v string) error {
 const journalSyncUsage = "when the journal reaches the disk: batch (in the background within 100ms, and at the end) or always (before every call with an effect; slower)"
 
 // runJournalStore is the store of a run's journal (nil: the run is not
-// journaled) and what closes it once the run is over.
-func runJournalStore(opts *RunOptions, tg client.Target) (journal.Store, func(), error) {
+// journaled), the connection to the run's daemon it keeps the journal
+// over (nil: none, the run opens its own), and what closes both once the
+// run is over.
+func runJournalStore(opts *RunOptions, tg client.Target) (journal.Store, *client.Conn, func(), error) {
 	fault, err := journalFault(opts.Getenv("SOUS_FAULT_JOURNAL"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	nothing := func() {}
 	switch {
 	case opts.Journal != "":
-		return journal.Dir{Path: opts.Journal, SyncAlways: opts.JournalSync == journalSyncAlways, Fault: fault}, nothing, nil
+		return journal.Dir{Path: opts.Journal, SyncAlways: opts.JournalSync == journalSyncAlways, Fault: fault}, nil, nothing, nil
 	case opts.NoJournal:
-		return nil, nothing, nil
+		return nil, nil, nothing, nil
 	case client.IsEmbedded(tg.URL):
 		if opts.Resume != "" {
-			return nil, nil, usageErrorf("resume: where is the run's journal? --journal DIR for a run on the embedded daemon, " +
+			return nil, nil, nil, usageErrorf("resume: where is the run's journal? --journal DIR for a run on the embedded daemon, " +
 				"or the daemon that keeps it: --socket PATH or --remote URL")
 		}
-		return nil, nothing, nil
+		return nil, nil, nothing, nil
 	}
 	need := ""
 	if opts.Resume != "" {
@@ -119,7 +124,7 @@ func runJournalStore(opts *RunOptions, tg client.Target) (journal.Store, func(),
 	}
 	dj, err := openDaemonJournal(tg, opts.JournalSync, fault, need)
 	if err != nil || dj == nil {
-		return nil, nothing, err
+		return nil, nil, nothing, err
 	}
-	return dj.store, dj.close, nil
+	return dj.store, dj.conn, dj.close, nil
 }

@@ -240,10 +240,11 @@ func runRecipe(opts *RunOptions) error {
 		}
 		return refuse(usageErrorf("--token-file: %v", err))
 	}
-	store, closeStore, err := runJournalStore(opts, target)
+	store, hostConn, closeStore, err := runJournalStore(opts, target)
 	if err != nil {
 		return refuse(err)
 	}
+	ropt.HostConn = hostConn
 	// A journaled run says its id (sous runs and sous resume know it by
 	// that); so does any run on a standalone daemon, where `sous
 	// approvals` shows its requests under it. A plain run on the embedded
