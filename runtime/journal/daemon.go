@@ -20,8 +20,9 @@ import (
 // the journals are files under the daemon's state directory, so a run
 // started from one client is resumed from any other client of the daemon.
 //
-// A Log sends what is appended in the background, and Sync waits until
-// it is where a runner killed after Sync returned loses nothing: written
+// A Log sends what is appended with the next Flush or Sync, or within a
+// few milliseconds, and Sync waits until it is where a runner killed
+// after Sync returned loses nothing: written
 // to a Unix socket (the daemon's kernel has it, and the daemon applies
 // it even if the runner is gone by then), or, over ssh and WebSocket,
 // answered by the daemon (written to its file). The daemon fsyncs within
@@ -87,9 +88,10 @@ func (d Daemon) newLog(run string) *daemonLog {
 
 // daemonLog is one run's journal on a daemon, held under lease.
 //
-// An Append sends at once, on the caller's goroutine, unless another
-// goroutine is sending (then that one sends it too, batched); nobody
-// waits for the daemon's answers until they are needed (the daemon
+// An Append waits to be sent by the next Flush or Sync, or by a timer
+// within sendWithin, whichever comes first; whoever sends does it on its
+// own goroutine and takes along what others appended meanwhile, batched.
+// Nobody waits for the daemon's answers until they are needed (the daemon
 // applies one connection's appends in the order they came). Sync returns
 // once every record appended is sent (written) on a Unix socket, where a
 // request written is in the daemon's kernel and the daemon applies it
