@@ -201,7 +201,7 @@ func (c *conn) serve() {
 		)
 		if decoded {
 			req, perr = decodeRequest(line)
-			if perr == nil && (inlineMethods[req.Method] || inlineInOrder[req.Method] && c.sess.order.empty()) && c.sess.idle() {
+			if perr == nil && c.runsInline(req.Method) {
 				c.handle(0, req, nil, files)
 				continue
 			}
@@ -510,16 +510,19 @@ func (lr *lineReader) bigger(limit int) []byte {
 // instead is a request sent during the fork, by a client following
 // nothing, for the fork's time. A spawn on a connection following
 // processes still gets its goroutine, whatever its children do.
+//
+// run.append is a write to a local file; a durable run sends one per
+// effect, and a goroutine for each, its wake-up and its stack grown anew
+// for the JSON decoding, were most of the journal's cost on a socket
+// daemon. It is ordered (applied in the order sent), so it runs inline
+// only when no ordered request is being handled: none can be overtaken.
 var inlineMethods = map[string]bool{"server.ping": true, "server.version": true, "server.capabilities": true,
-	"process.spawn": true}
+	"process.spawn": true, "run.append": true}
 
-// inlineInOrder are ordered methods (applied in the order sent) that the
-// reader also runs itself, when no request is being handled in its turn
-// (none can then be overtaken). run.append is a write to a local file; a
-// durable run sends one before and one after each effect, and a goroutine
-// for each, its wake-up and its stack grown anew for the JSON decoding,
-// were most of the journal's cost on a socket daemon.
-var inlineInOrder = map[string]bool{"run.append": true}
+// runsInline reports whether the reader runs method itself (inlineMethods).
+func (c *conn) runsInline(method string) bool {
+	return inlineMethods[method] && (!ordered[method] || c.sess.order.empty()) && c.sess.idle()
+}
 
 // maxInlineLine is the longest request the reader parses itself: ample for
 // any cheap method (a ping is under 100 bytes).
