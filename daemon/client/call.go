@@ -111,11 +111,11 @@ func (c *Client) callRaw(ctx context.Context, method string, params json.RawMess
 // start sends a call without waiting for its answer (await does). Calls
 // started one after the other are sent in that order.
 func (c *Client) start(ctx context.Context, method string, params json.RawMessage, files []*os.File) (uint64, *call, error) {
-	return c.send(ctx, &call{method: method, params: params, retry: retryable[method] && files == nil, files: files, done: make(chan struct{})})
+	return c.startCall(ctx, &call{method: method, params: params, retry: retryable[method] && files == nil, files: files, done: make(chan struct{})})
 }
 
-// send sends cl, as start does.
-func (c *Client) send(ctx context.Context, cl *call) (uint64, *call, error) {
+// startCall sends cl, as start does.
+func (c *Client) startCall(ctx context.Context, cl *call) (uint64, *call, error) {
 	c.mu.Lock()
 	c.nextID++
 	id := c.nextID

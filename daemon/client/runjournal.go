@@ -32,15 +32,6 @@ func (c *Client) OpenRun(ctx context.Context, run, lease string) ([]wire.RunReco
 	return r.Records, nil
 }
 
-// AppendRun appends recs (wire.RunRecord objects, encoded) after the
-// first at records of run's journal, fsynced before it answers when sync
-// is set; it returns how many records the journal holds.
-func (c *Client) AppendRun(ctx context.Context, run, lease string, at int, recs []json.RawMessage, sync bool) (int, error) {
-	var r wire.RunAppendResult
-	err := c.Call(ctx, "run.append", wire.RunAppendParams{Run: run, Lease: lease, At: at, Records: recs, Sync: sync}, &r)
-	return r.Count, err
-}
-
 // SyncRun fsyncs run's journal on the daemon.
 func (c *Client) SyncRun(ctx context.Context, run, lease string) error {
 	return c.Call(ctx, "run.sync", wire.RunLeaseParams{Run: run, Lease: lease}, nil)
@@ -103,7 +94,7 @@ func (c *Client) AppendRunAsync(ctx context.Context, run, lease string, at int, 
 	// Lazy: a runner appends before and after every effect and waits
 	// for the answers seldom; a reader woken for each cost more than the
 	// journal's own work.
-	id, cl, err := c.send(ctx, &call{method: "run.append", params: raw, retry: retryable["run.append"], lazy: true, done: make(chan struct{})})
+	id, cl, err := c.startCall(ctx, &call{method: "run.append", params: raw, retry: retryable["run.append"], lazy: true, done: make(chan struct{})})
 	if err != nil {
 		return nil, err
 	}
