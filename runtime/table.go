@@ -154,13 +154,10 @@ func (t *Table) registered(e *Entry) bool {
 // plugin's OnStart makes its state for the run, then the run's globals are
 // built, every one of them. A test that makes an Env by hand calls it; a
 // run calls StartUsing.
-func (t *Table) Start(env *Env) starlark.StringDict {
-	t.startPlugins(env)
-	return t.predeclared(env, nil)
-}
+func (t *Table) Start(env *Env) starlark.StringDict { return t.StartUsing(env, nil) }
 
 // StartUsing is Start for a run whose files name only the globals in used
-// (the bundle's predeclared: compile records them). The others are not
+// (the bundle's predeclared: compile records them; nil: all). The others are not
 // built: a builtin, or a module with a builtin per member, for every
 // global of the table, though a one-line recipe reaches none, was a share
 // of every start. No code of the run can reach one: Starlark resolves

@@ -41,8 +41,9 @@ func Path(dir, run string) string { return filepath.Join(dir, run+".journal") }
 // file for as long as it is open: the lock says the runner is alive, and
 // the kernel releases it however the runner ends.
 type Writer struct {
-	f   *os.File
-	buf []byte
+	f       *os.File
+	buf     []byte
+	encoded []json.RawMessage // AppendAll's records, reused: it runs per record of a run
 	// CrashAfter, when > 0, kills the process with SIGKILL right after
 	// the CrashAfter-th record this Writer appends: a crash at a chosen
 	// point, for tests (sous reads it from SOUS_FAULT_JOURNAL). Torn
@@ -189,15 +190,17 @@ func (w *Writer) Append(r Record) error { return w.AppendAll([]Record{r}) }
 // AppendAll writes recs at the end of the journal in one write(2), as
 // Append does one.
 func (w *Writer) AppendAll(recs []Record) error {
-	payloads := make([]json.RawMessage, len(recs))
-	for i, r := range recs {
+	w.encoded = w.encoded[:0]
+	for _, r := range recs {
 		p, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
-		payloads[i] = p
+		w.encoded = append(w.encoded, p)
 	}
-	return w.AppendEncoded(payloads)
+	err := w.AppendEncoded(w.encoded)
+	clear(w.encoded) // a large record is not kept alive until the next one
+	return err
 }
 
 // AppendEncoded is AppendAll of records encoded already (each a JSON
