@@ -81,7 +81,7 @@ func (d Daemon) newLog(run string) *daemonLog {
 	var b [16]byte
 	rand.Read(b[:])
 	kind, _, _ := client.Kind(d.Target)
-	l := &daemonLog{d: d, run: run, lease: hex.EncodeToString(b[:]), written: kind == "unix" && !d.SyncAlways}
+	l := &daemonLog{d: d, run: run, lease: hex.EncodeToString(b[:]), written: kind == "unix" && !d.SyncAlways, sendWithin: sendWithin}
 	l.cond = sync.NewCond(&l.mu)
 	return l
 }
@@ -117,8 +117,11 @@ type daemonLog struct {
 	sending bool            // a goroutine sends the queue
 	timer   *time.Timer     // runs flush
 	armed   bool            // timer runs flush, sendWithin after an append
-	err     error           // the first failure: every later call returns it
-	closed  bool
+	// sendWithin is the const of that name; a test lengthens it to see
+	// what Flush sends without the timer's help.
+	sendWithin time.Duration
+	err        error // the first failure: every later call returns it
+	closed     bool
 }
 
 // pendingAppend is an append sent, n records, whose answer is not taken.
@@ -166,9 +169,9 @@ func (l *daemonLog) Append(r Record) error {
 	if !l.armed {
 		l.armed = true
 		if l.timer == nil {
-			l.timer = time.AfterFunc(sendWithin, l.flush)
+			l.timer = time.AfterFunc(l.sendWithin, l.flush)
 		} else {
-			l.timer.Reset(sendWithin)
+			l.timer.Reset(l.sendWithin)
 		}
 	}
 	return nil
