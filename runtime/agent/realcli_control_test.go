@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,16 +171,23 @@ func TestPartialMessages(t *testing.T) {
 	for _, tc := range []cliCase{cliCases[0], cliCases[2]} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, tc.version, fakemodel.Options{Script: []fakemodel.Reply{fakemodel.Text("a fairly long reply, streamed in pieces")}})
+			// The observer runs on the session's goroutine, which may
+			// still observe messages after the turn came back.
+			var mu sync.Mutex
 			var seen []string
 			s := w.start(embedded(t), tc.transport, Options{PartialMessages: true, Observer: func(e Event) {
 				if e.Dir == In {
+					mu.Lock()
 					seen = append(seen, e.Type)
+					mu.Unlock()
 				}
 			}})
 			turn := send(t, s, "hello")
 			if !hasMessage(turn, "stream_event", "") {
 				t.Errorf("the turn has no stream_event message")
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			i, j := slices.Index(seen, "stream_event"), slices.Index(seen, "result")
 			if i < 0 || j < i {
 				t.Errorf("observed %v: want stream_event before result", seen)
