@@ -58,7 +58,12 @@ type signatureShape struct {
 // parser: the name, the closing parenthesis, the result. NewTable checks
 // this much of every Sig; the parameters are read on first use (parse).
 func splitSignature(name, sig string) (signatureShape, error) {
-	rest, ok := strings.CutPrefix(sig, name+"(")
+	// Not CutPrefix(sig, name+"("): NewTable calls this for every function
+	// of the table at every start, and the concatenation allocated.
+	rest, ok := strings.CutPrefix(sig, name)
+	if ok {
+		rest, ok = strings.CutPrefix(rest, "(")
+	}
 	if !ok {
 		return signatureShape{}, fmt.Errorf("want %s(...)", name)
 	}
@@ -121,14 +126,14 @@ func (shape signatureShape) parse() (Signature, error) {
 // reads only those its recipe calls. The Table is shared, so the first
 // reader parses under the Once.
 type lazySignature struct {
-	once  sync.Once
-	shape signatureShape
-	sig   Signature
-	err   error
+	once sync.Once
+	sig  Signature
+	err  error
 }
 
-func (l *lazySignature) get() (Signature, error) {
-	l.once.Do(func() { l.sig, l.err = l.shape.parse() })
+// get reads the Sig of the function name, the first time it is called.
+func (l *lazySignature) get(name, sig string) (Signature, error) {
+	l.once.Do(func() { l.sig, l.err = parseSignature(name, sig) })
 	return l.sig, l.err
 }
 

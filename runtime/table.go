@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -17,13 +18,21 @@ type Table struct {
 	members map[string][]*Entry // by owner, sorted by name
 	// decoders are the plugins' Decoders, by kind.
 	decoders map[string]Decoder
+	// sigs are the functions' signatures, read on first use, by
+	// tableEntry.sig; the slice itself is made by the first Signature
+	// call: a run whose recipe calls no builtin by keyword never needs
+	// it, and at about 18 KB it was the largest allocation of the
+	// table, which is built at every start of sous.
+	sigsOnce sync.Once
+	sigs     []lazySignature
+	nfuncs   int
 }
 
-// tableEntry is an entry and, for a function, its signature read on
-// first use.
+// tableEntry is an entry and, for a function, where its signature is kept
+// (sigs[sig-1]; 0 for an entry that is not a function).
 type tableEntry struct {
 	entry *Entry
-	sig   *lazySignature
+	sig   int
 }
 
 // NewTable indexes the plugins' entries. A name defined twice, a member
@@ -38,8 +47,8 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 	}
 	t := &Table{plugins: plugins, entries: make([]*Entry, 0, n), byName: make(map[string]tableEntry, n), members: make(map[string][]*Entry),
 		decoders: make(map[string]Decoder)}
-	sigs := make([]lazySignature, n)
 	named := make(map[string]bool)
+	members := make([]*Entry, 0, n)
 	for _, p := range plugins {
 		if named[p.Name] {
 			return nil, fmt.Errorf("builtins: plugin %s is defined twice", p.Name)
@@ -72,25 +81,34 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 			if e.Fn != nil {
 				// The parameters are read on first use (lazySignature);
 				// the rest of the Sig is checked here.
-				shape, err := splitSignature(e.Name, e.Sig)
-				if err != nil {
+				if _, err := splitSignature(e.Name, e.Sig); err != nil {
 					return nil, fmt.Errorf("builtins: %s: signature %q: %v", e.Name, e.Sig, err)
 				}
-				te.sig = &sigs[len(t.entries)]
-				te.sig.shape = shape
+				t.nfuncs++
+				te.sig = t.nfuncs
 			}
 			t.byName[e.Name] = te
 			t.entries = append(t.entries, e)
 			if owner, _ := e.Owner(); owner != "" {
-				t.members[owner] = append(t.members[owner], e)
+				members = append(members, e)
 			}
 		}
 	}
-	for owner, ms := range t.members {
+	// Sorted by full name, each owner's members are one run ("git." sorts
+	// before any other name that starts with "git"), in the order of their
+	// short names: one array for all of them, not one grown per owner.
+	slices.SortFunc(members, func(a, b *Entry) int { return strings.Compare(a.Name, b.Name) })
+	for len(members) > 0 {
+		owner, _ := members[0].Owner()
+		run := 1
+		for run < len(members) && strings.HasPrefix(members[run].Name, owner) && members[run].Name[len(owner)] == '.' {
+			run++
+		}
 		if _, ok := t.byName[owner]; !ok {
 			return nil, fmt.Errorf("builtins: %s has members but no entry of its own", owner)
 		}
-		slices.SortFunc(ms, func(a, b *Entry) int { return strings.Compare(a.Name, b.Name) })
+		t.members[owner] = members[:run:run]
+		members = members[run:]
 	}
 	return t, nil
 }
@@ -121,10 +139,11 @@ func (t *Table) Lookup(name string) (*Entry, bool) {
 // does; builtins' TestSignaturesNameWhatTheFunctionsTake reads every one.
 func (t *Table) Signature(name string) (Signature, bool) {
 	n, ok := t.byName[name]
-	if !ok || n.sig == nil {
+	if !ok || n.sig == 0 {
 		return Signature{}, false
 	}
-	s, err := n.sig.get()
+	t.sigsOnce.Do(func() { t.sigs = make([]lazySignature, t.nfuncs) })
+	s, err := t.sigs[n.sig-1].get(name, n.entry.Sig)
 	if err != nil {
 		panic(fmt.Sprintf("builtins: %s: signature %q: %v", name, n.entry.Sig, err))
 	}

@@ -21,6 +21,11 @@ type Factory struct {
 	// Environ is that whole environment: what recipes' getenv reads and
 	// what the children of a daemon sous starts inherit.
 	Environ []string
+	// Exits is set when the process exits as soon as the command returns
+	// (main's factory, not Main's): what a command asked of the process
+	// for itself alone, the signals sous run catches, need not be given
+	// back then.
+	Exits bool
 }
 
 // newFactory is the factory of the sous process: the given streams, and

@@ -24,6 +24,7 @@ func main() {
 	// confines itself and execs the child (see package sandbox).
 	sandbox.MaybeRunHelper()
 	f := newFactory(os.Stdin, os.Stdout, os.Stderr)
+	f.Exits = true
 	stop := startProfile(f.Getenv("SOUS_CPUPROFILE"), f.IO.ErrOut)
 	code := execute(f, os.Args[1:])
 	stop()

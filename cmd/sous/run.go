@@ -68,10 +68,13 @@ type RunOptions struct {
 	// NoJournal is --no-journal: a run against a daemon that keeps
 	// journals is not journaled.
 	NoJournal bool
+	// exits is the Factory's Exits: sous exits once the run returns.
+	exits bool
 }
 
 func newCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto", JournalSync: journalSyncBatch}
+	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto", JournalSync: journalSyncBatch,
+		exits: f.Exits}
 	cmd := &cobra.Command{
 		Use:   "run RECIPE.star [-a key=value]... [flags]",
 		Short: "Run a recipe",
@@ -288,7 +291,7 @@ func runRecipe(opts *RunOptions) error {
 	if streams.IsStdinTTY() {
 		prompt = streams.In
 	}
-	ctx, cleanup, stop, interrupt := interruptible(ctx)
+	ctx, cleanup, armed, stop, interrupt := interruptible(ctx, !opts.exits)
 	defer stop()
 	ropt.Cleanup = cleanup
 	readerGone := func() { interrupt(&runtime.Interrupt{Signal: syscall.SIGPIPE, Code: 128 + int(syscall.SIGPIPE)}) }
@@ -313,6 +316,7 @@ func runRecipe(opts *RunOptions) error {
 	var stopView func()
 	ropt.View, stopView = runView(opts, ropt.Stdout, ropt.Stderr, opts.Getenv, opts.Environ)
 	defer stopView()
+	armed() // a Ctrl-C from the recipe's first line on ends the run as one
 	err = runtime.Run(ctx, ropt)
 	var ee *runtime.ExitError
 	if errors.As(err, &ee) {
@@ -395,13 +399,32 @@ func parseRecipeArgs(flags []string) (map[string]string, error) {
 // second signal the default handling is back: a third kills sous at once.
 // interrupt cancels the first context the same way for a cause that is not
 // a signal sous received (its output's reader went away).
-func interruptible(parent context.Context) (ctx, cleanup context.Context, stop func(), interrupt func(*runtime.Interrupt)) {
+//
+// The signals are asked for on a goroutine of their own, and armed waits
+// until they are: the caller calls it before the recipe's first line, and
+// builds the table and reads the flags meanwhile. signal.Notify makes a
+// round trip per signal to the runtime's signal goroutine, which runs on a
+// thread of its own, and starts that thread and the one that waits for
+// signals: about a tenth of the start of `sous run` when done in line
+// (docs/PERFORMANCE.md, "The start of `sous run`").
+//
+// stop gives the signals back (signal.Stop) when release is set. A
+// process that exits once the run returns leaves them asked for: Stop
+// makes the same round trip per signal again, and a signal that comes
+// after the run's end then leaves sous to exit with the run's code rather
+// than die of the signal, which is what the run's end already reported.
+func interruptible(parent context.Context, release bool) (ctx, cleanup context.Context, armed, stop func(), interrupt func(*runtime.Interrupt)) {
 	ctx, cancel := context.WithCancelCause(parent)
 	cleanup, abandon := context.WithCancel(context.WithoutCancel(parent))
 	sigs := make(chan os.Signal, 2)
-	// SIGHUP too: a closed terminal or ssh session must stop the run's
-	// processes as Ctrl-C does, not leave them running.
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	notified := make(chan struct{})
+	go func() {
+		// SIGHUP too: a closed terminal or ssh session must stop the
+		// run's processes as Ctrl-C does, not leave them running.
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		close(notified)
+	}()
+	armed = func() { <-notified }
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -421,8 +444,11 @@ func interruptible(parent context.Context) (ctx, cleanup context.Context, stop f
 		case <-done:
 		}
 	}()
-	return ctx, cleanup, func() {
-			signal.Stop(sigs)
+	return ctx, cleanup, armed, func() {
+			if release {
+				armed() // else Stop could come first and leave the signals asked for
+				signal.Stop(sigs)
+			}
 			close(done)
 			cancel(nil)
 			abandon()

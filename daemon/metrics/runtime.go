@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"os"
 	"runtime"
-	"runtime/metrics"
-	"runtime/pprof"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -13,38 +11,25 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/procstat"
 )
 
-// goSamples are the runtime/metrics read for the go_* gauges (no stop of
-// the world, unlike runtime.ReadMemStats).
-var goSamples = []struct{ key, name, help, typ string }{
-	{"/sched/goroutines:goroutines", "go_goroutines", "Number of goroutines that currently exist.", typeGauge},
-	{"/memory/classes/heap/objects:bytes", "go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", typeGauge},
-	{"/memory/classes/total:bytes", "go_memstats_sys_bytes", "Number of bytes obtained from the system.", typeGauge},
-	{"/gc/cycles/total:gc-cycles", "go_gc_cycles_total", "Number of completed GC cycles.", typeCounter},
-	{"/sched/gomaxprocs:threads", "go_sched_gomaxprocs_threads", "The current runtime.GOMAXPROCS setting.", typeGauge},
-}
-
 // collectGo adds the Go runtime's gauges, named as client_golang's Go
-// collector names them so that existing dashboards read them.
+// collector names them so that existing dashboards read them. They are
+// read with runtime.ReadMemStats, which stops the world for a moment at
+// each scrape, rather than with runtime/metrics: that package's init
+// builds its table of every metric (about 50 µs and 15 KB) in every sous
+// process, and most never serve a scrape (docs/PERFORMANCE.md, "The start
+// of `sous run`"). The figures are the same ones: heap objects' bytes are
+// HeapAlloc, the total from the system Sys, the cycles NumGC.
 func collectGo(e *exposition) {
-	samples := make([]metrics.Sample, len(goSamples))
-	for i, g := range goSamples {
-		samples[i].Name = g.key
-	}
-	metrics.Read(samples)
-	for i, g := range goSamples {
-		var v float64
-		switch samples[i].Value.Kind() {
-		case metrics.KindUint64:
-			v = float64(samples[i].Value.Uint64())
-		case metrics.KindFloat64:
-			v = samples[i].Value.Float64()
-		default:
-			continue // not in this Go version
-		}
-		e.sample(g.name, g.help, g.typ, v)
-	}
-	e.sample("go_threads", "Number of OS threads created.", typeGauge,
-		float64(pprof.Lookup("threadcreate").Count()))
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	e.sample("go_goroutines", "Number of goroutines that currently exist.", typeGauge, float64(runtime.NumGoroutine()))
+	e.sample("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", typeGauge, float64(ms.HeapAlloc))
+	e.sample("go_memstats_sys_bytes", "Number of bytes obtained from the system.", typeGauge, float64(ms.Sys))
+	e.sample("go_gc_cycles_total", "Number of completed GC cycles.", typeCounter, float64(ms.NumGC))
+	e.sample("go_sched_gomaxprocs_threads", "The current runtime.GOMAXPROCS setting.", typeGauge, float64(runtime.GOMAXPROCS(0)))
+	// What pprof.Lookup("threadcreate").Count() reads.
+	threads, _ := runtime.ThreadCreateProfile(nil)
+	e.sample("go_threads", "Number of OS threads created.", typeGauge, float64(threads))
 	e.labelled("go_info", "Information about the Go environment.", typeGauge,
 		map[string]string{"version": runtime.Version()}, 1)
 }
