@@ -70,7 +70,7 @@ func compile(path string, isPredeclared func(string) bool) (*bundle, error) {
 		b:     b,
 		errs:  &CompileError{},
 	}
-	src, err := os.ReadFile(path)
+	src, err := readSource(path)
 	if err != nil {
 		return nil, &CompileError{Errs: []string{fmt.Sprintf("%s: cannot read recipe: %v", path, reason(err))}}
 	}
@@ -165,7 +165,7 @@ func (c *compiler) load(from, module string, pos syntax.Position) *unit {
 		}
 		return u
 	}
-	src, err := os.ReadFile(name)
+	src, err := readSource(name)
 	if err != nil {
 		c.errs.Errs = append(c.errs.Errs, fmt.Sprintf("%s: cannot load %s: %s: %v", pos, module, name, reason(err)))
 		return nil
