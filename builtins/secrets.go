@@ -2,7 +2,6 @@ package builtins
 
 import (
 	"errors"
-	"fmt"
 
 	"go.starlark.net/starlark"
 
@@ -11,12 +10,22 @@ import (
 	"github.com/seed5ad92d46/sous/runtime/event"
 )
 
-// secretsDoc says what redaction covers, for each builtin that redacts.
-var secretsDoc = fmt.Sprintf("From then on the value is replaced by `%s` in everything sous writes: the echoed "+
-	"output of processes (also when a process writes it in two pieces), print, --json, tracebacks and errors, "+
-	"the summary, GitHub Actions annotations and step summary, the web page and notifications. Processes still "+
-	"get the real value. Values shorter than %d bytes are not redacted: they would match all over the output.",
-	event.Marker, event.MinSecret)
+// secretsDoc says what redaction covers, for each builtin that redacts. It
+// and redact's Doc are constants, the figures of event.MinSecret written
+// out (TestSecretsDocFigures holds them to it): the table is built at
+// every start of sous, and formatting them at init and concatenating the
+// Doc at every build showed in the start's profile.
+const secretsDoc = "From then on the value is replaced by `" + event.Marker + "` in everything sous writes: the echoed " +
+	"output of processes (also when a process writes it in two pieces), print, --json, tracebacks and errors, " +
+	"the summary, GitHub Actions annotations and step summary, the web page and notifications. Processes still " +
+	"get the real value. Values shorter than " + minSecretText + " bytes are not redacted: they would match all over the output."
+
+// minSecretText is event.MinSecret and maxShortSecretText one less, in
+// decimal.
+const (
+	minSecretText      = "4"
+	maxShortSecretText = "3"
+)
 
 // maxDotenvBytes bounds the .env file dotenv reads: a larger one is not
 // a .env file.
@@ -26,7 +35,7 @@ func secretsEntries() []runtime.Entry {
 	return []runtime.Entry{
 		{Name: "redact", Journal: runtime.JournalPure, Sig: "redact(value)",
 			Doc: "Keeps value out of the run's output. " + secretsDoc + " A value of 1 to " +
-				fmt.Sprint(event.MinSecret-1) + " bytes fails; \"\" does nothing.",
+				maxShortSecretText + " bytes fails; \"\" does nothing.",
 			Fn: redact},
 		{Name: "dotenv", Journal: runtime.JournalAnswer, Host: true, Sig: "dotenv(path, *, secret=True) -> dict",
 			Doc: "The variables of the .env file path, read through the daemon, as a dict of string to string: " +

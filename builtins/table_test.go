@@ -1,12 +1,14 @@
 package builtins
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"go.starlark.net/starlark"
 
 	"github.com/seed5ad92d46/sous/runtime"
+	"github.com/seed5ad92d46/sous/runtime/event"
 )
 
 // TestDefaultTableIsConsistent checks the invariants `sous doc` and the
@@ -76,5 +78,18 @@ func TestContractNames(t *testing.T) {
 	want := "dotenv extract_tar files git pipeline reattach run sdk sh spawn"
 	if got := strings.Join(tab.HostNames(), " "); got != want {
 		t.Errorf("Host attributes = %s, want %s", got, want)
+	}
+}
+
+// TestSecretsDocFigures: the figures written out in secretsDoc and
+// redact's Doc are event.MinSecret's.
+func TestSecretsDocFigures(t *testing.T) {
+	if minSecretText != strconv.Itoa(event.MinSecret) || maxShortSecretText != strconv.Itoa(event.MinSecret-1) {
+		t.Errorf("minSecretText %q, maxShortSecretText %q; event.MinSecret is %d", minSecretText, maxShortSecretText, event.MinSecret)
+	}
+	e, ok := DefaultTable().Lookup("redact")
+	if !ok || !strings.Contains(e.Doc, "shorter than "+strconv.Itoa(event.MinSecret)+" bytes") ||
+		!strings.Contains(e.Doc, "1 to "+strconv.Itoa(event.MinSecret-1)+" bytes fails") {
+		t.Errorf("redact's Doc: %q", e.Doc)
 	}
 }
