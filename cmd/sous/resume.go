@@ -14,7 +14,8 @@ import (
 // from --journal DIR. It takes the flags of sous run that say how the run
 // looks and is steered; the recipe and its args are the journal's.
 func newCmdResume(f *Factory, runF func(*RunOptions) error) *cobra.Command {
-	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto", JournalSync: journalSyncBatch}
+	opts := &RunOptions{IO: f.IO, Environ: f.Environ, Getenv: f.Getenv, Target: f.newTarget(), Color: "auto", JournalSync: journalSyncBatch,
+		exits: f.Exits}
 	cmd := &cobra.Command{
 		Use:   "resume RUN_ID [--journal DIR] [flags]",
 		Short: "Continue a durable run whose runner died",
