@@ -94,8 +94,8 @@ func NewTable(plugins ...Plugin) (*Table, error) {
 			}
 		}
 	}
-	// Sorted by full name, each owner's members are one run ("git." sorts
-	// before any other name that starts with "git"), in the order of their
+	// Sorted by full name, each owner's members are one run (names that
+	// share a prefix are neighbours once sorted), in the order of their
 	// short names: one array for all of them, not one grown per owner.
 	slices.SortFunc(members, func(a, b *Entry) int { return strings.Compare(a.Name, b.Name) })
 	for len(members) > 0 {
