@@ -60,3 +60,32 @@ func TestSignaturesAreReadOnFirstUse(t *testing.T) {
 	}()
 	tab.Signature("bad")
 }
+
+// TestTableMembersByOwner: Members lists an owner's members sorted by
+// name, and only its own, when owners share a prefix ("a", "ab") and the
+// plugins list members out of order and apart from their owner.
+func TestTableMembersByOwner(t *testing.T) {
+	t.Parallel()
+	fn := func(*Call) (starlark.Value, error) { return starlark.None, nil }
+	e := func(name string) Entry { return Entry{Name: name, Sig: name + "()", Doc: "d", Fn: fn} }
+	head := func(name string) Entry { return Entry{Name: name, Sig: name, Doc: "d"} }
+	tab, err := NewTable(
+		Plugin{Name: "one", Entries: []Entry{e("a.z"), head("ab"), e("P.wait"), e("ab.c"), head("a")}},
+		Plugin{Name: "two", Entries: []Entry{e("a.b"), head("P"), e("a_b"), e("P.id"), e("a.m")}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for owner, want := range map[string]string{"a": "a.b a.m a.z", "ab": "ab.c", "P": "P.id P.wait", "a_b": ""} {
+		var got []string
+		for _, m := range tab.Members(owner) {
+			got = append(got, m.Name)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("Members(%q) = %q, want %q", owner, got, want)
+		}
+	}
+	if names := tab.AttrNames("P"); strings.Join(names, " ") != "id wait" {
+		t.Errorf("AttrNames(P) = %q", names)
+	}
+}
