@@ -127,7 +127,13 @@ func (c *conn) sendBinaryFrames(quotedID []byte, frames []wire.Frame) error {
 	bt := c.batches.Get().(*frameBatch)
 	bt.encode(quotedID, frames)
 	c.wmu.Lock()
-	err := c.wrote(c.t.writeFrames(bt))
+	var err error
+	if len(c.held) > 0 {
+		err = c.writeLocked(nil, nil) // answers held go first (heldAnswers)
+	}
+	if err == nil {
+		err = c.wrote(c.t.writeFrames(bt))
+	}
 	c.wmu.Unlock()
 	bt.release()
 	c.batches.Put(bt)

@@ -42,8 +42,19 @@ type conn struct {
 	binary  atomic.Bool
 	batches sync.Pool // of *frameBatch, for binary frames
 
+	// held are answers of requests the reader ran itself while the next
+	// request was already read (heldAnswers), under wmu: the next write
+	// carries them, or the reader writes them before it reads again.
+	held []byte
+
 	closeOnce sync.Once
 	handlers  sync.WaitGroup
+}
+
+// lineBufferer is a transport that can tell whether a whole request is
+// read already, so that next returns it without waiting.
+type lineBufferer interface {
+	buffered() bool
 }
 
 // transport carries one connection's messages. The conn above it owns the
@@ -111,6 +122,9 @@ func newStreamTransport(nc net.Conn, lines *sync.Pool) *streamTransport {
 
 func (t *streamTransport) recycle(line []byte) { t.lr.recycle(line) }
 
+// buffered implements lineBufferer.
+func (t *streamTransport) buffered() bool { return t.lr.buffered() }
+
 func (t *streamTransport) next() ([]byte, error) {
 	line, err := t.lr.next(wire.MaxLine)
 	if err != nil && t.fd != nil {
@@ -175,7 +189,13 @@ func (c *conn) serve() {
 	sem := make(chan struct{}, maxInFlight)
 	fp, _ := c.t.(filePasser)
 	recycler, _ := c.t.(lineRecycler)
+	lb, _ := c.t.(lineBufferer)
+	held := false
 	for {
+		if held && !lb.buffered() {
+			c.flushHeld() // before the reader waits for more
+			held = false
+		}
 		line, err := c.t.next()
 		var files []*os.File
 		if fp != nil && err == nil {
@@ -202,9 +222,18 @@ func (c *conn) serve() {
 		if decoded {
 			req, perr = decodeRequest(line)
 			if perr == nil && c.runsInline(req.Method) {
-				c.handle(0, req, nil, files)
+				hold := lb != nil && lb.buffered()
+				c.handle(0, req, nil, files, hold)
+				held = held || hold
 				continue
 			}
+		}
+		if held {
+			// Answers are held only across requests the reader runs:
+			// one handed to a goroutine (server.shutdown) may end the
+			// connection first.
+			c.flushHeld()
+			held = false
 		}
 		// A request that is, or may be, process.stdin takes its place in
 		// the connection's order (stdinorder.go).
@@ -224,7 +253,7 @@ func (c *conn) serve() {
 					c.sess.order.notStdin(ticket)
 				}
 			}
-			c.handle(ticket, req, perr, files)
+			c.handle(ticket, req, perr, files, false)
 			if ticket != 0 {
 				c.sess.order.done(ticket)
 			}
@@ -391,6 +420,12 @@ func giveBigLine(pool *sync.Pool, b []byte) {
 // a pooled buffer goes back to the pool.
 func (lr *lineReader) recycle(line []byte) { giveBigLine(lr.pool, line) }
 
+// buffered reports whether a whole line is read already: next returns it
+// without reading.
+func (lr *lineReader) buffered() bool {
+	return bytes.IndexByte(lr.buf[lr.start+lr.scanned:lr.end], '\n') >= 0
+}
+
 // next returns the next line without its newline, in a slice the caller
 // owns. A line longer than limit is errLineTooLong: the contract closes the
 // connection without reading further. A last line without a newline is still
@@ -531,26 +566,26 @@ const maxInlineLine = 4 << 10
 // handle validates and runs one request, in the contract's order: parse
 // (done by the reader, whose error perr is), auth, version, method, params.
 // files came with the request (filePasser); what its handler does not claim
-// is closed.
-func (c *conn) handle(ticket uint64, req wire.Request, perr error, files []*os.File) {
+// is closed. With hold, the answer waits for the next write (heldAnswers).
+func (c *conn) handle(ticket uint64, req wire.Request, perr error, files []*os.File, hold bool) {
 	ctx, closeUnclaimed := withPassedFiles(c.sess.ctx, files)
 	if ticket != 0 {
 		ctx = withTicket(ctx, ticket)
 	}
 	defer closeUnclaimed()
 	if perr != nil {
-		c.writeResponse(nil, nil, &wire.Error{Code: wire.CodeParseError, Message: wire.MsgParseError})
+		c.answer(hold, nil, nil, &wire.Error{Code: wire.CodeParseError, Message: wire.MsgParseError})
 		return
 	}
 	if !c.s.authorized(req.Auth) {
 		c.s.stats.Refused.Add(1)
 		// The contract's log line, verbatim (docs/PROTOCOL.md, Authentication).
 		c.s.log.Warn(fmt.Sprintf("[Server] Unauthorized request: method=%s, id=%s", req.Method, idText(req.ID)))
-		c.writeResponse(req.ID, nil, &wire.Error{Code: wire.CodeUnauthorized, Message: wire.MsgUnauthorized})
+		c.answer(hold, req.ID, nil, &wire.Error{Code: wire.CodeUnauthorized, Message: wire.MsgUnauthorized})
 		return
 	}
 	if req.JSONRPC != "2.0" {
-		c.writeResponse(req.ID, nil, &wire.Error{Code: wire.CodeInvalidRequest, Message: wire.MsgInvalidVersion})
+		c.answer(hold, req.ID, nil, &wire.Error{Code: wire.CodeInvalidRequest, Message: wire.MsgInvalidVersion})
 		return
 	}
 	if req.Method == "server.shutdown" {
@@ -564,7 +599,7 @@ func (c *conn) handle(ticket uint64, req wire.Request, perr error, files []*os.F
 		defer after() // after the response is written
 	}
 	if err != nil {
-		c.writeResponse(req.ID, nil, toWireError(err))
+		c.answer(hold, req.ID, nil, toWireError(err))
 		return
 	}
 	if _, ok := result.(binaryFramesSwitch); ok {
@@ -573,10 +608,10 @@ func (c *conn) handle(ticket uint64, req wire.Request, perr error, files []*os.F
 	}
 	raw, merr := encodeResult(result)
 	if merr != nil {
-		c.writeResponse(req.ID, nil, wire.Internal(merr))
+		c.answer(hold, req.ID, nil, wire.Internal(merr))
 		return
 	}
-	c.writeResponse(req.ID, raw, nil)
+	c.answer(hold, req.ID, raw, nil)
 }
 
 // idText is the request id as logged: its JSON text, or null when absent.
@@ -595,11 +630,36 @@ func toWireError(err error) *wire.Error {
 	return wire.Internal(err)
 }
 
-// writeResponse writes one response. The id is echoed raw (null when
-// the request had none or could not be parsed).
-func (c *conn) writeResponse(id, result json.RawMessage, rerr *wire.Error) {
-	bp := c.bufs.Get().(*[]byte)
-	b := appendResponseID((*bp)[:0], id)
+// heldAnswers: the reader runs cheap requests itself (inlineMethods).
+// When the next request is read already, which a runner's journal record
+// and the request of the effect it precedes are (they come in one
+// write), the answer waits to go with the next one: one write where each
+// answer was one, and one wake-up of the client instead of two. The
+// bytes are the same, in the same order; only where writes end moves.
+
+// answer writes one response, or with hold keeps it for the next write.
+func (c *conn) answer(hold bool, id, result json.RawMessage, rerr *wire.Error) {
+	if !hold || len(result) > largeResult {
+		c.writeResponse(id, result, rerr)
+		return
+	}
+	c.wmu.Lock()
+	c.held = appendResponse(appendResponseID(c.held, id), result, rerr)
+	c.wmu.Unlock()
+}
+
+// flushHeld writes the answers held, if any.
+func (c *conn) flushHeld() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if len(c.held) > 0 {
+		c.writeLocked(nil, nil)
+	}
+}
+
+// appendResponse appends the rest of a response after its id: its result,
+// or its error, and the line end.
+func appendResponse(b []byte, result json.RawMessage, rerr *wire.Error) []byte {
 	if rerr != nil {
 		b = append(b, `,"error":{"code":`...)
 		b = strconv.AppendInt(b, int64(rerr.Code), 10)
@@ -609,17 +669,26 @@ func (c *conn) writeResponse(id, result json.RawMessage, rerr *wire.Error) {
 		b = append(b, '}')
 	} else {
 		b = append(b, `,"result":`...)
-		if len(result) > largeResult {
-			// Not copied: into a pooled buffer, a whole file's answer
-			// would also stay pinned there after the write.
-			c.writeLine([][]byte{b, result, []byte("}\n")})
-			*bp = b
-			c.bufs.Put(bp)
-			return
-		}
 		b = append(b, result...)
 	}
-	b = append(b, "}\n"...)
+	return append(b, "}\n"...)
+}
+
+// writeResponse writes one response. The id is echoed raw (null when
+// the request had none or could not be parsed).
+func (c *conn) writeResponse(id, result json.RawMessage, rerr *wire.Error) {
+	bp := c.bufs.Get().(*[]byte)
+	b := appendResponseID((*bp)[:0], id)
+	if rerr == nil && len(result) > largeResult {
+		// Not copied: into a pooled buffer, a whole file's answer
+		// would also stay pinned there after the write.
+		b = append(b, `,"result":`...)
+		c.writeLine([][]byte{b, result, []byte("}\n")})
+		*bp = b
+		c.bufs.Put(bp)
+		return
+	}
+	b = appendResponse(b, result, rerr)
 	c.write(b)
 	*bp = b
 	c.bufs.Put(bp)
@@ -688,13 +757,30 @@ func (c *conn) send(b []byte, parts [][]byte) error {
 	return c.writeLocked(b, parts)
 }
 
-// writeLocked is send with wmu held.
+// writeLocked is send with wmu held. Answers held go first, in the same
+// write.
 func (c *conn) writeLocked(b []byte, parts [][]byte) error {
 	var err error
-	if parts != nil {
+	switch {
+	case len(c.held) > 0 && parts == nil && b == nil:
+		err = c.t.write(c.held)
+	case len(c.held) > 0 && parts == nil:
+		// Copied, not written as two parts: a transport without writev
+		// (a WebSocket message, net.Pipe) would write them apart.
+		c.held = append(c.held, b...)
+		err = c.t.write(c.held)
+	case len(c.held) > 0:
+		err = c.t.writeLine(append([][]byte{c.held}, parts...))
+	case parts != nil:
 		err = c.t.writeLine(parts)
-	} else {
+	default:
 		err = c.t.write(b)
+	}
+	if len(c.held) > 0 {
+		c.held = c.held[:0]
+		if cap(c.held) > 64<<10 {
+			c.held = nil
+		}
 	}
 	return c.wrote(err)
 }
