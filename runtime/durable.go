@@ -298,11 +298,29 @@ func (j *Journal) call(c *Call, e *Entry) (starlark.Value, error) {
 	}
 	if kind == JournalEffect || kind == JournalLive {
 		// Before the effect: its record, and every answer before it.
-		if err := j.w.Sync(); err != nil {
+		if err := j.syncBefore(c, e); err != nil {
 			return nil, c.Errorf("%v", err)
 		}
 	}
 	return j.finish(c, j.seq, kind, fn)
+}
+
+// syncBefore syncs the journal before call c's effect. When the daemon
+// that keeps the journal is the one the effect acts on, over the same
+// connection, the records go in the same write as the effect's first
+// request (journal.Ahead): a host-bound builtin's first request is on its
+// host's connection.
+func (j *Journal) syncBefore(c *Call, e *Entry) error {
+	if a, ok := j.w.(journal.Ahead); ok && e.Host && c.Host != nil {
+		if d, err := c.Host.Connect(c.Env.Ctx); err == nil {
+			if cd, ok := d.(clientDaemon); ok {
+				if done, err := a.SyncAhead(cd.c); done || err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return j.w.Sync()
 }
 
 // finish does call seq and appends its answer.

@@ -25,7 +25,10 @@ type call struct {
 	// lazy says nobody waits for the answer yet (AppendRunAsync): the
 	// reader goroutine need not stay up for it, and whoever reads next
 	// takes it. Await clears it. c.mu guards it.
-	lazy   bool
+	lazy bool
+	// ahead lets a link that can (holder) hold the request back until its
+	// next request, or a wait for an answer, writes it (AppendOptions).
+	ahead  bool
 	sendMu sync.Mutex // held while resend sends it again (see await)
 	done   chan struct{}
 	result json.RawMessage
@@ -155,6 +158,13 @@ func (c *Client) awaitDone(ctx context.Context, cl *call) bool {
 	c.mu.Lock()
 	via := cl.via
 	c.mu.Unlock()
+	if h, ok := via.(holder); ok {
+		// Nothing held back may wait on an answer: it could be this
+		// call, or one before it that the daemon answers first. A
+		// failed write ends the link, and the reconnect resends or
+		// fails cl, as for any call on a link that broke.
+		_ = h.flushHeld()
+	}
 	if r, ok := via.(selfReader); ok {
 		r.readUntil(ctx, cl.done, cl.spawning)
 	}
@@ -219,6 +229,9 @@ func (c *Client) transmit(ctx context.Context, id uint64, cl *call) error {
 		cl.via = l
 		c.mu.Unlock()
 		send := l.send
+		if h, ok := l.(holder); ok && cl.ahead {
+			send = h.hold
+		}
 		if cl.files != nil {
 			fp, ok := l.(filePasser)
 			if !ok || !fp.passesFiles() {

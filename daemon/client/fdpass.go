@@ -115,7 +115,7 @@ func (l *streamLink) sendFiles(id uint64, method string, params json.RawMessage,
 		}
 		_ = rc.Control(func(fd uintptr) { fds[i] = int(fd) })
 	}
-	return l.enc.send(id, method, params, func(b []byte) error {
+	return l.enc.sendAlone(id, method, params, l.write, func(b []byte) error {
 		n, _, err := uc.WriteMsgUnix(b, unix.UnixRights(fds...), nil)
 		if err == nil && n < len(b) {
 			_, err = uc.Write(b[n:])

@@ -20,6 +20,17 @@ type link interface {
 	close()
 }
 
+// holder is a link that can hold a request back to write it with the next
+// one (streamLink): a runner's journal record and the request of the
+// effect it precedes then cost one write, and the daemon one wake-up.
+type holder interface {
+	// hold encodes a request for the link's next write: the next send
+	// carries it, or flushHeld writes it.
+	hold(id uint64, method string, params json.RawMessage) error
+	// flushHeld writes what is held, if anything.
+	flushHeld() error
+}
+
 // receiver is what a link feeds. Frames handed to frames are valid only
 // during the call: their Data may be reused afterwards. A result handed
 // to response is the receiver's to keep.

@@ -57,7 +57,7 @@ func TestResentCallsGoBeforeNewOnes(t *testing.T) {
 	go func() {
 		defer close(waits)
 		for at := range total {
-			a, err := c.AppendRunAsync(ctx, "r", "lease", at, []json.RawMessage{json.RawMessage(`{}`)}, false)
+			a, err := c.AppendRunAsync(ctx, "r", "lease", at, []json.RawMessage{json.RawMessage(`{}`)}, client.AppendOptions{})
 			if err != nil {
 				t.Errorf("append %d: %v", at, err)
 				return

@@ -81,24 +81,51 @@ func (a *Append) Wait(ctx context.Context) (int, error) {
 	return r.Count, nil
 }
 
-// AppendRunAsync is AppendRun without waiting for the answer: once it
-// returns the request is sent (on a Unix socket: in the daemon's kernel;
-// after a reconnect, sent again). Answers are read by whoever waits for
-// any call, or by the client's reader: Wait for each, in order, or the
-// client keeps the call pending.
-func (c *Client) AppendRunAsync(ctx context.Context, run, lease string, at int, recs []json.RawMessage, sync bool) (*Append, error) {
-	raw, err := appendParams(run, lease, at, recs, sync)
+// AppendOptions says how AppendRunAsync sends a run.append.
+type AppendOptions struct {
+	// Sync asks the daemon to fsync the journal before it answers.
+	Sync bool
+	// Ahead holds the request back, where the connection allows it (a
+	// Unix socket, ssh), until the client's next request goes out on the
+	// same connection: both go in one write, and the daemon reads them in
+	// one wake-up. For records that must reach the daemon before an
+	// effect whose request is the caller's next: a runner that dies
+	// before that request never made it either. Waiting for any answer,
+	// and SendHeld, write it too.
+	Ahead bool
+}
+
+// AppendRunAsync is a run.append that does not wait for its answer: once
+// it returns the request is sent (on a Unix socket: in the daemon's
+// kernel; after a reconnect, sent again), or, with Ahead, goes with the
+// next request. Answers are read by whoever waits for any call, or by the
+// client's reader: Wait for each, in order, or the client keeps the call
+// pending.
+func (c *Client) AppendRunAsync(ctx context.Context, run, lease string, at int, recs []json.RawMessage, opt AppendOptions) (*Append, error) {
+	raw, err := appendParams(run, lease, at, recs, opt.Sync)
 	if err != nil {
 		return nil, fmt.Errorf("run.append: encode params: %w", err)
 	}
 	// Lazy: a runner appends before and after every effect and waits
 	// for the answers seldom; a reader woken for each cost more than the
 	// journal's own work.
-	id, cl, err := c.startCall(ctx, &call{method: "run.append", params: raw, retry: retryable["run.append"], lazy: true, done: make(chan struct{})})
+	id, cl, err := c.startCall(ctx, &call{method: "run.append", params: raw, retry: retryable["run.append"], lazy: true, ahead: opt.Ahead,
+		done: make(chan struct{})})
 	if err != nil {
 		return nil, err
 	}
 	return &Append{c: c, id: id, cl: cl}, nil
+}
+
+// SendHeld writes the requests held back for the next one (AppendOptions.Ahead), if any.
+func (c *Client) SendHeld() error {
+	c.mu.Lock()
+	l := c.cur
+	c.mu.Unlock()
+	if h, ok := l.(holder); ok {
+		return h.flushHeld()
+	}
+	return nil
 }
 
 // appendParams encodes run.append's params as json.Marshal of

@@ -66,14 +66,25 @@ func newStreamLink(rwc io.ReadWriteCloser, token string, recv receiver, maxAnswe
 }
 
 func (l *streamLink) send(id uint64, method string, params json.RawMessage) error {
-	return l.enc.send(id, method, params, func(b []byte) error {
-		if _, err := l.rwc.Write(b); err != nil {
-			l.rwc.Close()
-			return err
-		}
-		return nil
-	})
+	return l.enc.send(id, method, params, l.write)
 }
+
+// write writes b whole; a failed write ends the link (the reader notices).
+func (l *streamLink) write(b []byte) error {
+	if _, err := l.rwc.Write(b); err != nil {
+		l.rwc.Close()
+		return err
+	}
+	return nil
+}
+
+// hold implements holder: the request goes in the write of the next one.
+func (l *streamLink) hold(id uint64, method string, params json.RawMessage) error {
+	return l.enc.hold(id, method, params)
+}
+
+// flushHeld implements holder.
+func (l *streamLink) flushHeld() error { return l.enc.flush(l.write) }
 
 func (l *streamLink) close() {
 	l.closeOnce.Do(func() { l.rwc.Close() })

@@ -115,6 +115,7 @@ type daemonLog struct {
 	acked   int             // records of this log the daemon answered for
 	pending []pendingAppend // appends sent whose answers were not taken yet, in order
 	sending bool            // a goroutine sends the queue
+	held    bool            // appends were sent ahead (SyncAhead) since the last Flush
 	timer   *time.Timer     // runs flush
 	armed   bool            // timer runs flush, sendWithin after an append
 	// sendWithin is the const of that name; a test lengthens it to see
@@ -195,7 +196,11 @@ func (l *daemonLog) flush() {
 
 // send sends the queue in batches until it is empty, taking the answers
 // that came meanwhile. l.mu held; it is let go while a batch is written.
-func (l *daemonLog) send() {
+func (l *daemonLog) send() { l.sendAhead(false) }
+
+// sendAhead is send, holding the batches back for the client's next
+// request when ahead is set (client.AppendOptions).
+func (l *daemonLog) sendAhead(ahead bool) {
 	l.sending = true
 	for len(l.queue) > 0 && l.err == nil {
 		n, size := 0, 0
@@ -205,7 +210,7 @@ func (l *daemonLog) send() {
 		}
 		batch, at := l.queue[:n], l.count-len(l.queue)
 		l.mu.Unlock()
-		ans, err := l.d.Client.AppendRunAsync(context.Background(), l.run, l.lease, at, batch, false)
+		ans, err := l.d.Client.AppendRunAsync(context.Background(), l.run, l.lease, at, batch, client.AppendOptions{Ahead: ahead})
 		l.mu.Lock()
 		if err != nil {
 			l.fail(err)
@@ -287,7 +292,36 @@ func (l *daemonLog) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.settle(!l.written)
+	if l.held && l.err == nil {
+		// Sent ahead of an effect's request that may never have gone.
+		if err := l.d.Client.SendHeld(); err != nil {
+			l.fail(err)
+		}
+	}
+	l.held = false
 	return l.err
+}
+
+// SyncAhead implements journal.Ahead: over a Unix socket, to the daemon
+// the journal is kept by and over the same connection, what waits is
+// held back to go in the same write as the effect's request, the
+// caller's next on over. Two writes and two wake-ups of the daemon, one
+// for the records and one for the request, were most of what a journal
+// cost a run on a socket daemon.
+func (l *daemonLog) SyncAhead(over *client.Client) (bool, error) {
+	if over != l.d.Client || !l.written || l.d.SyncAlways || l.d.Fault.CrashAfter > 0 {
+		return false, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.err == nil && l.sending {
+		l.cond.Wait()
+	}
+	if l.err == nil && len(l.queue) > 0 {
+		l.sendAhead(true)
+		l.held = true
+	}
+	return true, l.err
 }
 
 func (l *daemonLog) Sync() error {

@@ -230,3 +230,81 @@ func TestDaemonLogSendsWithoutASync(t *testing.T) {
 		}
 	}
 }
+
+// steps is what List says of run r's steps on store s (-1: not listed).
+func steps(t *testing.T, s Daemon, r string) int {
+	t.Helper()
+	runs, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range runs {
+		if x.Run == r {
+			return x.Steps
+		}
+	}
+	return -1
+}
+
+// SyncAhead holds what waits for the next request on the journal's own
+// connection, the effect's, and declines for any other connection or
+// with SyncAlways; a Flush sends what was held when no request followed.
+func TestDaemonSyncAhead(t *testing.T) {
+	first, more := daemonStore(t)
+	second := more()
+	l, err := first.Create(Record{Kind: KindRun, Run: "r1", Recipe: "/x.star", At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	a := l.(Ahead)
+	if err := l.Append(Record{Kind: KindCall, Seq: 1, Fn: "run", Call: CallEffect}); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := a.SyncAhead(second.Client); done || err != nil {
+		t.Fatalf("SyncAhead for another connection: %v %v, want false", done, err)
+	}
+	if done, err := a.SyncAhead(first.Client); !done || err != nil {
+		t.Fatalf("SyncAhead: %v %v", done, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := steps(t, second, "r1"); n != 0 {
+		t.Fatalf("%d steps before the effect's request, want 0: the record went ahead of it", n)
+	}
+	if err := first.Client.Call(context.Background(), "server.ping", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); steps(t, second, "r1") != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the record did not go with the next request: %d steps", steps(t, second, "r1"))
+		}
+	}
+
+	// No request follows (the effect failed before it sent one): the
+	// next Flush sends it.
+	if err := l.Append(Record{Kind: KindCall, Seq: 2, Fn: "run", Call: CallEffect}); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := a.SyncAhead(first.Client); !done || err != nil {
+		t.Fatalf("SyncAhead: %v %v", done, err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); steps(t, second, "r1") != 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Flush did not send what SyncAhead held: %d steps", steps(t, second, "r1"))
+		}
+	}
+
+	always := first
+	always.SyncAlways = true
+	la, err := always.Create(Record{Kind: KindRun, Run: "r2", Recipe: "/x.star", At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Close()
+	if done, err := la.(Ahead).SyncAhead(first.Client); done || err != nil {
+		t.Fatalf("SyncAhead with SyncAlways: %v %v, want false", done, err)
+	}
+}

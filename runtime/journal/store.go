@@ -1,6 +1,10 @@
 package journal
 
-import "time"
+import (
+	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/client"
+)
 
 // Log is one run's journal, open for appending by its runner, who holds
 // it (its lock) until Close.
@@ -21,6 +25,17 @@ type Log interface {
 	// Close syncs to disk and releases the journal. Closing again does
 	// nothing.
 	Close() error
+}
+
+// Ahead is a Log kept by a daemon that can send its records with the
+// caller's next request to that daemon (Daemon's, over a Unix socket).
+type Ahead interface {
+	// SyncAhead is Sync for an effect whose first request goes over the
+	// connection over, the caller's next request there: what waits goes
+	// in the same write as that request, and not before it. A runner
+	// that dies before the request never made it either. It reports
+	// false, having done nothing, when it cannot: the caller syncs.
+	SyncAhead(over *client.Client) (bool, error)
 }
 
 // Store keeps the journals of durable runs: a directory (Dir) for runs
