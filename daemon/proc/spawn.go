@@ -222,9 +222,13 @@ func (r *Registry) start(cmd *exec.Cmd, sb *sandbox.Policy) error {
 	return err
 }
 
-// launch registers a started process and starts its goroutines: stdin,
-// output and reaping (and its timeout).
+// launch registers a started process and has it read and reaped: by the
+// child poller, or by goroutines of its own (stdin, output and reaping, and
+// its timeout).
 func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW io.WriteCloser, follow bool) (*Process, *streamlog.Cursor, error) {
+	// A plain child is reaped and read through the registry's child poller
+	// (childpoll.go); a pipeline or a terminal by a goroutine of its own.
+	plain := spec.Pipeline == nil && spec.TTY == nil
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Process{
 		ID:        spec.ID,
@@ -284,8 +288,10 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	} else {
 		p.stdin.passed()
 	}
-	r.wg.Add(1)
-	go func() { defer r.wg.Done(); r.supervise(p) }() // reaps it too
+	r.wg.Add(1) // the child's: released once its exit frame is in
+	if r.poller == nil || !plain || !r.poller.watch(p) {
+		go func() { defer r.wg.Done(); r.supervise(p) }() // reaps it too
+	}
 	if spec.Timeout > 0 {
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); r.enforceTimeout(p, spec.Timeout) }() // ext.go
