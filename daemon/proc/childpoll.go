@@ -170,19 +170,34 @@ func (cp *childPoller) run() {
 		if err != nil {
 			return // closed
 		}
-		// Exits first: the child's pipes end with it, in the same batch
-		// or the one before, and an exited child's pipes are ended where
-		// they hold nothing (reaped), with no reader.
-		for _, ev := range events[:n] {
-			if w, ok := cp.peek(tokenOf(ev)); ok && w.out < 0 {
-				cp.take(tokenOf(ev))
-				cp.exited(w.c)
-			}
+		cp.handle(events[:n])
+	}
+}
+
+// handle handles one batch of events in three passes. Pipes that ended
+// empty first: final, they need neither a reader nor a question to the
+// pipe. Then exits: a child's pipes end with it, in the same batch or the
+// one before, and reaping it ends those still watched (reaped). Then the
+// pipes with data: a reader each.
+func (cp *childPoller) handle(events []unix.EpollEvent) {
+	for _, ev := range events {
+		if ev.Events&(unix.EPOLLHUP|unix.EPOLLIN) != unix.EPOLLHUP {
+			continue
 		}
-		for _, ev := range events[:n] {
-			if w, ok := cp.take(tokenOf(ev)); ok {
-				cp.ready(w.c, w.out)
-			}
+		if w, ok := cp.peek(tokenOf(ev)); ok && w.out >= 0 && w.c.p.outputs[w.out].mirror == nil {
+			cp.take(tokenOf(ev))
+			cp.endEmpty(w.c, w.out, true)
+		}
+	}
+	for _, ev := range events {
+		if w, ok := cp.peek(tokenOf(ev)); ok && w.out < 0 {
+			cp.take(tokenOf(ev))
+			cp.exited(w.c)
+		}
+	}
+	for _, ev := range events {
+		if w, ok := cp.take(tokenOf(ev)); ok {
+			cp.startReader(w.c, w.out, false)
 		}
 	}
 }
@@ -195,21 +210,12 @@ func (cp *childPoller) peek(token uint64) (watchedFD, bool) {
 	return w, ok
 }
 
-// ready handles output i of a child that has not exited yet: ended with
-// nothing in it (the child closed it, or its exit reached the pipe before
-// its pidfd), it is closed; else a reader takes it from here.
-func (cp *childPoller) ready(c *polledChild, i int) {
-	if cp.endEmpty(c, i) {
-		return
-	}
-	cp.startReader(c, i, false)
-}
-
 // endEmpty closes output i and counts it done when it has ended holding
-// nothing and mirrors to nowhere, so that no reader need start for it.
-func (cp *childPoller) endEmpty(c *polledChild, i int) bool {
+// nothing (known, or asked of the pipe) and mirrors to nowhere, so that no
+// reader need start for it.
+func (cp *childPoller) endEmpty(c *polledChild, i int, known bool) bool {
 	o := c.p.outputs[i]
-	if o.mirror != nil || !endedEmpty(c.fds[i]) {
+	if o.mirror != nil || !known && !endedEmpty(c.fds[i]) {
 		return false
 	}
 	c.state[i] = pipeClosed
@@ -284,7 +290,7 @@ func (cp *childPoller) reaped(c *polledChild) {
 			o.f.SetReadDeadline(deadline)
 		case pipeWatched:
 			cp.take(c.tokens[1+i])
-			if !cp.endEmpty(c, i) {
+			if !cp.endEmpty(c, i, false) {
 				cp.startReader(c, i, true)
 			}
 		}
