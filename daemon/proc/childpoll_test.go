@@ -2,7 +2,10 @@ package proc
 
 import (
 	"fmt"
+	"os/exec"
+	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,4 +87,83 @@ func TestChildPollerBackToBack(t *testing.T) {
 			t.Fatalf("spawn %d: frames %+v, want only the exit frame", i, fs)
 		}
 	}
+}
+
+// BenchmarkSpawnExitPoller spawns /bin/true and waits for its exit frame
+// through two registries in one process, alternating batches: one with
+// the child poller, one without (each child reaped and read by goroutines
+// of its own, as before the poller). poller-x is the first's time as a
+// multiple of the second's, batch by batch; on a shared machine that
+// ratio holds where the times themselves drift. os/exec's Run of the same
+// runs in a third batch beside them; the CPU figures are this process's
+// own (every thread's, the children's not).
+func BenchmarkSpawnExitPoller(b *testing.B) {
+	with := NewRegistry(Options{})
+	without := NewRegistry(Options{})
+	b.Cleanup(func() {
+		with.Shutdown(false, time.Second)
+		without.Shutdown(false, time.Second)
+	})
+	without.poller.close()
+	without.poller = nil
+	cpu := map[*Registry]time.Duration{}
+	spawn := func(r *Registry, n int) time.Duration {
+		start, cpu0 := time.Now(), selfCPU(b)
+		for i := range n {
+			p, err := r.Spawn(Spec{ID: fmt.Sprint(i % 8), Command: "/bin/true"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			<-p.Done()
+		}
+		cpu[r] += selfCPU(b) - cpu0
+		return time.Since(start)
+	}
+	var execCPU, execTime time.Duration
+	osExec := func(n int) {
+		start, cpu0 := time.Now(), selfCPU(b)
+		for range n {
+			if err := exec.Command("/bin/true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		execCPU += selfCPU(b) - cpu0
+		execTime += time.Since(start)
+	}
+	const batch = 20
+	spawn(with, batch)
+	spawn(without, batch)
+	var tw, two time.Duration
+	var ratios []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i += batch {
+		var x, y time.Duration
+		if i/batch%2 == 0 {
+			x, y = spawn(with, batch), spawn(without, batch)
+		} else {
+			y, x = spawn(without, batch), spawn(with, batch)
+		}
+		osExec(batch)
+		tw, two = tw+x, two+y
+		ratios = append(ratios, float64(x)/float64(y))
+	}
+	b.StopTimer()
+	slices.Sort(ratios)
+	b.ReportMetric(float64(tw.Nanoseconds())/float64(b.N), "poller-ns/spawn")
+	b.ReportMetric(float64(two.Nanoseconds())/float64(b.N), "goroutines-ns/spawn")
+	b.ReportMetric(ratios[len(ratios)/2], "poller-x")
+	b.ReportMetric(float64(cpu[with].Microseconds())/float64(b.N), "poller-cpu-us/spawn")
+	b.ReportMetric(float64(cpu[without].Microseconds())/float64(b.N), "goroutines-cpu-us/spawn")
+	b.ReportMetric(float64(execCPU.Microseconds())/float64(b.N), "os-exec-cpu-us/spawn")
+	b.ReportMetric(float64(execTime.Nanoseconds())/float64(b.N), "os-exec-ns/spawn")
+}
+
+// selfCPU is the CPU time this process has used, every thread's, its
+// children's not.
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
