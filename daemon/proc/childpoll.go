@@ -24,11 +24,22 @@ import (
 // its first output, as before; one that exits having written nothing is
 // reaped and given its exit frame on the poller's goroutine, its pipes
 // closed at their end without a reader ever starting.
+//
+// The daemon keeps the child's ends of the output pipes until the child is
+// reaped (output.held): the kernel closes a dying child's descriptors one
+// by one before its pidfd turns readable, and each pipe's end woke the
+// poller on its own, three wake-ups for one exit (runtime/trace). Held,
+// the pipes end only when the poller lets go of them, after the exit, and
+// one wake-up does it all. The cost is two descriptors a running child.
 type childPoller struct {
 	r    *Registry
 	ep   *os.File // the epoll descriptor, in the runtime's poller
 	rc   syscall.RawConn
 	epfd int
+
+	// batches counts the batches of events handled: the poller's
+	// wake-ups, which TestChildPollerOneWakePerExit holds to one an exit.
+	batches atomic.Int64
 
 	mu      sync.Mutex
 	watched map[uint64]watchedFD // by the token in its epoll event; guarded by mu
@@ -170,6 +181,7 @@ func (cp *childPoller) run() {
 		if err != nil {
 			return // closed
 		}
+		cp.batches.Add(1)
 		cp.handle(events[:n])
 	}
 }
@@ -186,7 +198,7 @@ func (cp *childPoller) handle(events []unix.EpollEvent) {
 		}
 		if w, ok := cp.peek(tokenOf(ev)); ok && w.out >= 0 && w.c.p.outputs[w.out].mirror == nil {
 			cp.take(tokenOf(ev))
-			cp.endEmpty(w.c, w.out, true)
+			cp.endEmpty(w.c, w.out)
 		}
 	}
 	for _, ev := range events {
@@ -210,12 +222,12 @@ func (cp *childPoller) peek(token uint64) (watchedFD, bool) {
 	return w, ok
 }
 
-// endEmpty closes output i and counts it done when it has ended holding
-// nothing (known, or asked of the pipe) and mirrors to nowhere, so that no
-// reader need start for it.
-func (cp *childPoller) endEmpty(c *polledChild, i int, known bool) bool {
+// endEmpty closes output i, known to have ended holding nothing, and
+// counts it done, unless it mirrors somewhere: then a reader still has to
+// end the mirror's side.
+func (cp *childPoller) endEmpty(c *polledChild, i int) bool {
 	o := c.p.outputs[i]
-	if o.mirror != nil || !known && !endedEmpty(c.fds[i]) {
+	if o.mirror != nil {
 		return false
 	}
 	c.state[i] = pipeClosed
@@ -277,6 +289,16 @@ func (cp *childPoller) exited(c *polledChild) {
 	// Else readable yet not exited, which is not what a pidfd says (or
 	// reaped by someone else: then waitExited returns at once): wait as
 	// supervise does.
+	//
+	// The pipes nothing read yet leave the epoll set before the daemon
+	// lets go of the child's ends, or their ending would make the set
+	// ready again for nothing.
+	for i := range c.p.outputs {
+		if c.state[i] == pipeWatched {
+			cp.take(c.tokens[1+i])
+		}
+	}
+	c.p.closeHeld()
 	c.p.reap(cp.r.addStrays, wait) // closes reapedCh
 	cp.reaped(c)
 }
@@ -284,15 +306,26 @@ func (cp *childPoller) exited(c *polledChild) {
 // reaped is exited's second half, once the child is reaped.
 func (cp *childPoller) reaped(c *polledChild) {
 	deadline := time.Now().Add(cp.r.opt.DrainAfterExit)
+	var ask []unix.PollFd // the pipes nothing read yet, asked in one poll(2)
 	for i, o := range c.p.outputs {
 		switch c.state[i] {
 		case pipeReading:
 			o.f.SetReadDeadline(deadline)
-		case pipeWatched:
-			cp.take(c.tokens[1+i])
-			if !cp.endEmpty(c, i, false) {
-				cp.startReader(c, i, true)
-			}
+		case pipeWatched: // out of the epoll set (exited)
+			ask = append(ask, unix.PollFd{Fd: int32(c.fds[i]), Events: unix.POLLIN})
+		}
+	}
+	if len(ask) > 0 {
+		endedEmpty(ask)
+	}
+	for i := range c.p.outputs {
+		if c.state[i] != pipeWatched {
+			continue
+		}
+		ended := ask[0].Revents&(unix.POLLIN|unix.POLLHUP) == unix.POLLHUP
+		ask = ask[1:]
+		if !ended || !cp.endEmpty(c, i) {
+			cp.startReader(c, i, true)
 		}
 	}
 	cp.done(c)
@@ -307,13 +340,18 @@ func (cp *childPoller) done(c *polledChild) {
 	}
 }
 
-// endedEmpty reports whether the pipe read end fd holds no data and has no
-// writer left: a read would return only its end.
-func endedEmpty(fd int) bool {
-	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(pfd, 0)
+// endedEmpty asks pipe read ends, without waiting, whether they hold data
+// (POLLIN) and whether any writer is left (POLLHUP once none is): a pipe
+// with POLLHUP alone would read only its end. On an error every Revents
+// stays 0: not ended, and a reader finds out.
+func endedEmpty(pfds []unix.PollFd) {
+	_, err := unix.Poll(pfds, 0)
 	for err == unix.EINTR {
-		n, err = unix.Poll(pfd, 0)
+		_, err = unix.Poll(pfds, 0)
 	}
-	return err == nil && n == 1 && pfd[0].Revents&unix.POLLIN == 0 && pfd[0].Revents&unix.POLLHUP != 0
+	if err != nil {
+		for i := range pfds {
+			pfds[i].Revents = 0
+		}
+	}
 }

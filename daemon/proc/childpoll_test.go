@@ -89,6 +89,28 @@ func TestChildPollerBackToBack(t *testing.T) {
 	}
 }
 
+// TestChildPollerOneWakePerExit spawns silent children one after another
+// and counts the poller's wake-ups: one an exit. Had the daemon let go of
+// the children's ends of their output pipes at the spawn, each pipe would
+// end on its own as the dying child's descriptors are closed, before its
+// pidfd turns readable, and wake the poller by itself (2.00 an exit with
+// that change alone).
+func TestChildPollerOneWakePerExit(t *testing.T) {
+	r := newTestRegistry(t)
+	const n = 100
+	before := r.poller.batches.Load()
+	for i := range n {
+		p, err := r.Spawn(Spec{ID: fmt.Sprint(i % 4), Command: "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-p.Done()
+	}
+	if per := float64(r.poller.batches.Load()-before) / n; per > 1.2 {
+		t.Errorf("the poller woke %.2f times an exit, want 1", per)
+	}
+}
+
 // BenchmarkSpawnExitPoller spawns /bin/true and waits for its exit frame
 // through two registries in one process, alternating batches: one with
 // the child poller, one without (each child reaped and read by goroutines
