@@ -24,6 +24,10 @@ type output struct {
 	stream wire.Stream
 	stage  int      // 1 + the pipeline stage of a stderr pipe (Frame.Stage); 0 otherwise
 	mirror *os.File // Spec.Mirror's pipe for this stream, or nil
+	// held is the child's end of the pipe, kept by the daemon until the
+	// child is reaped when the child poller watches it (childpoll.go);
+	// nil otherwise.
+	held *os.File
 }
 
 // extState is what the extensions record about a process; set by launch,

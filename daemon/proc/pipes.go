@@ -45,7 +45,10 @@ func childPipe(use pipeUse) (r, w *os.File, err error) {
 		kept = p[1]
 	}
 	if kept >= 0 {
-		if err := unix.SetNonblock(kept, true); err != nil {
+		// F_SETFL with O_NONBLOCK alone: a new pipe has no other status
+		// flag to keep (the access mode is not one), so unix.SetNonblock's
+		// F_GETFL first is one system call a pipe for nothing.
+		if _, err := unix.FcntlInt(uintptr(kept), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
 			unix.Close(p[0])
 			unix.Close(p[1])
 			return nil, nil, os.NewSyscallError("setnonblock", err)

@@ -445,8 +445,10 @@ func TestRunningChildGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if per := float64(settle()-before) / n; per > 3 {
-		t.Errorf("a running child holds %.2f goroutines, want at most 3", per)
+	// The child poller (childpoll.go) watches a quiet child: it holds no
+	// goroutine of its own (it held three: a reaper and two readers).
+	if per := float64(settle()-before) / n; per > 0.2 {
+		t.Errorf("a quiet running child holds %.2f goroutines, want none", per)
 	}
 	for i, p := range ps {
 		if i%2 == 0 {

@@ -168,6 +168,17 @@ func (p *Process) discard() {
 	p.Signal(syscall.SIGKILL)
 }
 
+// closeHeld closes the child's ends of its output pipes that the daemon
+// kept (output.held): once they are closed, a pipe ends when the child and
+// its descendants have let go of it.
+func (p *Process) closeHeld() {
+	for i := range p.outputs {
+		if h := p.outputs[i].held; h != nil {
+			h.Close() // once: by launch, or by the child poller at the exit
+		}
+	}
+}
+
 // release lets go of the daemon's side of the process: readers of its log are
 // dropped, its pipes abandoned, its stdin stopped.
 func (p *Process) release() {

@@ -14,13 +14,16 @@ import (
 // A pipeline's leader (its first stage, whose pid is the group's id) is
 // reaped last, after the other stages: until then it holds the group's id,
 // alive or as a zombie. What the leader left of its group, if anything,
-// goes to keep before reapedCh closes (strays.go).
-func (p *Process) reap(keep func(*strayGroup)) {
+// goes to keep before reapedCh closes (strays.go). wait waits for a pid to
+// exit (waitExited); nil when the caller knows they all have.
+func (p *Process) reap(keep func(*strayGroup), wait func(pid int)) {
 	n := len(p.cmds)
 	codes, shell := make([]int, n), make([]int, n)
 	for k := range n {
 		i := (k + 1) % n // 1, 2, ..., n-1, then 0
-		waitExited(p.cmds[i].Process.Pid)
+		if wait != nil {
+			wait(p.cmds[i].Process.Pid)
+		}
 		p.mu.Lock()
 		err := p.cmds[i].Wait()
 		code := 0

@@ -108,6 +108,11 @@ type Registry struct {
 	// strays are the groups reaped leaders left members in, for Shutdown
 	// (strays.go); guarded by mu.
 	strays []*strayGroup
+
+	// poller reaps and reads the plain children (childpoll.go); nil when
+	// the kernel gives no pollable epoll, and children then get goroutines
+	// of their own.
+	poller *childPoller
 }
 
 // NewRegistry returns an empty registry.
@@ -139,6 +144,9 @@ func NewRegistry(opt Options) *Registry {
 	if r.opt.Log.WriteSlots == nil {
 		r.opt.Log.WriteSlots = streamlog.NewWriteSlots(maxStreamingSpills)
 	}
+	// Made now, not at the first spawn: its goroutine and descriptor are
+	// the registry's from the start, not a leak a caller finds later.
+	r.poller = newChildPoller(r)
 	return r
 }
 
@@ -216,6 +224,10 @@ func (r *Registry) Shutdown(keep bool, grace time.Duration) int {
 		r.stopStrays(&wg, grace)
 		wg.Wait()
 		r.wg.Wait()
+		// Every child is reaped and finished: nothing is left to poll.
+		if r.poller != nil {
+			r.poller.close()
+		}
 	}
 	for _, p := range r.List() {
 		p.Log.Close()

@@ -184,8 +184,19 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 		closeAll(stdinR, stdinW, outR, outW, errR, errW)
 		return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
-	closeAll(stdinR, outW, errW) // the child's ends
-	outputs := readOutputs(output{f: outR, stream: wire.Stdout}, output{f: errR, stream: wire.Stderr})
+	// The child's ends: stdin's goes now; the output pipes' are kept
+	// (output.held) until the child is reaped, or closed now when the
+	// child writes into a passed descriptor itself.
+	stdinR.Close()
+	if outR == nil {
+		outW.Close()
+		outW = nil
+	}
+	if errR == nil {
+		errW.Close()
+		errW = nil
+	}
+	outputs := readOutputs(output{f: outR, stream: wire.Stdout, held: outW}, output{f: errR, stream: wire.Stderr, held: errW})
 	return r.launch(spec, []*exec.Cmd{cmd}, outputs, writeEnd(stdinW), follow)
 }
 
@@ -222,9 +233,13 @@ func (r *Registry) start(cmd *exec.Cmd, sb *sandbox.Policy) error {
 	return err
 }
 
-// launch registers a started process and starts its goroutines: stdin,
-// output and reaping (and its timeout).
+// launch registers a started process and has it read and reaped: by the
+// child poller, or by goroutines of its own (stdin, output and reaping, and
+// its timeout).
 func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW io.WriteCloser, follow bool) (*Process, *streamlog.Cursor, error) {
+	// A plain child is reaped and read through the registry's child poller
+	// (childpoll.go); a pipeline or a terminal by a goroutine of its own.
+	plain := spec.Pipeline == nil && spec.TTY == nil
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Process{
 		ID:        spec.ID,
@@ -284,8 +299,11 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	} else {
 		p.stdin.passed()
 	}
-	r.wg.Add(1)
-	go func() { defer r.wg.Done(); r.supervise(p) }() // reaps it too
+	r.wg.Add(1) // the child's: released once its exit frame is in
+	if r.poller == nil || !plain || !r.poller.watch(p) {
+		p.closeHeld()                                     // supervise reads until the pipes end
+		go func() { defer r.wg.Done(); r.supervise(p) }() // reaps it too
+	}
 	if spec.Timeout > 0 {
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); r.enforceTimeout(p, spec.Timeout) }() // ext.go

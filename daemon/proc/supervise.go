@@ -41,7 +41,7 @@ func (r *Registry) supervise(p *Process) {
 			done()
 		}()
 	}
-	p.reap(r.addStrays) // closes reapedCh
+	p.reap(r.addStrays, waitExited) // closes reapedCh
 	for _, o := range p.outputs {
 		o.f.SetReadDeadline(time.Now().Add(r.opt.DrainAfterExit))
 	}
