@@ -364,3 +364,49 @@ func TestDurableOnDaemonEveryKillPoint(t *testing.T) {
 		})
 	}
 }
+
+// manyCommandsRecipe runs 120 commands, each appending to a counter file
+// of its own.
+const manyCommandsRecipe = `d = args["dir"]
+for i in range(120):
+    sh("echo x >> %s/count/n%d" % (d, i))
+`
+
+// TestDurableOnDaemonKilledAtAnyMoment: the runner SIGKILLed from outside
+// at a random moment of a run on a socket daemon, where each command's
+// record goes in the same write as the command's request (no fault hook,
+// which sends records apart): the resume does every command the run had
+// not done, and none twice.
+func TestDurableOnDaemonKilledAtAnyMoment(t *testing.T) {
+	target, _ := journalDaemon(t, true)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 29))
+	for round := range 6 {
+		delay := time.Duration(20+rng.IntN(200)) * time.Millisecond
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			dir := durableDir(t, manyCommandsRecipe)
+			cmd := exec.Command(sousBinary(t), append([]string{"run", "main.star", "-a", "dir=" + dir}, target...)...)
+			cmd.Dir, cmd.Env = dir, gitTestEnv()
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(delay)
+			cmd.Process.Kill()
+			cmd.Wait()
+			id := runIDOf(t, outcome{stderr: stderr.String()})
+			before, _ := filepath.Glob(filepath.Join(dir, "count", "n*"))
+			t.Logf("killed after %v, %d of 120 commands done", delay, len(before))
+			o, _ := durableRun(t, t.TempDir(), nil, append([]string{"resume", id}, target...)...)
+			if o.code != 0 && !strings.Contains(o.stderr, "there is nothing to resume") {
+				t.Fatalf("resume after %v: exit %d\n%s", delay, o.code, o.stderr)
+			}
+			for i := range 120 {
+				data, _ := os.ReadFile(filepath.Join(dir, "count", fmt.Sprintf("n%d", i)))
+				if string(data) != "x\n" {
+					t.Fatalf("killed after %v: command %d ran %d times, want once", delay, i, strings.Count(string(data), "x"))
+				}
+			}
+		})
+	}
+}
