@@ -88,9 +88,9 @@ func (d Daemon) newLog(run string) *daemonLog {
 
 // daemonLog is one run's journal on a daemon, held under lease.
 //
-// An Append waits to be sent by the next Flush or Sync, or by a timer
-// within sendWithin, whichever comes first; whoever sends does it on its
-// own goroutine and takes along what others appended meanwhile, batched.
+// An Append waits to be sent by the next Flush or Sync, or by the first
+// Append after it has waited sendWithin; whoever sends does it on its own
+// goroutine and takes along what others appended meanwhile, batched.
 // Nobody waits for the daemon's answers until they are needed (the daemon
 // applies one connection's appends in the order they came). Sync returns
 // once every record appended is sent (written) on a Unix socket, where a
@@ -116,10 +116,9 @@ type daemonLog struct {
 	pending []pendingAppend // appends sent whose answers were not taken yet, in order
 	sending bool            // a goroutine sends the queue
 	held    bool            // appends were sent ahead (SyncAhead) since the last Flush
-	timer   *time.Timer     // runs flush
-	armed   bool            // timer runs flush, sendWithin after an append
+	since   time.Time       // when the oldest record of queue was appended
 	// sendWithin is the const of that name; a test lengthens it to see
-	// what Flush sends without the timer's help.
+	// what Flush sends without an Append's help.
 	sendWithin time.Duration
 	err        error // the first failure: every later call returns it
 	closed     bool
@@ -158,41 +157,43 @@ func (l *daemonLog) Append(r Record) error {
 	if l.err != nil {
 		return l.err
 	}
+	now := time.Now()
+	if len(l.queue) == 0 {
+		l.since = now
+	}
 	l.queue = append(l.queue, p)
 	l.count++
 	if l.d.Fault.CrashAfter > 0 {
 		l.settle(true) // the fault's point is exact: each record safe first
 		return l.err
 	}
-	// Sent with the next Sync, or within sendWithin: a runtime appends a
-	// call's record and syncs before its effect, so the answer of the
-	// call before goes in the same request.
-	if !l.armed {
-		l.armed = true
-		if l.timer == nil {
-			l.timer = time.AfterFunc(l.sendWithin, l.flush)
-		} else {
-			l.timer.Reset(l.sendWithin)
-		}
-	}
-	return nil
-}
-
-// sendWithin is how long an appended record may wait to be sent for a
-// Sync to take it along: one run.append, a write on each side and a
-// wake-up of the daemon, was the journal's largest cost on a socket
-// daemon, and two per effect made it twice that.
-const sendWithin = 2 * time.Millisecond
-
-// flush sends what waits, at sendWithin.
-func (l *daemonLog) flush() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.armed = false
-	if !l.sending && l.err == nil {
+	// Sent with the next Sync: a runtime appends a call's record and
+	// syncs before its effect, so the answer of the call before goes in
+	// the same request. Records that waited sendWithin go with this one.
+	if now.Sub(l.since) >= l.sendWithin && !l.sending {
 		l.send()
 	}
+	return l.err
 }
+
+// sendWithin is how long an appended record may wait for a Sync to take
+// it along, as long as the run makes calls: one run.append, a write on
+// each side and a wake-up of the daemon, was the journal's largest cost
+// on a socket daemon, and two per effect made it twice that.
+//
+// No timer sends what waited longer while the run makes no call (a long
+// wait_all, Starlark that computes): a timer reset after every effect's
+// answer and stopped by the next effect's send cost the runner about one
+// context switch per effect (the runtime wakes its poller's thread to
+// wait for the sooner timer), most of what the journal still cost a run
+// of short commands on a socket daemon. What can wait is harmless to
+// lose with the runner: the answer of an effect on a daemon that
+// outlives the runner (a resume takes that call over from the daemon),
+// or a pure call's (done again by a resume, as nothing shown or done
+// depended on it: a print and every effect sync first). The answer of an
+// effect on no such daemon, and a print, are flushed at once
+// (runtime/durable.go).
+const sendWithin = 2 * time.Millisecond
 
 // send sends the queue in batches until it is empty, taking the answers
 // that came meanwhile. l.mu held; it is let go while a batch is written.
@@ -224,10 +225,6 @@ func (l *daemonLog) sendAhead(ahead bool) {
 		}
 	}
 	l.sending = false
-	if l.armed && len(l.queue) == 0 {
-		l.timer.Stop()
-		l.armed = false
-	}
 	l.cond.Broadcast()
 	l.reap(false)
 }
@@ -342,10 +339,6 @@ func (l *daemonLog) Close() error {
 	}
 	l.closed = true
 	l.settle(true)
-	if l.timer != nil {
-		l.timer.Stop()
-		l.armed = false
-	}
 	err := l.err
 	l.mu.Unlock()
 	if cerr := l.d.Client.CloseRun(context.Background(), l.run, l.lease); err == nil && cerr != nil {

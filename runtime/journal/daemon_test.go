@@ -183,9 +183,9 @@ func BenchmarkDaemonLog(b *testing.B) {
 }
 
 // TestDaemonLogSendsWithoutASync: a record appended and never synced
-// reaches the daemon's file within sendWithin (a runner that dies after
-// an effect's answer, with no call after it, keeps that answer), and
-// Flush sends what waits at once, without the timer.
+// reaches the daemon's file with the first Append that comes sendWithin
+// after it (a run of pure calls keeps its journal close behind), and
+// Flush sends what waits at once.
 func TestDaemonLogSendsWithoutASync(t *testing.T) {
 	state := t.TempDir()
 	sock, _ := daemontest.ServeUnix(t, daemon.Config{Token: "tok", StateDir: state})
@@ -206,16 +206,23 @@ func TestDaemonLogSendsWithoutASync(t *testing.T) {
 		}
 		return len(recs)
 	}
-	if err := l.Append(Record{Kind: KindPrint}); err != nil {
+	if err := l.Append(Record{Kind: KindCall, Seq: 1, Fn: "time.now", Call: CallAnswer}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); onDisk() < 2; time.Sleep(time.Millisecond) {
+	time.Sleep(2 * sendWithin)
+	if n := onDisk(); n != 1 {
+		t.Fatalf("%d records on disk before a second append, want the head alone", n)
+	}
+	if err := l.Append(Record{Kind: KindAnswer, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); onDisk() < 3; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("an append without a sync never reached the daemon (%d records)", onDisk())
+			t.Fatalf("an append sendWithin after the first did not send both (%d records)", onDisk())
 		}
 	}
 	l.(*daemonLog).sendWithin = time.Hour // only Flush can send these
-	for _, r := range []Record{{Kind: KindAnswer, Seq: 1}, {Kind: KindCall, Seq: 2, Fn: "run"}} {
+	for _, r := range []Record{{Kind: KindCall, Seq: 2, Fn: "run"}, {Kind: KindAnswer, Seq: 2}} {
 		if err := l.Append(r); err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +231,7 @@ func TestDaemonLogSendsWithoutASync(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Written on the socket: applied as soon as the daemon reads it.
-	for deadline := time.Now().Add(5 * time.Second); onDisk() < 4; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); onDisk() < 5; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a flush left records unsent (%d on disk)", onDisk())
 		}
