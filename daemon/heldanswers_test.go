@@ -64,14 +64,22 @@ func TestInlineAnswersThatCameTogetherGoTogether(t *testing.T) {
 }
 
 // An answer held for the next request is not kept waiting behind one the
-// reader hands to a goroutine: files.read of a FIFO nobody writes blocks,
-// and the ping sent with it is answered all the same.
+// reader hands to a goroutine: files.read of a FIFO whose writer writes
+// nothing blocks, and the ping sent with it is answered all the same.
 func TestHeldAnswerNotKeptBehindASlowRequest(t *testing.T) {
 	c := pipeConn(t)
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Held open read-write (which never blocks), it is a writer from the
+	// start: the daemon's open does not wait, and its read waits until
+	// this writer writes and goes.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	read := `{"jsonrpc":"2.0","id":2,"method":"files.read","params":{"path":` + string(wire.QuoteID(fifo)) + `},"auth":` +
 		string(wire.QuoteID(testToken)) + "}\n"
 	go io.WriteString(c, pingLine("1")+read)
@@ -81,8 +89,10 @@ func TestHeldAnswerNotKeptBehindASlowRequest(t *testing.T) {
 	if err != nil || string(buf[:n]) != `{"jsonrpc":"2.0","id":1,"result":{"pong":true}}`+"\n" {
 		t.Fatalf("the ping sent with a slow request: %q %v", buf[:n], err)
 	}
-	// Let the read end: a writer that closes at once.
-	if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-		w.Close()
+	// Let the read end, and take its answer.
+	w.WriteString("x")
+	w.Close()
+	if _, err := c.Read(buf); err != nil {
+		t.Fatalf("files.read's answer: %v", err)
 	}
 }
