@@ -151,7 +151,7 @@ func TestConnectionStdioRefused(t *testing.T) {
 		{"one descriptor", stdioLine, []*os.File{reqR}, "1 descriptors passed with the request; want 2"},
 		{"a regular file", stdioLine, []*os.File{reqR, file}, "descriptor 1 is not a pipe or socket open for writing"},
 		{"the wrong way round", stdioLine, []*os.File{outW, reqR}, "descriptor 0 is not a pipe or socket open for reading"},
-		{"bytes after it", stdioLine + `{"jsonrpc":"2.0","id":1,"method":"server.ping"}` + "\n", []*os.File{reqR, outW}, "nothing may follow the request"},
+		{"bytes after it", stdioLine + `{"jsonrpc":"2.0","id":"extra","method":"server.ping"}` + "\n", []*os.File{reqR, outW}, "nothing may follow the request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			uc, answer := handOver(t, d, tc.line, tc.files...)
