@@ -20,6 +20,7 @@ import (
 func connectionNamespace() map[string]handler {
 	return map[string]handler{
 		"binaryFrames": connectionBinaryFrames,
+		"stdio":        connectionStdioLate, // stdio.go
 	}
 }
 

@@ -99,6 +99,13 @@ type streamTransport struct {
 	nc net.Conn
 	lr *lineReader
 	fd *fdReader // on a Unix socket: the descriptors passed with requests
+
+	// stdio, once set (connection.stdio, stdio.go), is where the
+	// connection's bytes go and come from; the socket is only watched.
+	// It is set before any request is handed out; mu orders it with close.
+	stdio  *stdioIO
+	mu     sync.Mutex
+	closed bool
 }
 
 // socketSendBuffer is what a Unix socket connection's send buffer is raised
@@ -143,11 +150,17 @@ func (t *streamTransport) passed() []*os.File {
 }
 
 func (t *streamTransport) write(b []byte) error {
+	if t.stdio != nil {
+		return t.stdio.write(b)
+	}
 	_, err := t.nc.Write(b)
 	return err
 }
 
 func (t *streamTransport) writeLine(parts [][]byte) error {
+	if t.stdio != nil {
+		return t.stdio.writev(parts)
+	}
 	bufs := net.Buffers(parts)
 	_, err := bufs.WriteTo(t.nc) // one writev where the conn has it
 	return err
@@ -157,13 +170,31 @@ func (t *streamTransport) writeLine(parts [][]byte) error {
 // is its header line followed by its data. One writev where the conn has
 // it: long data goes from the frames' own buffers.
 func (t *streamTransport) writeFrames(bt *frameBatch) error {
+	if t.stdio != nil {
+		return t.stdio.writev(bt.stream())
+	}
 	bufs := net.Buffers(bt.stream())
 	_, err := bufs.WriteTo(t.nc)
 	return err
 }
 
-func (t *streamTransport) close(error)  { t.nc.Close() }
-func (t *streamTransport) kind() string { return "socket" }
+func (t *streamTransport) close(error) {
+	t.mu.Lock()
+	t.closed = true
+	sio := t.stdio
+	t.mu.Unlock()
+	t.nc.Close()
+	if sio != nil {
+		sio.close()
+	}
+}
+
+func (t *streamTransport) kind() string {
+	if t.stdio != nil {
+		return "bridge stdio"
+	}
+	return "socket"
+}
 func (t *streamTransport) remote() string {
 	if a := t.nc.RemoteAddr(); a != nil {
 		return a.String()
@@ -191,6 +222,7 @@ func (c *conn) serve() {
 	recycler, _ := c.t.(lineRecycler)
 	lb, _ := c.t.(lineBufferer)
 	held := false
+	first := true
 	for {
 		if held && !lb.buffered() {
 			c.flushHeld() // before the reader waits for more
@@ -200,6 +232,12 @@ func (c *conn) serve() {
 		var files []*os.File
 		if fp != nil && err == nil {
 			files = fp.passed()
+		}
+		if first && err == nil {
+			first = false
+			if c.adoptStdio(line, files) { // stdio.go
+				continue
+			}
 		}
 		if err != nil {
 			why = err
@@ -332,6 +370,9 @@ type halfCloser interface {
 // only shutting its sending side: on a Unix stream socket, poll says
 // POLLHUP only when both directions are shut.
 func (t *streamTransport) peerClosed() bool {
+	if t.stdio != nil && t.stdio.peerClosed() {
+		return true
+	}
 	sc, ok := t.nc.(syscall.Conn)
 	if !ok {
 		return true

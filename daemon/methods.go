@@ -31,7 +31,7 @@ var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.Fe
 	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
 	wire.FeatureExtractOptions,
 	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush,
-	wire.FeatureWorktreeCreateInclude, wire.FeatureApprovalQueue, wire.FeatureRunJournal, wire.FeatureBinaryFrames}
+	wire.FeatureWorktreeCreateInclude, wire.FeatureApprovalQueue, wire.FeatureRunJournal, wire.FeatureBinaryFrames, wire.FeatureConnectionStdio}
 
 // namespaces maps each namespace to its methods. server.* and
 // approval.list take no params; the others require a params object. It is

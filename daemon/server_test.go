@@ -30,7 +30,7 @@ func TestServerMethods(t *testing.T) {
 		`"git.diff","git.commit","git.merge","git.push",` +
 		`"approval.publish","approval.list","approval.answer","approval.wait","approval.withdraw",` +
 		`"run.create","run.open","run.append","run.sync","run.close","run.list",` +
-		`"connection.binaryFrames"`
+		`"connection.binaryFrames","connection.stdio"`
 	sandboxFeature := `,"process.spawn.sandbox"` // only where the kernel can enforce it
 	if sandbox.Supported() != nil {
 		sandboxFeature = ""
@@ -39,7 +39,7 @@ func TestServerMethods(t *testing.T) {
 		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.stdin.ordered","process.list","process.gone",`+
 			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.exitsignal","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct","process.spawn.key",`+
 			`"git.worktree_remove.strict","git.worktree_create.newbranch","files.extract_tar.options",`+
-			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include","approval.queue","run.journal","connection.binaryFrames"`+sandboxFeature+`]}`)
+			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include","approval.queue","run.journal","connection.binaryFrames","connection.stdio"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).
 	for _, m := range strings.Split(strings.ReplaceAll(methods, `"`, ""), ",") {
 		switch m {

@@ -13,6 +13,9 @@ import (
 type DaemonBridgeOptions struct {
 	IO     *IO
 	Socket string
+	// PassStdio hands stdin and stdout to the daemon (connection.stdio)
+	// when it takes them, rather than relaying (bridge_stdio.go).
+	PassStdio bool
 }
 
 func newCmdDaemonBridge(f *Factory, runF func(*DaemonBridgeOptions) error) *cobra.Command {
@@ -22,7 +25,12 @@ func newCmdDaemonBridge(f *Factory, runF func(*DaemonBridgeOptions) error) *cobr
 		Short: "Relay stdin/stdout to a daemon's socket (for ssh)",
 		Long: `Relay bytes between stdin/stdout and the daemon's socket, unchanged: no auth
 is injected, so whatever speaks through the bridge sends its own token. This is
-what sous runs on the far side of an ssh connection.`,
+what sous runs on the far side of an ssh connection.
+
+When stdin and stdout are pipes or sockets (as sshd gives them) and the daemon
+offers connection.stdio, the bridge passes them to the daemon, which then reads
+and writes them itself; the bridge relays nothing and exits when the daemon
+ends the connection. Any other daemon gets the plain relay.`,
 		Example: `  ssh build-host sous daemon bridge --socket /run/sous.sock`,
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -33,6 +41,7 @@ what sous runs on the far side of an ssh connection.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Socket, "socket", f.defaultSocket(), "the daemon's Unix socket ($SOUS_SOCKET, else claustrum's default)")
+	cmd.Flags().BoolVar(&opts.PassStdio, "pass-stdio", true, "hand stdin and stdout to a daemon that takes them (connection.stdio) instead of relaying")
 	return cmd
 }
 
@@ -44,6 +53,17 @@ func daemonBridgeRun(opts *DaemonBridgeOptions) error {
 	if err != nil {
 		return fmt.Errorf("dial server: %w", err)
 	}
+	var fromDaemon io.Reader = conn
+	if opts.PassStdio {
+		var handed bool
+		handed, conn, fromDaemon, err = passStdio(conn.(*net.UnixConn), streams, opts.Socket) // bridge_stdio.go
+		if err != nil {
+			return err
+		}
+		if handed {
+			return nil
+		}
+	}
 	defer conn.Close()
 	done := make(chan struct{})
 	go func() {
@@ -54,7 +74,7 @@ func daemonBridgeRun(opts *DaemonBridgeOptions) error {
 		}
 		close(done)
 	}()
-	if _, err := relay(streams.Out, conn); err != nil && !errors.Is(err, net.ErrClosed) {
+	if _, err := relay(streams.Out, fromDaemon); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("bridge: %w", err)
 	}
 	return nil

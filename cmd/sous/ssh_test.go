@@ -26,6 +26,7 @@ type sshFixture struct {
 	env     []string // what a client needs: SOUS_SSH_COMMAND, SOUS_BRIDGE_CMD, SOUS_TOKEN
 	remote  string   // ssh://root@127.0.0.1:PORT/socket
 	sshdPID int
+	log     *testutil.SyncBuffer // the daemon's log
 }
 
 func newSSHFixture(t *testing.T) *sshFixture {
@@ -45,8 +46,9 @@ func newSSHFixture(t *testing.T) *sshFixture {
 	tokFile := filepath.Join(dir, "tok")
 	os.WriteFile(tokFile, []byte(f.token+"\n"), 0o600)
 	serve := exec.Command(bin, "daemon", "serve", "--socket", f.socket, "--token-file", tokFile)
-	var serveLog bytes.Buffer
-	serve.Stdout, serve.Stderr = &serveLog, &serveLog
+	serveLog := &testutil.SyncBuffer{}
+	f.log = serveLog
+	serve.Stdout, serve.Stderr = serveLog, serveLog
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}

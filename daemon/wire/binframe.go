@@ -25,7 +25,7 @@ const FeatureBinaryFrames = "connection.binaryFrames"
 const BinaryFramesMethod = FeatureBinaryFrames
 
 // ConnectionMethods are the extension methods of the namespace connection.
-var ConnectionMethods = []string{BinaryFramesMethod}
+var ConnectionMethods = []string{BinaryFramesMethod, StdioMethod}
 
 // CarriesData reports whether f goes in binary form on a connection that
 // asked for binary frames: an output frame whose data travels (not an exit
