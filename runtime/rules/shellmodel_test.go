@@ -146,11 +146,22 @@ func TestShellModelMatchesBash(t *testing.T) {
 // after expansion, quoted where bash would read them otherwise (a ~ within
 // a word it leaves bare, which the model reads as the same text but takes
 // for a possible expansion). An assignment or a `[[`/`((` makes it unsafe.
-func tracedWords(entry string) ([]string, bool) {
+// ran are the commands bash ran or could not find (bashRun.execs), which
+// tell a command named like an assignment from one.
+func tracedWords(entry string, ran [][]string) ([]string, bool) {
+	first, _, _ := strings.Cut(entry, " ")
 	// set -x prints a command named by an alphabetic reserved word
 	// (`\then` runs a command "then") without quoting it, where it quotes
 	// '[[' and '!'; read it back as the command it was.
-	if first, _, _ := strings.Cut(entry, " "); reserved[first] && strings.Trim(first, "abcdefghijklmnopqrstuvwxyz") == "" {
+	if reserved[first] && strings.Trim(first, "abcdefghijklmnopqrstuvwxyz") == "" {
+		entry = `\` + entry
+	}
+	// Nor does it quote a command named like an assignment (`"A=1"` runs
+	// a command "A=1"), which set -x prints as it prints the assignment
+	// A=1. A command of that name is not found (no stub has one), and the
+	// oracle's command_not_found_handle records it; an assignment runs
+	// nothing.
+	if strings.Contains(first, "=") && slices.ContainsFunc(ran, func(argv []string) bool { return len(argv) > 0 && argv[0] == first }) {
 		entry = `\` + entry
 	}
 	p := parseShell(entry)
@@ -188,7 +199,7 @@ func checkAgainstBash(t testing.TB, o *bashOracle, work, line string) bool {
 	// that bash reads it back, before its redirections and whether or not
 	// a program starts) is one of the model's, word for word.
 	for _, e := range run.traced {
-		argv, ok := tracedWords(e)
+		argv, ok := tracedWords(e, run.execs)
 		if !ok || !slices.ContainsFunc(p.cmds, func(c command) bool { return sameCommand(c, argv) }) {
 			t.Errorf("bash -c %q executed %q (set -x), which is not among the model's commands %q", line, e, p.texts())
 		}
@@ -196,7 +207,7 @@ func checkAgainstBash(t testing.TB, o *bashOracle, work, line string) bool {
 	if len(p.cmds) == 1 && !slices.ContainsFunc(p.cmds[0], func(w word) bool { return !w.literal }) {
 		argv, ok := []string(nil), len(run.traced) == 1
 		if ok {
-			argv, ok = tracedWords(run.traced[0])
+			argv, ok = tracedWords(run.traced[0], run.execs)
 		}
 		if !ok || !sameCommand(p.cmds[0], argv) {
 			t.Errorf("bash -c %q executed %q, want exactly %q (stderr %q)", line, run.traced, p.cmds[0].texts(), run.stderr)
