@@ -410,3 +410,33 @@ func TestDurableOnDaemonKilledAtAnyMoment(t *testing.T) {
 		})
 	}
 }
+
+// TestDurableOnDaemonSleepWaitsWhatWasLeft: a run on a socket daemon
+// killed from outside while it sleeps (no fault hook, which sends every
+// record at once): sleep's record reached the daemon within milliseconds
+// though nothing synced for it, so the resume sleeps only what was left.
+func TestDurableOnDaemonSleepWaitsWhatWasLeft(t *testing.T) {
+	target, _ := journalDaemon(t, true)
+	dir := durableDir(t, "d = args[\"dir\"]\nsleep(4)\nsh(\"echo x >> %s/count/x\" % d)\n")
+	cmd := exec.Command(sousBinary(t), append([]string{"run", "main.star", "-a", "dir=" + dir}, target...)...)
+	cmd.Dir, cmd.Env = dir, gitTestEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Kill()
+	cmd.Wait()
+	id := runIDOf(t, outcome{stderr: stderr.String()})
+	start := time.Now()
+	o, _ := durableRun(t, t.TempDir(), nil, append([]string{"resume", id}, target...)...)
+	took := time.Since(start)
+	o.expect(t, 0)
+	if took > 3500*time.Millisecond {
+		t.Errorf("the resume took %s: it slept the whole 4 s again", took)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "count", "x")); string(data) != "x\n" {
+		t.Errorf("count/x is %q", data)
+	}
+}

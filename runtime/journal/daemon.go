@@ -89,8 +89,10 @@ func (d Daemon) newLog(run string) *daemonLog {
 // daemonLog is one run's journal on a daemon, held under lease.
 //
 // An Append waits to be sent by the next Flush or Sync, or by the first
-// Append after it has waited sendWithin; whoever sends does it on its own
-// goroutine and takes along what others appended meanwhile, batched.
+// Append after it has waited sendWithin, or, for the record of a call
+// that is not an effect, by a timer within sendWithin; whoever sends does
+// it on its own goroutine and takes along what others appended
+// meanwhile, batched.
 // Nobody waits for the daemon's answers until they are needed (the daemon
 // applies one connection's appends in the order they came). Sync returns
 // once every record appended is sent (written) on a Unix socket, where a
@@ -117,6 +119,8 @@ type daemonLog struct {
 	sending bool            // a goroutine sends the queue
 	held    bool            // appends were sent ahead (SyncAhead) since the last Flush
 	since   time.Time       // when the oldest record of queue was appended
+	timer   *time.Timer     // runs flush
+	armed   bool            // timer runs flush, sendWithin after a call's record
 	// sendWithin is the const of that name; a test lengthens it to see
 	// what Flush sends without an Append's help.
 	sendWithin time.Duration
@@ -172,8 +176,31 @@ func (l *daemonLog) Append(r Record) error {
 	// the same request. Records that waited sendWithin go with this one.
 	if now.Sub(l.since) >= l.sendWithin && !l.sending {
 		l.send()
+		return l.err
+	}
+	// A call that only reads from outside is not synced for, and may
+	// block long (sleep, Process.wait, read_line): its record goes within
+	// sendWithin all the same, so that a resume knows it started (a
+	// sleep the runner died in waits only what was left).
+	if r.Kind == KindCall && r.Call == CallAnswer && !l.armed {
+		l.armed = true
+		if l.timer == nil {
+			l.timer = time.AfterFunc(l.sendWithin, l.flush)
+		} else {
+			l.timer.Reset(l.sendWithin)
+		}
 	}
 	return l.err
+}
+
+// flush sends what waits, at sendWithin after a call's record.
+func (l *daemonLog) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = false
+	if !l.sending && l.err == nil {
+		l.send()
+	}
 }
 
 // sendWithin is how long an appended record may wait for a Sync to take
@@ -181,18 +208,19 @@ func (l *daemonLog) Append(r Record) error {
 // each side and a wake-up of the daemon, was the journal's largest cost
 // on a socket daemon, and two per effect made it twice that.
 //
-// No timer sends what waited longer while the run makes no call (a long
-// wait_all, Starlark that computes): a timer reset after every effect's
+// No timer sends an answer that waited longer while the run makes no
+// call (Starlark that computes): a timer reset after every effect's
 // answer and stopped by the next effect's send cost the runner about one
 // context switch per effect (the runtime wakes its poller's thread to
 // wait for the sooner timer), most of what the journal still cost a run
 // of short commands on a socket daemon. What can wait is harmless to
 // lose with the runner: the answer of an effect on a daemon that
 // outlives the runner (a resume takes that call over from the daemon),
-// or a pure call's (done again by a resume, as nothing shown or done
+// or a reading call's (done again by a resume, as nothing shown or done
 // depended on it: a print and every effect sync first). The answer of an
 // effect on no such daemon, and a print, are flushed at once
-// (runtime/durable.go).
+// (runtime/durable.go); the record of a reading call, which may block,
+// has a timer.
 const sendWithin = 2 * time.Millisecond
 
 // send sends the queue in batches until it is empty, taking the answers
@@ -225,6 +253,10 @@ func (l *daemonLog) sendAhead(ahead bool) {
 		}
 	}
 	l.sending = false
+	if l.armed && len(l.queue) == 0 {
+		l.timer.Stop()
+		l.armed = false
+	}
 	l.cond.Broadcast()
 	l.reap(false)
 }
@@ -339,6 +371,10 @@ func (l *daemonLog) Close() error {
 	}
 	l.closed = true
 	l.settle(true)
+	if l.timer != nil {
+		l.timer.Stop()
+		l.armed = false
+	}
 	err := l.err
 	l.mu.Unlock()
 	if cerr := l.d.Client.CloseRun(context.Background(), l.run, l.lease); err == nil && cerr != nil {

@@ -182,10 +182,11 @@ func BenchmarkDaemonLog(b *testing.B) {
 	b.Run("daemon", func(b *testing.B) { s, _ := daemonStore(b); bench(b, s) })
 }
 
-// TestDaemonLogSendsWithoutASync: a record appended and never synced
-// reaches the daemon's file with the first Append that comes sendWithin
-// after it (a run of pure calls keeps its journal close behind), and
-// Flush sends what waits at once.
+// TestDaemonLogSendsWithoutASync: an effect's answer appended and never
+// synced waits for the next Append (no timer: one per effect cost a
+// context switch), which sends it once it has waited sendWithin; the
+// record of a reading call, which may block (sleep), goes within
+// sendWithin on its own; Flush sends what waits at once.
 func TestDaemonLogSendsWithoutASync(t *testing.T) {
 	state := t.TempDir()
 	sock, _ := daemontest.ServeUnix(t, daemon.Config{Token: "tok", StateDir: state})
@@ -206,23 +207,31 @@ func TestDaemonLogSendsWithoutASync(t *testing.T) {
 		}
 		return len(recs)
 	}
-	if err := l.Append(Record{Kind: KindCall, Seq: 1, Fn: "time.now", Call: CallAnswer}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * sendWithin)
-	if n := onDisk(); n != 1 {
-		t.Fatalf("%d records on disk before a second append, want the head alone", n)
+	waitFor := func(n int, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); onDisk() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s (%d records on disk, want %d)", what, onDisk(), n)
+			}
+		}
 	}
 	if err := l.Append(Record{Kind: KindAnswer, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); onDisk() < 3; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("an append sendWithin after the first did not send both (%d records)", onDisk())
-		}
+	time.Sleep(4 * sendWithin)
+	if n := onDisk(); n != 1 {
+		t.Fatalf("%d records on disk before another append, want the head alone", n)
 	}
+	if err := l.Append(Record{Kind: KindCall, Seq: 2, Fn: "sleep", Call: CallAnswer}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(3, "an append sendWithin after the answer did not send both")
+	if err := l.Append(Record{Kind: KindCall, Seq: 3, Fn: "sleep", Call: CallAnswer}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(4, "a reading call's record did not go on its own")
 	l.(*daemonLog).sendWithin = time.Hour // only Flush can send these
-	for _, r := range []Record{{Kind: KindCall, Seq: 2, Fn: "run"}, {Kind: KindAnswer, Seq: 2}} {
+	for _, r := range []Record{{Kind: KindAnswer, Seq: 3}, {Kind: KindCall, Seq: 4, Fn: "run", Call: CallEffect}} {
 		if err := l.Append(r); err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +240,7 @@ func TestDaemonLogSendsWithoutASync(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Written on the socket: applied as soon as the daemon reads it.
-	for deadline := time.Now().Add(5 * time.Second); onDisk() < 5; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); onDisk() < 6; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a flush left records unsent (%d on disk)", onDisk())
 		}
