@@ -20,8 +20,9 @@ import (
 // the journals are files under the daemon's state directory, so a run
 // started from one client is resumed from any other client of the daemon.
 //
-// A Log sends what is appended with the next Flush or Sync, or within a
-// few milliseconds, and Sync waits until it is where a runner killed
+// A Log sends what is appended with the next Flush or Sync (a reading
+// call's record within a few milliseconds: daemonLog), and Sync waits
+// until it is where a runner killed
 // after Sync returned loses nothing: written
 // to a Unix socket (the daemon's kernel has it, and the daemon applies
 // it even if the runner is gone by then), or, over ssh and WebSocket,

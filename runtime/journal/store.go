@@ -11,8 +11,9 @@ import (
 type Log interface {
 	// Append adds a record at the end. The file store writes it at once
 	// (a runner killed after it returns loses nothing of it); the daemon
-	// store sends it with the next Sync, or within a few milliseconds.
-	// Sync waits for it either way.
+	// store sends it with the next Sync or Flush, or a later Append (a
+	// reading call's record within a few milliseconds). Sync waits for it
+	// either way.
 	Append(Record) error
 	// Flush returns once everything appended is where the runner's
 	// death cannot lose it, as Sync does, but never waits for a disk.
