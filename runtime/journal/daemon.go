@@ -89,11 +89,10 @@ func (d Daemon) newLog(run string) *daemonLog {
 
 // daemonLog is one run's journal on a daemon, held under lease.
 //
-// An Append waits to be sent by the next Flush or Sync, or by the first
-// Append after it has waited sendWithin, or, for the record of a call
-// that is not an effect, by a timer within sendWithin; whoever sends does
-// it on its own goroutine and takes along what others appended
-// meanwhile, batched.
+// An Append waits to be sent by the next Flush or Sync, or, for the
+// record of a call that only reads from outside, by a timer within
+// sendWithin; whoever sends does it on its own goroutine and takes along
+// what others appended meanwhile, batched.
 // Nobody waits for the daemon's answers until they are needed (the daemon
 // applies one connection's appends in the order they came). Sync returns
 // once every record appended is sent (written) on a Unix socket, where a
@@ -119,7 +118,6 @@ type daemonLog struct {
 	pending []pendingAppend // appends sent whose answers were not taken yet, in order
 	sending bool            // a goroutine sends the queue
 	held    bool            // appends were sent ahead (SyncAhead) since the last Flush
-	since   time.Time       // when the oldest record of queue was appended
 	timer   *time.Timer     // runs flush
 	armed   bool            // timer runs flush, sendWithin after a call's record
 	// sendWithin is the const of that name; a test lengthens it to see
@@ -162,27 +160,18 @@ func (l *daemonLog) Append(r Record) error {
 	if l.err != nil {
 		return l.err
 	}
-	now := time.Now()
-	if len(l.queue) == 0 {
-		l.since = now
-	}
 	l.queue = append(l.queue, p)
 	l.count++
 	if l.d.Fault.CrashAfter > 0 {
-		l.settle(true) // the fault's point is exact: each record safe first
+		l.settle(true, false) // the fault's point is exact: each record safe first
 		return l.err
 	}
 	// Sent with the next Sync: a runtime appends a call's record and
 	// syncs before its effect, so the answer of the call before goes in
-	// the same request. Records that waited sendWithin go with this one.
-	if now.Sub(l.since) >= l.sendWithin && !l.sending {
-		l.send()
-		return l.err
-	}
-	// A call that only reads from outside is not synced for, and may
-	// block long (sleep, Process.wait, read_line): its record goes within
-	// sendWithin all the same, so that a resume knows it started (a
-	// sleep the runner died in waits only what was left).
+	// the same request. A call that only reads from outside is not synced
+	// for, and may block long (sleep, Process.wait, read_line): its record
+	// goes within sendWithin all the same, so that a resume knows it
+	// started (a sleep the runner died in waits only what was left).
 	if r.Kind == KindCall && r.Call == CallAnswer && !l.armed {
 		l.armed = true
 		if l.timer == nil {
@@ -204,24 +193,24 @@ func (l *daemonLog) flush() {
 	}
 }
 
-// sendWithin is how long an appended record may wait for a Sync to take
-// it along, as long as the run makes calls: one run.append, a write on
-// each side and a wake-up of the daemon, was the journal's largest cost
-// on a socket daemon, and two per effect made it twice that.
+// sendWithin is how long the record of a reading call may wait for a
+// Sync to take it along: one run.append, a write on each side and a
+// wake-up of the daemon, was the journal's largest cost on a socket
+// daemon, and two per effect made it twice that.
 //
-// No timer sends an answer that waited longer while the run makes no
-// call (Starlark that computes): a timer reset after every effect's
-// answer and stopped by the next effect's send cost the runner about one
-// context switch per effect (the runtime wakes its poller's thread to
-// wait for the sooner timer), most of what the journal still cost a run
-// of short commands on a socket daemon. What can wait is harmless to
-// lose with the runner: the answer of an effect on a daemon that
-// outlives the runner (a resume takes that call over from the daemon),
-// or a reading call's (done again by a resume, as nothing shown or done
-// depended on it: a print and every effect sync first). The answer of an
-// effect on no such daemon, and a print, are flushed at once
-// (runtime/durable.go); the record of a reading call, which may block,
-// has a timer.
+// An effect's answer has no timer: it waits for the next call, whose
+// record is synced (an effect's) or has the timer (a reading call's),
+// however long the run computes in Starlark meanwhile. A timer reset after
+// every effect's answer and stopped by the next effect's send cost the
+// runner about one context switch per effect (the runtime wakes its
+// poller's thread to wait for the sooner timer), most of what the journal
+// still cost a run of short commands on a socket daemon. What waits is
+// harmless to lose with the runner: the answer of an effect on a daemon
+// that outlives the runner (a resume takes that call over from the
+// daemon), or a reading call's (done again by a resume, as nothing shown
+// or done depended on it: a print and every effect sync first). The
+// answer of an effect on no such daemon, and a print, are flushed at once
+// (runtime/durable.go).
 const sendWithin = 2 * time.Millisecond
 
 // send sends the queue in batches until it is empty, taking the answers
@@ -249,6 +238,7 @@ func (l *daemonLog) sendAhead(ahead bool) {
 		l.queue = l.queue[n:]
 		l.sent += n
 		l.pending = append(l.pending, pendingAppend{n: n, ans: ans})
+		l.held = l.held || ahead
 		if l.written {
 			l.crashAt(l.sent)
 		}
@@ -286,13 +276,13 @@ func (l *daemonLog) reap(all bool) {
 	}
 }
 
-// settle returns once nothing queued is left unsent, and with answered
-// set once every append sent is answered too, or the log failed. l.mu
-// held.
-func (l *daemonLog) settle(answered bool) {
+// settle returns once nothing queued is left unsent (held for the next
+// request with ahead: SyncAhead), and with answered set once every append
+// sent is answered too, or the log failed. l.mu held.
+func (l *daemonLog) settle(answered, ahead bool) {
 	for l.err == nil && (l.sending || len(l.queue) > 0) {
 		if !l.sending {
-			l.send()
+			l.sendAhead(ahead)
 			continue
 		}
 		l.cond.Wait()
@@ -321,7 +311,7 @@ func (l *daemonLog) crashAt(n int) {
 func (l *daemonLog) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.settle(!l.written)
+	l.settle(!l.written, false)
 	if l.held && l.err == nil {
 		// Sent ahead of an effect's request that may never have gone.
 		if err := l.d.Client.SendHeld(); err != nil {
@@ -344,13 +334,7 @@ func (l *daemonLog) SyncAhead(over *client.Client) (bool, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.err == nil && l.sending {
-		l.cond.Wait()
-	}
-	if l.err == nil && len(l.queue) > 0 {
-		l.sendAhead(true)
-		l.held = true
-	}
+	l.settle(false, true)
 	return true, l.err
 }
 
@@ -371,7 +355,7 @@ func (l *daemonLog) Close() error {
 		return nil
 	}
 	l.closed = true
-	l.settle(true)
+	l.settle(true, false)
 	if l.timer != nil {
 		l.timer.Stop()
 		l.armed = false

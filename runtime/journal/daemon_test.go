@@ -183,10 +183,10 @@ func BenchmarkDaemonLog(b *testing.B) {
 }
 
 // TestDaemonLogSendsWithoutASync: an effect's answer appended and never
-// synced waits for the next Append (no timer: one per effect cost a
-// context switch), which sends it once it has waited sendWithin; the
+// synced waits (no timer: one per effect cost a context switch); the
 // record of a reading call, which may block (sleep), goes within
-// sendWithin on its own; Flush sends what waits at once.
+// sendWithin on its own, and takes the answer before it along; Flush
+// sends what waits at once.
 func TestDaemonLogSendsWithoutASync(t *testing.T) {
 	state := t.TempDir()
 	sock, _ := daemontest.ServeUnix(t, daemon.Config{Token: "tok", StateDir: state})
@@ -225,7 +225,7 @@ func TestDaemonLogSendsWithoutASync(t *testing.T) {
 	if err := l.Append(Record{Kind: KindCall, Seq: 2, Fn: "sleep", Call: CallAnswer}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(3, "an append sendWithin after the answer did not send both")
+	waitFor(3, "a reading call's record did not go with the answer before it")
 	if err := l.Append(Record{Kind: KindCall, Seq: 3, Fn: "sleep", Call: CallAnswer}); err != nil {
 		t.Fatal(err)
 	}
