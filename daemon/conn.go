@@ -801,27 +801,25 @@ func (c *conn) send(b []byte, parts [][]byte) error {
 // writeLocked is send with wmu held. Answers held go first, in the same
 // write.
 func (c *conn) writeLocked(b []byte, parts [][]byte) error {
-	var err error
-	switch {
-	case len(c.held) > 0 && parts == nil && b == nil:
-		err = c.t.write(c.held)
-	case len(c.held) > 0 && parts == nil:
-		// Copied, not written as two parts: a transport without writev
-		// (a WebSocket message, net.Pipe) would write them apart.
-		c.held = append(c.held, b...)
-		err = c.t.write(c.held)
-	case len(c.held) > 0:
-		err = c.t.writeLine(append([][]byte{c.held}, parts...))
-	case parts != nil:
-		err = c.t.writeLine(parts)
-	default:
-		err = c.t.write(b)
-	}
 	if len(c.held) > 0 {
-		c.held = c.held[:0]
+		if parts != nil {
+			parts = append([][]byte{c.held}, parts...)
+		} else {
+			// Copied, not written as two parts: a transport without
+			// writev (a WebSocket message, net.Pipe) would write them
+			// apart.
+			b = append(c.held, b...)
+		}
+		c.held = c.held[:0] // b may share its array: not written to before the write
 		if cap(c.held) > 64<<10 {
 			c.held = nil
 		}
+	}
+	var err error
+	if parts != nil {
+		err = c.t.writeLine(parts)
+	} else {
+		err = c.t.write(b)
 	}
 	return c.wrote(err)
 }

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -158,29 +159,13 @@ func streamFile(f *os.File, wrongMode int) bool {
 	return ok
 }
 
-// pollable returns a duplicate of f in non-blocking mode, which Go's poller
-// waits on: a read or write blocked on it then ends when it is closed. (A
-// passed descriptor arrives blocking, and os.NewFile keeps it so.)
+// pollable is proc.PollableDup with the protocol's error.
 func pollable(f *os.File) (*os.File, error) {
-	rc, err := f.SyscallConn()
+	d, err := proc.PollableDup(f)
 	if err != nil {
-		return nil, wire.Internal(err)
-	}
-	nfd := -1
-	var derr error
-	if cerr := rc.Control(func(fd uintptr) {
-		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-	}); cerr != nil {
-		derr = cerr
-	}
-	if derr != nil {
-		return nil, wire.Internal(fmt.Errorf("connection.stdio: dup: %w", derr))
-	}
-	if err := unix.SetNonblock(nfd, true); err != nil {
-		unix.Close(nfd)
 		return nil, wire.Internal(fmt.Errorf("connection.stdio: %w", err))
 	}
-	return os.NewFile(uintptr(nfd), f.Name()), nil
+	return d, nil
 }
 
 // adopt moves the transport onto sio: the line reader reads io.in, writes go

@@ -53,12 +53,12 @@ func (r *Registry) startTTY(spec Spec, env []string, dir string) (cmd *exec.Cmd,
 	}
 	// pty.Open leaves the master in blocking mode (it asked for its Fd),
 	// where reads ignore deadlines: continue on a non-blocking duplicate.
-	master, err = dupFile(ptm)
+	master, err = PollableDup(ptm)
 	ptm.Close()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 	}
-	in, err := dupFile(master)
+	in, err := PollableDup(master)
 	if err != nil {
 		master.Close()
 		return nil, nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
@@ -83,9 +83,11 @@ func (r *Registry) startTTY(spec Spec, env []string, dir string) (cmd *exec.Cmd,
 	return cmd, master, &ttyInput{f: in}, nil
 }
 
-// dupFile duplicates f's descriptor, close-on-exec and non-blocking, so
-// that the runtime's poller serves it (reads and writes honour deadlines).
-func dupFile(f *os.File) (*os.File, error) {
+// PollableDup duplicates f's descriptor, close-on-exec and non-blocking,
+// so that the runtime's poller serves it: reads and writes honour
+// deadlines, and one blocked on it ends when it is closed. (A descriptor
+// passed over a socket arrives blocking, and os.NewFile keeps it so.)
+func PollableDup(f *os.File) (*os.File, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
