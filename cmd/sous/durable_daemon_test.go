@@ -365,6 +365,24 @@ func TestDurableOnDaemonEveryKillPoint(t *testing.T) {
 	}
 }
 
+// runKilledAfter runs main.star in dir on target and SIGKILLs the runner
+// from outside after delay (no fault hook, which sends every record at
+// once); it returns the run's id.
+func runKilledAfter(t *testing.T, dir string, target []string, delay time.Duration) string {
+	t.Helper()
+	cmd := exec.Command(sousBinary(t), append([]string{"run", "main.star", "-a", "dir=" + dir}, target...)...)
+	cmd.Dir, cmd.Env = dir, gitTestEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay)
+	cmd.Process.Kill()
+	cmd.Wait()
+	return runIDOf(t, outcome{stderr: stderr.String()})
+}
+
 // manyCommandsRecipe runs 120 commands, each appending to a counter file
 // of its own.
 const manyCommandsRecipe = `d = args["dir"]
@@ -384,17 +402,7 @@ func TestDurableOnDaemonKilledAtAnyMoment(t *testing.T) {
 		delay := time.Duration(20+rng.IntN(200)) * time.Millisecond
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			dir := durableDir(t, manyCommandsRecipe)
-			cmd := exec.Command(sousBinary(t), append([]string{"run", "main.star", "-a", "dir=" + dir}, target...)...)
-			cmd.Dir, cmd.Env = dir, gitTestEnv()
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(delay)
-			cmd.Process.Kill()
-			cmd.Wait()
-			id := runIDOf(t, outcome{stderr: stderr.String()})
+			id := runKilledAfter(t, dir, target, delay)
 			before, _ := filepath.Glob(filepath.Join(dir, "count", "n*"))
 			t.Logf("killed after %v, %d of 120 commands done", delay, len(before))
 			o, _ := durableRun(t, t.TempDir(), nil, append([]string{"resume", id}, target...)...)
@@ -418,17 +426,7 @@ func TestDurableOnDaemonKilledAtAnyMoment(t *testing.T) {
 func TestDurableOnDaemonSleepWaitsWhatWasLeft(t *testing.T) {
 	target, _ := journalDaemon(t, true)
 	dir := durableDir(t, "d = args[\"dir\"]\nsleep(4)\nsh(\"echo x >> %s/count/x\" % d)\n")
-	cmd := exec.Command(sousBinary(t), append([]string{"run", "main.star", "-a", "dir=" + dir}, target...)...)
-	cmd.Dir, cmd.Env = dir, gitTestEnv()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	cmd.Process.Kill()
-	cmd.Wait()
-	id := runIDOf(t, outcome{stderr: stderr.String()})
+	id := runKilledAfter(t, dir, target, 1500*time.Millisecond)
 	start := time.Now()
 	o, _ := durableRun(t, t.TempDir(), nil, append([]string{"resume", id}, target...)...)
 	took := time.Since(start)

@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // chunkDaemon serves a Unix socket that answers every request with an
@@ -26,21 +24,8 @@ type chunkDaemon struct {
 
 func newChunkDaemon(t *testing.T) *chunkDaemon {
 	t.Helper()
-	d := &chunkDaemon{sock: filepath.Join(testutil.ShortTempDir(t), "d.sock")}
-	ln, err := net.Listen("unix", d.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
+	d := &chunkDaemon{}
+	d.sock = fakeDaemonConns(t, func(_ int, nc net.Conn) {
 		buf := make([]byte, 64<<10)
 		var pending []byte
 		for {
@@ -70,7 +55,7 @@ func newChunkDaemon(t *testing.T) *chunkDaemon {
 				nc.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + result + "}\n"))
 			}
 		}
-	}()
+	})
 	return d
 }
 

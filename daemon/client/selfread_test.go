@@ -168,6 +168,22 @@ func fakeDaemon(t *testing.T, answer func(conn int, w net.Conn, id json.RawMessa
 // false, which closes it; it returns the socket's path.
 func fakeDaemonLines(t *testing.T, serve func(conn int, w net.Conn, line []byte) bool) string {
 	t.Helper()
+	return fakeDaemonConns(t, func(n int, nc net.Conn) {
+		r := bufio.NewReader(nc)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil || !serve(n, nc, line) {
+				return
+			}
+		}
+	})
+}
+
+// fakeDaemonConns serves a Unix socket, handing each connection to handle
+// with its number (from 0) on a goroutine of its own, and closing it when
+// handle returns; it returns the socket's path.
+func fakeDaemonConns(t *testing.T, handle func(conn int, nc net.Conn)) string {
+	t.Helper()
 	sock := filepath.Join(testutil.ShortTempDir(t), "fake.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -187,13 +203,7 @@ func fakeDaemonLines(t *testing.T, serve func(conn int, w net.Conn, line []byte)
 			go func() {
 				defer wg.Done()
 				defer nc.Close()
-				r := bufio.NewReader(nc)
-				for {
-					line, err := r.ReadBytes('\n')
-					if err != nil || !serve(n, nc, line) {
-						return
-					}
-				}
+				handle(n, nc)
 			}()
 		}
 	}()
