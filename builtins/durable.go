@@ -1,14 +1,17 @@
 package builtins
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
+	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/runtime"
 )
 
@@ -49,7 +52,61 @@ func (r *Result) Record() (string, any, error) {
 	for _, s := range r.stages {
 		k.Stages = append(k.Stages, keptStage{ExitCode: s.ExitCode, Stderr: []byte(s.Stderr)})
 	}
-	return resultKind, k, nil
+	return resultKind, k.appendJSON(nil), nil
+}
+
+// appendJSON appends k as json.Marshal encodes it, byte for byte: every
+// run() of a durable run keeps its Result, and encoding/json's reflection
+// cost the runner more than the rest of the record
+// (TestKeptResultJSONMatchesEncodingJSON).
+func (k *keptResult) appendJSON(dst []byte) json.RawMessage {
+	dst = append(dst, `{"status":`...)
+	dst = wire.AppendJSONString(dst, k.Status)
+	dst = append(dst, `,"exit_code":`...)
+	dst = strconv.AppendInt(dst, int64(k.ExitCode), 10)
+	dst = appendBytesField(dst, `,"stdout":"`, k.Stdout)
+	dst = appendBytesField(dst, `,"stderr":"`, k.Stderr)
+	if k.StdoutTruncated {
+		dst = append(dst, `,"stdout_truncated":true`...)
+	}
+	if k.StderrTruncated {
+		dst = append(dst, `,"stderr_truncated":true`...)
+	}
+	if len(k.Stages) > 0 {
+		dst = append(dst, `,"stages":[`...)
+		for i, st := range k.Stages {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"exit_code":`...)
+			dst = strconv.AppendInt(dst, int64(st.ExitCode), 10)
+			dst = appendBytesField(dst, `,"stderr":"`, st.Stderr)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"duration":`...)
+	dst = strconv.AppendInt(dst, int64(k.Duration), 10)
+	if k.Timeout != 0 {
+		dst = append(dst, `,"timeout":`...)
+		dst = strconv.AppendInt(dst, int64(k.Timeout), 10)
+	}
+	if k.Signal != 0 {
+		dst = append(dst, `,"signal":`...)
+		dst = strconv.AppendInt(dst, int64(k.Signal), 10)
+	}
+	return append(dst, '}')
+}
+
+// appendBytesField appends key (which opens the string) and b in base64,
+// as encoding/json writes a []byte, unless b is empty (omitempty).
+func appendBytesField(dst []byte, key string, b []byte) []byte {
+	if len(b) == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
 }
 
 // decodeResult is the Decoder of Result values.

@@ -341,10 +341,8 @@ func (j *Journal) finish(c *Call, seq int, kind Journaling, fn Func) (starlark.V
 		ans.Failed, ans.Error = true, err.Error()
 	} else if kv, kerr := keepValue(v); kerr != nil {
 		ans.Unkept = fmt.Sprintf("%s returned %v", c.Name, kerr)
-	} else if ans.Value, kerr = json.Marshal(kv); kerr != nil {
-		ans.Unkept = kerr.Error()
 	} else {
-		ans.Mark = mark
+		ans.Value, ans.Mark = kv.appendJSON(nil), mark // journalvalue_json.go
 	}
 	if aerr := j.w.Append(ans); aerr != nil && err == nil {
 		return nil, c.Errorf("%v", aerr)
@@ -437,7 +435,7 @@ func outliving(h *Host) string {
 	if h == nil {
 		return ""
 	}
-	if kind, _, _ := client.Kind(h.target); kind == "embedded" {
+	if client.IsEmbedded(h.target) { // not client.Kind: no URL parsed per call
 		return ""
 	}
 	return h.target

@@ -21,6 +21,8 @@ import (
 
 // Recordable is a value of a plugin's type that a journal can keep: Record
 // gives its data, which the plugin's Decoders[kind] turns back into it.
+// Data that is a json.RawMessage is kept as it is (it must be valid JSON);
+// anything else is encoded with json.Marshal.
 type Recordable interface {
 	starlark.Value
 	Record() (kind string, data any, err error)
@@ -106,7 +108,7 @@ func keepValue(v starlark.Value) (keptValue, error) {
 		if err != nil {
 			return keptValue{}, err
 		}
-		raw, err := json.Marshal(data)
+		raw, err := recordData(data) // journalvalue_json.go
 		if err != nil {
 			return keptValue{}, err
 		}

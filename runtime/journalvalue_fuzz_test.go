@@ -6,7 +6,8 @@ import (
 )
 
 // FuzzJournalValue: whatever a journal's answer holds, reading it back
-// does not panic, and what it reads is a value the journal can keep again.
+// does not panic, what it reads is a value the journal can keep again, and
+// the hand-written encoder writes that as encoding/json does.
 func FuzzJournalValue(f *testing.F) {
 	for _, s := range []string{
 		`{"t":"none"}`, `{"t":"int","s":"-12345678901234567890"}`, `{"t":"float","s":"NaN"}`,
@@ -27,8 +28,11 @@ func FuzzJournalValue(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := keepValue(v); err != nil {
+		again, err := keepValue(v)
+		if err != nil {
 			t.Fatalf("%s read back as %s, which cannot be kept: %v", data, v, err)
 		}
+		// Kept again, it encodes as encoding/json would encode it.
+		checkKeptValueJSON(t, again)
 	})
 }

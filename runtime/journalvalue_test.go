@@ -35,10 +35,8 @@ func TestKeptValueRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}
-		raw, err := json.Marshal(k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := k.appendJSON(nil)
+		checkKeptValueJSON(t, k)
 		var back keptValue
 		if err := json.Unmarshal(raw, &back); err != nil {
 			t.Fatal(err)
@@ -56,5 +54,32 @@ func TestKeptValueRoundTrip(t *testing.T) {
 	}
 	if _, err := keepValue(starlark.NewBuiltin("f", nil)); err == nil {
 		t.Error("a builtin function was kept")
+	}
+}
+
+// checkKeptValueJSON fails t unless appendJSON makes json.Marshal's bytes.
+func checkKeptValueJSON(t *testing.T, k keptValue) {
+	t.Helper()
+	want, err := json.Marshal(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := k.appendJSON([]byte("x")); string(got) != "x"+string(want) {
+		t.Fatalf("appendJSON wrote\n%s\njson.Marshal\n%s", got[1:], want)
+	}
+}
+
+// A Recordable's data given as JSON is kept as it is, and refused when it
+// is not JSON: it goes into the journal's file.
+func TestRecordDataRawJSON(t *testing.T) {
+	raw, err := recordData(json.RawMessage(`{"a":[1,"\u003c"]}`))
+	if err != nil || string(raw) != `{"a":[1,"\u003c"]}` {
+		t.Fatalf("valid JSON: %s, %v", raw, err)
+	}
+	if _, err := recordData(json.RawMessage(`{"a":`)); err == nil {
+		t.Fatal("data that is not JSON was kept")
+	}
+	if raw, err := recordData(map[string]int{"b": 1}); err != nil || string(raw) != `{"b":1}` {
+		t.Fatalf("a map: %s, %v", raw, err)
 	}
 }

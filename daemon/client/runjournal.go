@@ -102,10 +102,7 @@ type AppendOptions struct {
 // client's reader: Wait for each, in order, or the client keeps the call
 // pending.
 func (c *Client) AppendRunAsync(ctx context.Context, run, lease string, at int, recs []json.RawMessage, opt AppendOptions) (*Append, error) {
-	raw, err := appendParams(run, lease, at, recs, opt.Sync)
-	if err != nil {
-		return nil, fmt.Errorf("run.append: encode params: %w", err)
-	}
+	raw := appendParams(run, lease, at, recs, opt.Sync)
 	// Lazy: a runner appends before and after every effect and waits
 	// for the answers seldom; a reader woken for each cost more than the
 	// journal's own work.
@@ -133,24 +130,16 @@ func (c *Client) SendHeld() error {
 // they are json.Marshal's output already, and encoding/json checks and
 // compacts every json.RawMessage again, on the path of every effect of a
 // durable run.
-func appendParams(run, lease string, at int, recs []json.RawMessage, sync bool) ([]byte, error) {
-	r, err := json.Marshal(run)
-	if err != nil {
-		return nil, err
-	}
-	l, err := json.Marshal(lease)
-	if err != nil {
-		return nil, err
-	}
-	size := len(r) + len(l) + 64
+func appendParams(run, lease string, at int, recs []json.RawMessage, sync bool) []byte {
+	size := len(run) + len(lease) + 64
 	for _, rec := range recs {
 		size += len(rec) + 1
 	}
 	b := make([]byte, 0, size)
 	b = append(b, `{"run":`...)
-	b = append(b, r...)
+	b = wire.AppendJSONString(b, run)
 	b = append(b, `,"lease":`...)
-	b = append(b, l...)
+	b = wire.AppendJSONString(b, lease)
 	b = append(b, `,"at":`...)
 	b = strconv.AppendInt(b, int64(at), 10)
 	b = append(b, `,"records":[`...)
@@ -164,5 +153,5 @@ func appendParams(run, lease string, at int, recs []json.RawMessage, sync bool) 
 	if sync {
 		b = append(b, `,"sync":true`...)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }

@@ -192,7 +192,7 @@ func (w *Writer) Append(r Record) error { return w.AppendAll([]Record{r}) }
 func (w *Writer) AppendAll(recs []Record) error {
 	w.encoded = w.encoded[:0]
 	for _, r := range recs {
-		p, err := json.Marshal(r)
+		p, err := r.AppendJSON(nil)
 		if err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}

@@ -94,8 +94,7 @@ func (f *Frame) Size() int { return cap(f.Data) + 8*cap(f.StageCodes) + 64 }
 // QuoteID returns the JSON string literal of a process id, so the hot path can
 // splice it into every frame without escaping it again.
 func QuoteID(id string) []byte {
-	b, _ := json.Marshal(id) // a string always marshals
-	return b
+	return AppendJSONString(make([]byte, 0, len(id)+2), id)
 }
 
 // AppendFrame appends the NDJSON line of f (newline included) for the process

@@ -139,12 +139,12 @@ type pendingAppend struct {
 const maxPending = 64
 
 func (l *daemonLog) Append(r Record) error {
-	p, err := json.Marshal(r)
+	p, err := encode(r)
 	if err == nil && len(p) > maxBatch && r.Kind == KindAnswer && !r.Failed {
 		// Too large for a request: kept as not kept, so the run goes on
 		// and a resume refuses this call rather than replay it wrong.
 		r.Value, r.Unkept = nil, fmt.Sprintf("%d bytes, more than a daemon takes in one request", len(p))
-		p, err = json.Marshal(r)
+		p, err = encode(r)
 	}
 	if err == nil && len(p) > maxBatch {
 		err = fmt.Errorf("a record of %d bytes is more than a daemon takes in one request (%d)", len(p), maxBatch)

@@ -1,6 +1,10 @@
 package journal
 
-import "github.com/seed5ad92d46/sous/daemon/runlog"
+import (
+	"encoding/json"
+
+	"github.com/seed5ad92d46/sous/daemon/runlog"
+)
 
 // The file format, its records and its summaries are daemon/runlog's, so
 // that a journal sous keeps (Dir) and one a standalone daemon keeps under
@@ -60,3 +64,8 @@ func List(dir string) ([]Summary, error) { return runlog.List(dir) }
 
 // Decode reads a journal file's bytes (runlog.Decode).
 func Decode(data []byte) ([]Record, int, error) { return runlog.Decode(data) }
+
+// encode is a record as json.Marshal encodes it (Record.AppendJSON).
+func encode(r Record) (json.RawMessage, error) {
+	return r.AppendJSON(make([]byte, 0, 160+len(r.Value)+len(r.Show)+len(r.File)+len(r.Error)))
+}
