@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // AppendJSON appends r as json.Marshal encodes it, byte for byte, given a
@@ -98,12 +99,21 @@ func AppendJSONString(dst []byte, s string) []byte {
 // a []byte first when nothing in it needs escaping.
 func appendQuotedString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if b := s[i]; b >= 0x80 || escapeLen[b] != 1 {
+		if !plainByte[s[i]] {
 			return appendQuoted(dst, []byte(s))
 		}
 	}
 	return append(dst, s...)
 }
+
+// plainByte says which bytes encoding/json writes as they are inside a
+// string: ASCII but for controls, quote, backslash and <, >, &.
+var plainByte = func() (t [256]bool) {
+	for b := range utf8.RuneSelf {
+		t[b] = escapeLen[b] == 1
+	}
+	return t
+}()
 
 // UnmarshalJSON reads run.append's answer. The runner of a durable run
 // takes one for about every effect it makes, and the layout the daemon
