@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +26,11 @@ type Spec struct {
 	Args    []string
 	Cwd     string
 	Env     map[string]*string // merged over the inherited environment; nil unsets
+
+	// Program is the path to exec for Command, as Registry.Resolve found
+	// it with this Env and Cwd (the daemon's allowed-commands check); ""
+	// looks it up. A pipeline or a terminal ignores it.
+	Program string
 
 	// Extensions (see ext.go): at most one of Pipeline and TTY.
 	Pipeline [][]string     // stages [command, args...] joined by pipes in one group; Command and Args unused
@@ -146,7 +153,7 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	if spec.Pipeline != nil || spec.TTY != nil {
 		return r.spawnExt(spec, env, dir, follow) // ext.go
 	}
-	path, err := lookPath(spec.Command, env, dir)
+	path, err := r.program(spec, env, dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -223,11 +230,28 @@ func (r *Registry) start(cmd *exec.Cmd, sb *sandbox.Policy) error {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	err := sandbox.Start(cmd, sb) // cmd.Start() when sb is nil
-	if err != nil && cmd.Dir != "" {
+	if err != nil {
+		err = startErr(cmd, err)
+	}
+	return err
+}
+
+// startErr words a failed start as before the program's stat moved after
+// it (Registry.program): a program that is not there as its stat's error,
+// which lookPath gave before the fork; then a cwd that is not there, whose
+// failed chdir exec reports as the program's "fork/exec PATH: no such file
+// or directory".
+func startErr(cmd *exec.Cmd, err error) error {
+	prog := cmd.Path
+	if !filepath.IsAbs(prog) && cmd.Dir != "" {
+		prog = filepath.Join(cmd.Dir, prog)
+	}
+	if _, serr := os.Stat(prog); serr != nil && strings.Contains(cmd.Path, "/") {
+		return serr
+	}
+	if cmd.Dir != "" {
 		if _, serr := os.Stat(cmd.Dir); serr != nil {
-			// The child's chdir failed, which exec reports as the
-			// program's "fork/exec PATH: no such file or directory".
-			err = fmt.Errorf("cwd: %w", serr)
+			return fmt.Errorf("cwd: %w", serr)
 		}
 	}
 	return err
