@@ -162,7 +162,7 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	// is closed with the child's ends below, and nothing writes to it.
 	stdinR, stdinW := spec.Mirror.Stdin, (*os.File)(nil)
 	if stdinR == nil {
-		if stdinR, stdinW, err = childPipe(daemonWrites); err != nil {
+		if stdinR, stdinW, err = quietPipe(); err != nil {
 			return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 		}
 	}
@@ -205,6 +205,18 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	}
 	outputs := readOutputs(output{f: outR, stream: wire.Stdout, held: outW}, output{f: errR, stream: wire.Stderr, held: errW})
 	return r.launch(spec, []*exec.Cmd{cmd}, outputs, writeEnd(stdinW), follow)
+}
+
+// pipeGrows lets q grow f, the daemon's end of a child's stdin, for a
+// large write, when f is a pipe in the runtime's poller.
+func (r *Registry) pipeGrows(q *stdinQueue, f *os.File) {
+	if q.grow != nil || !mirror.IsPipe(f) {
+		return
+	}
+	if rc, err := f.SyscallConn(); err == nil {
+		q.grow = func() bool { return r.growPipe(rc) }
+		q.shrink = r.releasePipe
+	}
 }
 
 // writeEnd is the daemon's end of a child's stdin pipe for launch: nil,
@@ -284,6 +296,7 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	p.ext.init(spec, outputs)
 	for i := range p.outputs {
 		p.outputs[i].mirror = spec.Mirror.TeeOf(p.outputs[i].stream)
+		p.outputs[i].quiet = !inPoller(p.outputs[i].f)
 	}
 
 	r.mu.Lock()
@@ -304,14 +317,27 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	r.opt.Logger.Info("spawn", append([]any{"id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid}, p.ext.logAttrs(spec)...)...)
 	if stdinW != nil {
 		p.stdin.recycle = r.putStdinBuf
-		if f, ok := stdinW.(*os.File); ok && mirror.IsPipe(f) {
-			if rc, err := f.SyscallConn(); err == nil {
-				p.stdin.grow = func() bool { return r.growPipe(rc) }
-				p.stdin.shrink = r.releasePipe
+		// A quiet pipe (quietPipe) goes into the runtime's poller when its
+		// writer starts, with the first data.
+		quiet := false
+		if f, ok := stdinW.(*os.File); ok {
+			if quiet = !inPoller(f); !quiet {
+				r.pipeGrows(p.stdin, f)
 			}
 		}
 		r.wg.Add(1) // the writer's, or the pipe's close if it never starts
-		writer := func() { go func() { defer r.wg.Done(); p.stdin.run(stdinW) }() }
+		writer := func() {
+			go func() {
+				defer r.wg.Done()
+				w := stdinW
+				if quiet {
+					f := pollable(stdinW.(*os.File))
+					r.pipeGrows(p.stdin, f)
+					w = f
+				}
+				p.stdin.run(w)
+			}()
+		}
 		if _, ok := stdinW.(*os.File); ok {
 			// A pipe: closing it never blocks, so a writer that never
 			// started can have it closed under the queue's lock. (A
@@ -325,6 +351,9 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	}
 	r.wg.Add(1) // the child's: released once its exit frame is in
 	if r.poller == nil || !plain || !r.poller.watch(p) {
+		for i := range p.outputs {
+			p.readable(i) // a reader each, from now
+		}
 		p.closeHeld()                                     // supervise reads until the pipes end
 		go func() { defer r.wg.Done(); r.supervise(p) }() // reaps it too
 	}
