@@ -296,7 +296,9 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	p.ext.init(spec, outputs)
 	for i := range p.outputs {
 		p.outputs[i].mirror = spec.Mirror.TeeOf(p.outputs[i].stream)
-		p.outputs[i].quiet = !inPoller(p.outputs[i].f)
+		// Only a plain spawn's pipes are quiet (quietPipe): a terminal's
+		// master stays the file Resize uses (extState.tty).
+		p.outputs[i].quiet = plain && !inPoller(p.outputs[i].f)
 	}
 
 	r.mu.Lock()
@@ -321,7 +323,7 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 		// writer starts, with the first data.
 		quiet := false
 		if f, ok := stdinW.(*os.File); ok {
-			if quiet = !inPoller(f); !quiet {
+			if quiet = plain && !inPoller(f); !quiet {
 				r.pipeGrows(p.stdin, f)
 			}
 		}
