@@ -4,6 +4,7 @@ import (
 	"bytes"
 	stdbase64 "encoding/base64"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -31,6 +32,17 @@ var fastPathSeeds = []string{
 	// Members of the namespace's extensions, of the wrong type: the slow
 	// path refuses them, so the fast one must hand them over.
 	`{"id":"p","data":"aGk=","tty":"yes"}`, `{"id":"p","data":"aGk=","Mirror":5}`, `{"id":"p","data":"aGk=","mirrored":1}`,
+	// process.spawn's params (decodeSpawnFast).
+	`{"command":"/bin/true","id":"t1","notifyGone":true,"spawnKey":"0123abcd","wantPid":true}`,
+	`{"id":"a","command":"sh","args":["-c","echo hi"],"cwd":"/tmp","env":{"A":"1","B":null,"C":""}}`,
+	`{"id":"a","args":[],"env":{},"wantPid":false,"notifyGone":null,"cwd":null}`,
+	`{"id":"a","args":null,"env":null,"args":["x"],"env":{"A":"1"},"env":{"B":"2","A":null}}`,
+	`{"id":"a","env":{"A":"1"},"env":{"B":"2"}}`, `{"id":"a","args":["x",null]}`, `{"id":"a","args":["A"]}`, `{"id":"a","args":"x"}`, `{"id":"a","args":[1]}`,
+	`{"id":"a","env":{"A":1}}`, `{"id":"a","env":{"AB":"x"}}`, `{"id":"a","env":["A"]}`, `{"id":"a","env":{"é":"ü"}}`,
+	`{"id":"a","Args":["x"]}`, `{"id":"a","WANTPID":true}`, `{"id":"a","wantPid":"yes"}`, `{"id":"a","wantPid":1}`,
+	`{"id":"a","command":"x","timeoutMs":5,"tty":true,"size":{"rows":2,"cols":3}}`,
+	`{"id":"a","args":["` + "ÿ" + `"],"env":{"K":"v` + "Ã" + `"}}`,
+	` { "id" : "a" , "args" : [ "x" , "y" ] , "env" : { "K" : "v" , "L" : null } } `,
 }
 
 // The fast path must agree with encoding/json whenever it answers.
@@ -50,6 +62,15 @@ func FuzzFastPath(f *testing.F) {
 			if req.JSONRPC != want.JSONRPC || req.Method != want.Method || req.Auth != want.Auth ||
 				!bytes.Equal(req.ID, want.ID) || !bytes.Equal(req.Params, want.Params) {
 				t.Fatalf("%q:\nfast %+v\njson %+v", doc, req, want)
+			}
+		}
+		if p, ok := decodeSpawnFast(doc); ok {
+			want, err := decodeParams[wire.ProcessParams](doc)
+			if err != nil {
+				t.Fatalf("%q: spawn fast path answered, slow: %v", doc, err)
+			}
+			if !reflect.DeepEqual(p, want) {
+				t.Fatalf("%q:\nfast %#v\nslow %#v", doc, p, want)
 			}
 		}
 		if p, dataErr, ok := decodeStdinFast(doc, newBuf); ok {
@@ -78,6 +99,15 @@ func TestFastPathTaken(t *testing.T) {
 	if !ok || dataErr || len(p.Data) != 3000 || p.Offset == nil || *p.Offset != 0 {
 		t.Fatalf("params: %v %v %+v", ok, dataErr, p)
 	}
+	// What daemon/client sends for a spawn (spawnParams).
+	spawn := `{"args":["-c","echo \"hi\" > /tmp/x"],"command":"sh","cwd":"/tmp","env":{"A":"1","B":null},"id":"t1","notifyGone":true,"spawnKey":"k","wantPid":true}`
+	if sp, ok := decodeSpawnFast([]byte(spawn)); ok {
+		t.Errorf("a spawn with an escape in its args took the fast path: %+v", sp)
+	}
+	spawn = `{"args":["-c","true"],"command":"sh","cwd":"/tmp","env":{"A":"1","B":null},"id":"t1","notifyGone":true,"spawnKey":"k","wantPid":true}`
+	if sp, ok := decodeSpawnFast([]byte(spawn)); !ok || sp.Command != "sh" || len(sp.Args) != 2 || sp.Env["B"] != nil || *sp.Env["A"] != "1" || !sp.WantPid || sp.SpawnKey != "k" {
+		t.Errorf("spawn: fast path %v: %+v", ok, sp)
+	}
 	for _, s := range fastPathSeeds {
 		if _, ok := parseRequestFast([]byte(s)); ok != json.Valid([]byte(s)) && strings.HasPrefix(s, `{"jsonrpc":"2.0","id":1,`) {
 			t.Errorf("%s: fast path not taken", s)
@@ -103,6 +133,22 @@ func BenchmarkDecodeStdinRequest(b *testing.B) {
 			json.Unmarshal(line, &req)
 			p, _ := decodeParams[wire.ProcessParams](req.Params)
 			stdbase64.StdEncoding.DecodeString(p.Data)
+		}
+	})
+}
+
+// BenchmarkDecodeSpawnParams: the params of a plain spawn as daemon/client
+// sends them, by the fast path and by encoding/json.
+func BenchmarkDecodeSpawnParams(b *testing.B) {
+	raw := []byte(`{"command":"/bin/true","id":"t17","notifyGone":true,"spawnKey":"0123456789abcdef","wantPid":true}`)
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			decodeSpawnParams(raw)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			decodeParams[wire.ProcessParams](raw)
 		}
 	})
 }

@@ -190,7 +190,7 @@ func serverCapabilities(_ context.Context, se *Session, _ json.RawMessage) (any,
 // ---- process.* ----
 
 func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, func(), error) {
-	p, err := decodeParams[wire.ProcessParams](raw)
+	p, err := decodeSpawnParams(raw) // fastspawn.go
 	if err != nil {
 		return nil, nil, err
 	}

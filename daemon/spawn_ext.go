@@ -147,7 +147,7 @@ func (s *Server) spawnSpec(p wire.ProcessParams) (proc.Spec, error) {
 		return spec, err
 	}
 	spec.Sandbox = sb
-	if err := s.checkAllowed(spec); err != nil {
+	if err := s.checkAllowed(&spec); err != nil {
 		return spec, err
 	}
 	return spec, nil
@@ -208,7 +208,9 @@ func CheckAllowCommands(entries []string) error {
 // checkAllowed refuses a spawn whose command, or any of whose pipeline
 // stages, AllowCommands does not list. It is a guard against mistakes, not a
 // sandbox: an allowed shell or interpreter runs anything it is told to.
-func (s *Server) checkAllowed(spec proc.Spec) error {
+// A plain command it had to resolve is passed on as spec.Program, so that
+// the spawn runs the file it checked and does not look it up again.
+func (s *Server) checkAllowed(spec *proc.Spec) error {
 	if len(s.cfg.AllowCommands) == 0 {
 		return nil
 	}
@@ -217,7 +219,10 @@ func (s *Server) checkAllowed(spec proc.Spec) error {
 		commands = spec.Pipeline
 	}
 	for i, st := range commands {
-		if s.allowed(st[0], spec) {
+		if ok, program := s.allowed(st[0], *spec); ok {
+			if spec.Pipeline == nil {
+				spec.Program = program
+			}
 			continue
 		}
 		s.stats.RefusedSpawns.Add(1)
@@ -250,7 +255,10 @@ func allowHint(command string) string {
 // child's PATH, or from its cwd) to the same file, compared by identity
 // (device and inode), so /bin/sh and /usr/bin/sh are one program where /bin
 // links to /usr/bin; when either cannot be read, by the cleaned path.
-func (s *Server) allowed(command string, spec proc.Spec) bool {
+//
+// program is the path the spawn should exec when allowed's answer came from
+// resolving command ("" when a name entry matched without it).
+func (s *Server) allowed(command string, spec proc.Spec) (ok bool, program string) {
 	base := filepath.Base(command)
 	var (
 		resolved     string
@@ -260,26 +268,26 @@ func (s *Server) allowed(command string, spec proc.Spec) bool {
 	for _, e := range s.cfg.AllowCommands {
 		if !strings.Contains(e, "/") {
 			if e == base {
-				return true
+				return true, program
 			}
 			continue
 		}
 		if !tried {
 			tried = true
-			if path, err := s.reg.Resolve(command, spec.Env, spec.Cwd); err == nil {
-				resolved = path
-				resolvedInfo, _ = os.Stat(path)
+			if abs, prog, err := s.reg.Resolve(command, spec.Env, spec.Cwd); err == nil {
+				resolved, program = abs, prog
+				resolvedInfo, _ = os.Stat(abs)
 			}
 		}
 		if resolved == "" {
 			continue // it would not start anyway: refused as not allowed
 		}
 		if filepath.Clean(e) == resolved {
-			return true
+			return true, program
 		}
 		if fi, err := os.Stat(e); err == nil && resolvedInfo != nil && os.SameFile(fi, resolvedInfo) {
-			return true
+			return true, program
 		}
 	}
-	return false
+	return false, ""
 }

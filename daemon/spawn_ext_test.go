@@ -417,3 +417,23 @@ func TestDisableFeatures(t *testing.T) {
 		t.Errorf("stdout %q, exit %+v", got, frames[len(frames)-1])
 	}
 }
+
+// TestAllowCommandsRunsWhatWasChecked: a command the allowed-commands check
+// had to resolve (an absolute entry) runs as resolved there, found on the
+// caller's PATH or relative to its cwd, and each spawn resolves it anew:
+// an allowed program that goes from PATH is refused, not run from memory.
+func TestAllowCommandsRunsWhatWasChecked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "prog")
+	os.WriteFile(prog, []byte("#!/bin/sh\necho checked $0\n"), 0o755)
+	d := startDaemon(t, Config{AllowCommands: []string{prog}})
+	c := d.dial()
+	c.result("process.spawn", mustJSON(map[string]any{"id": "a", "command": "prog", "env": map[string]string{"PATH": dir}}))
+	c.waitStdout("a", "checked "+prog+"\n")
+	c.result("process.spawn", mustJSON(map[string]any{"id": "b", "command": "./prog", "cwd": dir}))
+	c.waitStdout("b", "checked ./prog\n")
+	os.Remove(prog)
+	c.wantError("process.spawn", mustJSON(map[string]any{"id": "c", "command": "prog", "env": map[string]string{"PATH": dir}}), -32602,
+		`Command not allowed: "prog" (this daemon allows only `+prog+`; start it with --allow-command prog to allow it)`)
+}

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -188,7 +187,7 @@ const spawnSettle = 5 * time.Second
 // path, and over a socket it, not the caller, read the answer.
 func (c *Client) spawnCall(ctx context.Context, p *Proc, params map[string]any, res *wire.SpawnResult, files []*os.File) error {
 	const method = "process.spawn"
-	raw, err := json.Marshal(params)
+	raw, err := spawnParams(params)
 	if err != nil {
 		return fmt.Errorf("%s: encode params: %w", method, err)
 	}

@@ -260,7 +260,7 @@ func tokenOf(ev unix.EpollEvent) uint64      { return uint64(uint32(ev.Fd)) | ui
 // then the drain deadline applies, as in supervise).
 func (cp *childPoller) startReader(c *polledChild, i int, afterExit bool) {
 	c.state[i] = pipeReading
-	o := c.p.outputs[i]
+	o := c.p.readable(i)
 	if afterExit {
 		o.f.SetReadDeadline(time.Now().Add(cp.r.opt.DrainAfterExit))
 	}

@@ -28,6 +28,9 @@ type output struct {
 	// child is reaped when the child poller watches it (childpoll.go);
 	// nil otherwise.
 	held *os.File
+	// quiet says f is a quiet pipe's end (quietPipe), not yet in the
+	// runtime's poller: Process.readable puts it there for a reader.
+	quiet bool
 }
 
 // extState is what the extensions record about a process; set by launch,

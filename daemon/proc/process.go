@@ -23,6 +23,7 @@ type Process struct {
 	key     string      // Spec.Key: a spawn with the same key answers with this process (process.spawn.key)
 	cmds    []*exec.Cmd // one per pipeline stage, else one; cmds[0] leads the group
 	outputs []output    // the daemon's read ends: stdout and stderr, a pipeline's or a terminal's
+	outMu   sync.Mutex  // guards outputs[i].f where readable replaces a quiet pipe's file
 	ext     extState    // pipeline, terminal and timeout state (ext.go)
 	stdin   *stdinQueue
 	ctx     context.Context // ends when the process is discarded
@@ -184,8 +185,30 @@ func (p *Process) closeHeld() {
 func (p *Process) release() {
 	p.Log.Close()
 	p.cancel()
+	p.outMu.Lock()
 	for _, o := range p.outputs {
+		o.f.SetReadDeadline(time.Now()) // fails, harmless, on a quiet pipe nothing reads
+	}
+	p.outMu.Unlock()
+	p.stdin.stop()
+}
+
+// readable returns output i for a reader, its file moved into the
+// runtime's poller first when it is a quiet pipe's end (pollable). Called
+// by the one goroutine that starts readers of p (the child poller's, or
+// launch). A process released meanwhile gets the deadline release would
+// have set on the new file: release sets it under outMu after cancelling.
+func (p *Process) readable(i int) output {
+	o := &p.outputs[i]
+	if !o.quiet {
+		return *o
+	}
+	p.outMu.Lock()
+	defer p.outMu.Unlock()
+	o.f = pollable(o.f)
+	o.quiet = false
+	if p.ctx.Err() != nil {
 		o.f.SetReadDeadline(time.Now())
 	}
-	p.stdin.stop()
+	return *o
 }

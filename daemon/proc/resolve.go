@@ -15,19 +15,46 @@ import (
 // command found on PATH, or the command made absolute against the working
 // directory when it holds a slash. The daemon checks its allowed commands
 // against it.
-func (r *Registry) Resolve(command string, env map[string]*string, cwd string) (string, error) {
+//
+// program is what the spawn is to exec (lookPath's answer, before it is
+// made absolute and cleaned: a relative one is resolved by the kernel after
+// the child's chdir, where cleaning "link/.." lexically could name another
+// file). Passed back as Spec.Program, the spawn runs the file that was
+// checked instead of looking it up a second time.
+func (r *Registry) Resolve(command string, env map[string]*string, cwd string) (abs, program string, err error) {
 	dir := cwd
 	if dir == "" {
 		dir = r.opt.Dir
 	}
-	path, err := lookPath(command, envlist.Merge(r.opt.Env, env), dir)
+	program, err = lookPath(command, envlist.Merge(r.opt.Env, env), dir)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
+	abs = program
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(dir, abs)
 	}
-	return filepath.Clean(path), nil
+	return filepath.Clean(abs), program, nil
+}
+
+// program is the path a plain spawn execs: Spec.Program when the caller
+// resolved it already (Resolve), a command with a slash as it is, else
+// the command looked up on the child's PATH. Nothing is cached between
+// spawns: a file that appears on PATH or goes, or a new PATH, counts for
+// the next spawn, as in a shell without a hash table.
+//
+// A command with a slash is not looked at here: exec finds out whether it
+// is there, and only a spawn that failed pays for the stat that words the
+// error as before (startErr). A sandboxed spawn still stats it first: its
+// helper, not exec, would report a missing program.
+func (r *Registry) program(spec Spec, env []string, dir string) (string, error) {
+	switch {
+	case spec.Program != "":
+		return spec.Program, nil
+	case spec.Sandbox == nil && strings.Contains(spec.Command, "/"):
+		return spec.Command, nil
+	}
+	return lookPath(spec.Command, env, dir)
 }
 
 // lookPath resolves command the way a shell would, with the child's PATH.

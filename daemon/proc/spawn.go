@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +26,11 @@ type Spec struct {
 	Args    []string
 	Cwd     string
 	Env     map[string]*string // merged over the inherited environment; nil unsets
+
+	// Program is the path to exec for Command, as Registry.Resolve found
+	// it with this Env and Cwd (the daemon's allowed-commands check); ""
+	// looks it up. A pipeline or a terminal ignores it.
+	Program string
 
 	// Extensions (see ext.go): at most one of Pipeline and TTY.
 	Pipeline [][]string     // stages [command, args...] joined by pipes in one group; Command and Args unused
@@ -146,7 +153,7 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	if spec.Pipeline != nil || spec.TTY != nil {
 		return r.spawnExt(spec, env, dir, follow) // ext.go
 	}
-	path, err := lookPath(spec.Command, env, dir)
+	path, err := r.program(spec, env, dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,7 +162,7 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	// is closed with the child's ends below, and nothing writes to it.
 	stdinR, stdinW := spec.Mirror.Stdin, (*os.File)(nil)
 	if stdinR == nil {
-		if stdinR, stdinW, err = childPipe(daemonWrites); err != nil {
+		if stdinR, stdinW, err = quietPipe(); err != nil {
 			return nil, nil, fmt.Errorf("spawn %s: %w", spec.Command, err)
 		}
 	}
@@ -200,6 +207,18 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	return r.launch(spec, []*exec.Cmd{cmd}, outputs, writeEnd(stdinW), follow)
 }
 
+// pipeGrows lets q grow f, the daemon's end of a child's stdin, for a
+// large write, when f is a pipe in the runtime's poller.
+func (r *Registry) pipeGrows(q *stdinQueue, f *os.File) {
+	if q.grow != nil || !mirror.IsPipe(f) {
+		return
+	}
+	if rc, err := f.SyscallConn(); err == nil {
+		q.grow = func() bool { return r.growPipe(rc) }
+		q.shrink = r.releasePipe
+	}
+}
+
 // writeEnd is the daemon's end of a child's stdin pipe for launch: nil,
 // not a nil *os.File in an interface, when the stdin was passed.
 func writeEnd(f *os.File) io.WriteCloser {
@@ -223,11 +242,28 @@ func (r *Registry) start(cmd *exec.Cmd, sb *sandbox.Policy) error {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	err := sandbox.Start(cmd, sb) // cmd.Start() when sb is nil
-	if err != nil && cmd.Dir != "" {
+	if err != nil {
+		err = startErr(cmd, err)
+	}
+	return err
+}
+
+// startErr words a failed start as before the program's stat moved after
+// it (Registry.program): a program that is not there as its stat's error,
+// which lookPath gave before the fork; then a cwd that is not there, whose
+// failed chdir exec reports as the program's "fork/exec PATH: no such file
+// or directory".
+func startErr(cmd *exec.Cmd, err error) error {
+	prog := cmd.Path
+	if !filepath.IsAbs(prog) && cmd.Dir != "" {
+		prog = filepath.Join(cmd.Dir, prog)
+	}
+	if _, serr := os.Stat(prog); serr != nil && strings.Contains(cmd.Path, "/") {
+		return serr
+	}
+	if cmd.Dir != "" {
 		if _, serr := os.Stat(cmd.Dir); serr != nil {
-			// The child's chdir failed, which exec reports as the
-			// program's "fork/exec PATH: no such file or directory".
-			err = fmt.Errorf("cwd: %w", serr)
+			return fmt.Errorf("cwd: %w", serr)
 		}
 	}
 	return err
@@ -260,6 +296,9 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	p.ext.init(spec, outputs)
 	for i := range p.outputs {
 		p.outputs[i].mirror = spec.Mirror.TeeOf(p.outputs[i].stream)
+		// Only a plain spawn's pipes are quiet (quietPipe): a terminal's
+		// master stays the file Resize uses (extState.tty).
+		p.outputs[i].quiet = plain && !inPoller(p.outputs[i].f)
 	}
 
 	r.mu.Lock()
@@ -280,14 +319,27 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	r.opt.Logger.Info("spawn", append([]any{"id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid}, p.ext.logAttrs(spec)...)...)
 	if stdinW != nil {
 		p.stdin.recycle = r.putStdinBuf
-		if f, ok := stdinW.(*os.File); ok && mirror.IsPipe(f) {
-			if rc, err := f.SyscallConn(); err == nil {
-				p.stdin.grow = func() bool { return r.growPipe(rc) }
-				p.stdin.shrink = r.releasePipe
+		// A quiet pipe (quietPipe) goes into the runtime's poller when its
+		// writer starts, with the first data.
+		quiet := false
+		if f, ok := stdinW.(*os.File); ok {
+			if quiet = plain && !inPoller(f); !quiet {
+				r.pipeGrows(p.stdin, f)
 			}
 		}
 		r.wg.Add(1) // the writer's, or the pipe's close if it never starts
-		writer := func() { go func() { defer r.wg.Done(); p.stdin.run(stdinW) }() }
+		writer := func() {
+			go func() {
+				defer r.wg.Done()
+				w := stdinW
+				if quiet {
+					f := pollable(stdinW.(*os.File))
+					r.pipeGrows(p.stdin, f)
+					w = f
+				}
+				p.stdin.run(w)
+			}()
+		}
 		if _, ok := stdinW.(*os.File); ok {
 			// A pipe: closing it never blocks, so a writer that never
 			// started can have it closed under the queue's lock. (A
@@ -301,6 +353,9 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 	}
 	r.wg.Add(1) // the child's: released once its exit frame is in
 	if r.poller == nil || !plain || !r.poller.watch(p) {
+		for i := range p.outputs {
+			p.readable(i) // a reader each, from now
+		}
 		p.closeHeld()                                     // supervise reads until the pipes end
 		go func() { defer r.wg.Done(); r.supervise(p) }() // reaps it too
 	}
