@@ -115,23 +115,6 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// UnmarshalJSON reads run.append's answer. The runner of a durable run
-// takes one for about every effect it makes, and the layout the daemon
-// writes, {"count":N}, is read without encoding/json's reflection, which
-// cost more than the rest of the answer's handling; anything else goes
-// through encoding/json.
-func (r *RunAppendResult) UnmarshalJSON(b []byte) error {
-	const head = `{"count":`
-	if len(b) > len(head)+1 && string(b[:len(head)]) == head && b[len(b)-1] == '}' {
-		if n, ok := jsonInt(b[len(head) : len(b)-1]); ok {
-			r.Count = n
-			return nil
-		}
-	}
-	type fields RunAppendResult // without this method
-	return json.Unmarshal(b, (*fields)(r))
-}
-
 // jsonInt reads b when it is a JSON integer that fits an int: an optional
 // minus and digits, without leading zeros.
 func jsonInt(b []byte) (int, bool) {
