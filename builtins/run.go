@@ -194,9 +194,9 @@ func notStartedResult(c *runtime.Call, spec spawnSpec, why string, took time.Dur
 // maxCap bounds output_cap to what fits in an int everywhere.
 const maxCap = 1<<31 - 1
 
-// stdinFeed is a command's stdin being written on its own goroutine: the
-// child may read it slowly, or not at all, while the recipe thread waits
-// for its exit.
+// stdinFeed is a command's stdin being written on another goroutine, one
+// of the run's workers: the child may read it slowly, or not at all, while
+// the recipe thread waits for its exit.
 type stdinFeed struct {
 	done chan struct{}
 	err  error // set before done is closed
@@ -205,10 +205,10 @@ type stdinFeed struct {
 // feed writes data to the process's stdin, then closes it.
 func (p *Process) feed(ctx context.Context, data []byte) *stdinFeed {
 	f := &stdinFeed{done: make(chan struct{})}
-	go func() {
+	p.env.Workers.Go(func() {
 		defer close(f.done)
 		f.err = p.writeStdin(ctx, data)
-	}()
+	})
 	return f
 }
 
