@@ -123,6 +123,9 @@ for i in range(10):
 r = run("cat", stdin="through a worker")
 if r.stdout != "through a worker":
     fail("stdout: " + r.stdout)
+# No stdin: the spawn's own call on a worker closes it, so cat ends.
+if run("cat").stdout != "":
+    fail("cat read something from no stdin")
 if workers_alive() < 1:
     fail("no worker ran the calls")
 `, false},

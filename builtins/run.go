@@ -143,6 +143,10 @@ func executeSpec(c *runtime.Call, host *runtime.Host, spec spawnSpec, o *runOpti
 	if o.timeout != nil {
 		spec.ext.timeout = max(*o.timeout, time.Nanosecond) // 0: at once
 	}
+	// Without stdin, the spawn's own call closes it: a hand-off to a
+	// worker and back less per command, a tenth of the runner's work in a
+	// recipe of run("true").
+	spec.noStdin = len(o.stdin) == 0
 	started := time.Now()
 	p, err := startProcess(c, host, spec,
 		procOptions{echo: o.echo, showPid: true, limit: int(min(o.outputCap, int64(maxCap)))})
@@ -153,7 +157,10 @@ func executeSpec(c *runtime.Call, host *runtime.Host, spec spawnSpec, o *runOpti
 	if err != nil {
 		return nil, err
 	}
-	stdin := p.feed(c.Env.Ctx, o.stdin)
+	stdin := p.fed
+	if stdin == nil { // stdin to write, or a process taken over
+		stdin = p.feed(c.Env.Ctx, o.stdin)
+	}
 
 	if err := wait(c.Env, p.ended, nil); err != nil {
 		p.abandon()
