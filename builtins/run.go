@@ -144,8 +144,7 @@ func executeSpec(c *runtime.Call, host *runtime.Host, spec spawnSpec, o *runOpti
 		spec.ext.timeout = max(*o.timeout, time.Nanosecond) // 0: at once
 	}
 	// Without stdin, the spawn's own call closes it: a hand-off to a
-	// worker and back less per command, a tenth of the runner's work in a
-	// recipe of run("true").
+	// worker and back less per command.
 	spec.noStdin = len(o.stdin) == 0
 	started := time.Now()
 	p, err := startProcess(c, host, spec,
