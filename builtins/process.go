@@ -53,6 +53,10 @@ type Process struct {
 	applied  int64            // stdin bytes the daemon had applied, as the last write said
 	readSkip [2]int           // read_line's lines the journal answered, skipped once taken over
 	rejoined bool             // taken over in the call that started it: stdin goes at offsets
+
+	// fed is the stdin launch closed already (spawnSpec.noStdin): the
+	// answer feed would give. Nil otherwise.
+	fed *stdinFeed
 }
 
 // procOptions say how a process is followed.

@@ -143,6 +143,9 @@ func executeSpec(c *runtime.Call, host *runtime.Host, spec spawnSpec, o *runOpti
 	if o.timeout != nil {
 		spec.ext.timeout = max(*o.timeout, time.Nanosecond) // 0: at once
 	}
+	// Without stdin, the spawn's own call closes it: a hand-off to a
+	// worker and back less per command.
+	spec.noStdin = len(o.stdin) == 0
 	started := time.Now()
 	p, err := startProcess(c, host, spec,
 		procOptions{echo: o.echo, showPid: true, limit: int(min(o.outputCap, int64(maxCap)))})
@@ -153,7 +156,10 @@ func executeSpec(c *runtime.Call, host *runtime.Host, spec spawnSpec, o *runOpti
 	if err != nil {
 		return nil, err
 	}
-	stdin := p.feed(c.Env.Ctx, o.stdin)
+	stdin := p.fed
+	if stdin == nil { // stdin to write, or a process taken over
+		stdin = p.feed(c.Env.Ctx, o.stdin)
+	}
 
 	if err := wait(c.Env, p.ended, nil); err != nil {
 		p.abandon()
@@ -194,9 +200,9 @@ func notStartedResult(c *runtime.Call, spec spawnSpec, why string, took time.Dur
 // maxCap bounds output_cap to what fits in an int everywhere.
 const maxCap = 1<<31 - 1
 
-// stdinFeed is a command's stdin being written on its own goroutine: the
-// child may read it slowly, or not at all, while the recipe thread waits
-// for its exit.
+// stdinFeed is a command's stdin being written on another goroutine, one
+// of the run's workers: the child may read it slowly, or not at all, while
+// the recipe thread waits for its exit.
 type stdinFeed struct {
 	done chan struct{}
 	err  error // set before done is closed
@@ -205,10 +211,10 @@ type stdinFeed struct {
 // feed writes data to the process's stdin, then closes it.
 func (p *Process) feed(ctx context.Context, data []byte) *stdinFeed {
 	f := &stdinFeed{done: make(chan struct{})}
-	go func() {
+	p.env.Workers.Go(func() {
 		defer close(f.done)
 		f.err = p.writeStdin(ctx, data)
-	}()
+	})
 	return f
 }
 

@@ -51,6 +51,9 @@ type spawnSpec struct {
 	sandbox *wire.Sandbox // sandbox.go
 	ext     spawnExt      // spawn_ext.go: tty, timeout, pipeline
 	replace bool          // spawn's replace=True: take the id of a running process
+	// noStdin closes the child's stdin right after the spawn, in the same
+	// blocking call (run.go's feed, for a command given no stdin).
+	noStdin bool
 }
 
 // commandLine joins cmd (a string, or a list when list is set) and args
@@ -145,7 +148,10 @@ func (p *Process) launch(c *runtime.Call, cl runtime.Daemon, spec spawnSpec) err
 	// Settled: a spawn interrupted on its way stops what the daemon
 	// started (client.Spawn), and must get to do it.
 	err := blockSettled(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
-		p.proc, err = cl.Spawn(ctx, req, p.onFrame)
+		if p.proc, err = cl.Spawn(ctx, req, p.onFrame); err == nil && spec.noStdin {
+			p.fed = &stdinFeed{done: make(chan struct{}), err: p.writeStdin(ctx, nil)}
+			close(p.fed.done)
+		}
 		return err
 	})
 	if err != nil {

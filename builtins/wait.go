@@ -47,11 +47,13 @@ func wait(e *runtime.Env, ready <-chan struct{}, timeout *time.Duration) error {
 	return nil
 }
 
-// block runs fn on its own goroutine and waits for it through the event
-// loop, so that a daemon call that takes a while (a worktree, an archive, a
-// kill with a grace) does not keep callbacks posted to the recipe thread
-// from running. When ctx ends first, fn is left to finish on its own (it
-// gets the same ctx) and its result is dropped.
+// block runs fn on another goroutine, one of the run's workers
+// (runtime.Workers), and waits for it through the event loop, so that a
+// daemon call that takes a while (a worktree, an archive, a kill with a
+// grace) does not keep callbacks posted to the recipe thread from running.
+// When ctx ends first, fn is left to finish on its own (it gets the same
+// ctx) and its result is dropped; its worker takes the next call only then,
+// and calls meanwhile go to another.
 func block(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) error) error {
 	return runBlocking(e, ctx, fn, false)
 }
@@ -67,10 +69,10 @@ func blockSettled(e *runtime.Env, ctx context.Context, fn func(ctx context.Conte
 func runBlocking(e *runtime.Env, ctx context.Context, fn func(ctx context.Context) error, settle bool) error {
 	done := make(chan struct{})
 	var err error
-	go func() {
+	e.Workers.Go(func() {
 		defer close(done)
 		err = fn(ctx)
-	}()
+	})
 	if werr := e.Loop.Wait(ctx, done); werr != nil {
 		if settle {
 			<-done

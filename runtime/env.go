@@ -52,6 +52,9 @@ type Env struct {
 	// Journal is the journal of a durable run (sous run --journal), which
 	// every builtin call goes through; nil: the run keeps none.
 	Journal *Journal
+	// Workers run the calls a builtin waits for through Loop (nil: a
+	// goroutine per call); the run closes them at its end.
+	Workers *Workers
 
 	// The plugins' states (Table.Start), by plugin name, and the names of
 	// the plugins that have one, in table order.

@@ -71,6 +71,7 @@ func prepare(opt Options, out *output, budget *Budget, jnl *Journal) (*recipeRun
 	r.env = &Env{
 		Table:    opt.Table,
 		Loop:     NewLoop(),
+		Workers:  NewWorkers(),
 		Output:   out,
 		Hosts:    r.hosts,
 		Args:     opt.Args,
@@ -191,4 +192,6 @@ func (r *recipeRun) close() {
 	if err := r.hosts.Close(); err != nil {
 		r.out.Error(fmt.Sprintf("sous: closing daemon connections: %v", err))
 	}
+	// Last: every builtin call, a deferred one's too, is over.
+	r.env.Workers.Close()
 }
