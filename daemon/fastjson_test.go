@@ -32,6 +32,12 @@ var fastPathSeeds = []string{
 	// Members of the namespace's extensions, of the wrong type: the slow
 	// path refuses them, so the fast one must hand them over.
 	`{"id":"p","data":"aGk=","tty":"yes"}`, `{"id":"p","data":"aGk=","Mirror":5}`, `{"id":"p","data":"aGk=","mirrored":1}`,
+	// run.append's params (decodeRunAppendFast).
+	`{"run":"r1","lease":"0123","at":7,"records":[{"k":"answer","seq":3,"value":{"t":"x:Result","d":{"status":"ok","exit_code":0,"duration":1200}}},{"k":"call","seq":4,"fn":"run","show":"\"true\""}]}`,
+	`{"run":"r1","lease":"l","at":0,"records":[],"sync":true}`, `{"run":"r","at":null,"records":null,"sync":null}`,
+	`{"run":"r","at":1.5}`, `{"run":"r","at":1e2}`, `{"run":"r","at":-1}`, `{"run":"r","at":99999999999999999999}`,
+	`{"run":"r","records":[ 1 , "x" ,null,[{}] ]}`, `{"run":"r","records":{}}`, `{"run":"r","records":[1],"records":[2,3]}`,
+	`{"RUN":"r"}`, `{"run":"r","Records":[]}`, `{"run":"r\u0041"}`, `{"run":"r","unknown":[1,2]}`,
 	// process.spawn's params (decodeSpawnFast).
 	`{"command":"/bin/true","id":"t1","notifyGone":true,"spawnKey":"0123abcd","wantPid":true}`,
 	`{"id":"a","command":"sh","args":["-c","echo hi"],"cwd":"/tmp","env":{"A":"1","B":null,"C":""}}`,
@@ -73,6 +79,15 @@ func FuzzFastPath(f *testing.F) {
 				t.Fatalf("%q:\nfast %#v\nslow %#v", doc, p, want)
 			}
 		}
+		if p, ok := decodeRunAppendFast(doc); ok {
+			want, err := decodeParams[wire.RunAppendParams](doc)
+			if err != nil {
+				t.Fatalf("%q: run.append fast path answered, slow: %v", doc, err)
+			}
+			if !reflect.DeepEqual(p, want) {
+				t.Fatalf("%q:\nfast %#v\nslow %#v", doc, p, want)
+			}
+		}
 		if p, dataErr, ok := decodeStdinFast(doc, newBuf); ok {
 			want, err := decodeParams[wire.ProcessParams](doc)
 			if err != nil {
@@ -107,6 +122,10 @@ func TestFastPathTaken(t *testing.T) {
 	spawn = `{"args":["-c","true"],"command":"sh","cwd":"/tmp","env":{"A":"1","B":null},"id":"t1","notifyGone":true,"spawnKey":"k","wantPid":true}`
 	if sp, ok := decodeSpawnFast([]byte(spawn)); !ok || sp.Command != "sh" || len(sp.Args) != 2 || sp.Env["B"] != nil || *sp.Env["A"] != "1" || !sp.WantPid || sp.SpawnKey != "k" {
 		t.Errorf("spawn: fast path %v: %+v", ok, sp)
+	}
+	appendParams := `{"run":"r1","lease":"0123","at":7,"records":[{"k":"answer","seq":3,"value":{"t":"none"}},{"k":"call","seq":4,"fn":"run"}]}`
+	if ap, ok := decodeRunAppendFast([]byte(appendParams)); !ok || ap.At != 7 || len(ap.Records) != 2 || string(ap.Records[1]) != `{"k":"call","seq":4,"fn":"run"}` {
+		t.Errorf("run.append: fast path %v: %+v", ok, ap)
 	}
 	for _, s := range fastPathSeeds {
 		if _, ok := parseRequestFast([]byte(s)); ok != json.Valid([]byte(s)) && strings.HasPrefix(s, `{"jsonrpc":"2.0","id":1,`) {

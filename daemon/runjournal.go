@@ -180,7 +180,7 @@ func runMethod[P any](name string, f func(context.Context, *Session, *runJournal
 		var p P
 		if _, isNone := any(p).(struct{}); !isNone {
 			var err error
-			if p, err = decodeParams[P](raw); err != nil {
+			if p, err = decodeRunParams[P](raw); err != nil { // fastrunappend.go
 				return nil, nil, err
 			}
 		}
