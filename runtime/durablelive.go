@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"fmt"
 	"strconv"
 
 	"go.starlark.net/starlark"
@@ -83,7 +82,7 @@ func (c *Call) NewProcessID() string {
 		return ""
 	}
 	c.started++
-	return fmt.Sprintf("sous-%s-%d", c.JournalID, c.started)
+	return "sous-" + c.JournalID + "-" + strconv.Itoa(c.started)
 }
 
 // StopResume stops a resumed run that cannot go on without doing again

@@ -17,8 +17,10 @@ import (
 func (r *RunRecord) AppendJSON(dst []byte) ([]byte, error) {
 	if len(r.Args) > 0 || (!r.At.IsZero() && !rfc3339Year(r.At)) {
 		// The run's first record alone has Args, once a run; a time
-		// json.Marshal refuses is its error to give.
-		p, err := json.Marshal(r)
+		// json.Marshal refuses is its error to give. A copy, so that r
+		// itself does not escape: every record's would, for this branch.
+		c := *r
+		p, err := json.Marshal(&c)
 		return append(dst, p...), err
 	}
 	dst = append(dst, `{"k":`...)
