@@ -4,18 +4,14 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // checkKeptResultJSON fails t unless appendJSON makes json.Marshal's bytes.
 func checkKeptResultJSON(t *testing.T, k keptResult) {
 	t.Helper()
-	want, err := json.Marshal(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := k.appendJSON([]byte("x")); string(got) != "x"+string(want) {
-		t.Fatalf("appendJSON wrote\n%s\njson.Marshal\n%s", got[1:], want)
-	}
+	testutil.EncodesAsMarshal(t, k, func(dst []byte) []byte { return k.appendJSON(dst) })
 }
 
 func TestKeptResultJSONMatchesEncodingJSON(t *testing.T) {

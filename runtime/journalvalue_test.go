@@ -9,6 +9,8 @@ import (
 	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestKeptValueRoundTrip: every kind of value a journal keeps reads back
@@ -60,13 +62,7 @@ func TestKeptValueRoundTrip(t *testing.T) {
 // checkKeptValueJSON fails t unless appendJSON makes json.Marshal's bytes.
 func checkKeptValueJSON(t *testing.T, k keptValue) {
 	t.Helper()
-	want, err := json.Marshal(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := k.appendJSON([]byte("x")); string(got) != "x"+string(want) {
-		t.Fatalf("appendJSON wrote\n%s\njson.Marshal\n%s", got[1:], want)
-	}
+	testutil.EncodesAsMarshal(t, k, k.appendJSON)
 }
 
 // A Recordable's data given as JSON is kept as it is, and refused when it
