@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
@@ -50,13 +52,22 @@ func appendKeptList(dst []byte, key string, l []keptValue) []byte {
 // recordData is a Recordable's data as the journal keeps it: JSON the
 // value encoded itself (json.RawMessage, checked, as json.Marshal checks
 // it, since a plugin's bytes go into the journal's file), or anything
-// else through json.Marshal.
+// else through json.Marshal. JSON with white space is compacted: a record
+// travels as part of one protocol line, where a newline would end it.
 func recordData(data any) (json.RawMessage, error) {
-	if raw, ok := data.(json.RawMessage); ok {
-		if !json.Valid(raw) {
-			return nil, errors.New("its Record data is not valid JSON")
-		}
-		return raw, nil
+	raw, ok := data.(json.RawMessage)
+	if !ok {
+		return json.Marshal(data)
 	}
-	return json.Marshal(data)
+	if bytes.ContainsAny(raw, " \t\r\n") {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			return nil, fmt.Errorf("its Record data is not valid JSON: %w", err)
+		}
+		return b.Bytes(), nil
+	}
+	if !json.Valid(raw) {
+		return nil, errors.New("its Record data is not valid JSON")
+	}
+	return raw, nil
 }

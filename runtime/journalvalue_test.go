@@ -75,6 +75,13 @@ func TestRecordDataRawJSON(t *testing.T) {
 	if _, err := recordData(json.RawMessage(`{"a":`)); err == nil {
 		t.Fatal("data that is not JSON was kept")
 	}
+	// White space goes: a record is part of one protocol line.
+	if raw, err := recordData(json.RawMessage("{\n  \"a\": [1, \"x y\"]\n}")); err != nil || string(raw) != `{"a":[1,"x y"]}` {
+		t.Fatalf("indented JSON: %s, %v", raw, err)
+	}
+	if _, err := recordData(json.RawMessage("{\n\"a\":")); err == nil {
+		t.Fatal("indented data that is not JSON was kept")
+	}
 	if raw, err := recordData(map[string]int{"b": 1}); err != nil || string(raw) != `{"b":1}` {
 		t.Fatalf("a map: %s, %v", raw, err)
 	}

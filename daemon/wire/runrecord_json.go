@@ -8,9 +8,10 @@ import (
 )
 
 // AppendJSON appends r as json.Marshal encodes it, byte for byte, given a
-// Value as json.Marshal makes it (compact, with <, > and & escaped:
-// json.Marshal would compact and escape any other; a reader decodes both
-// alike). A durable run encodes a record or two for every
+// Value as json.Marshal makes it: compact, with <, > and & escaped
+// (json.Marshal would compact and escape any other; a reader decodes
+// both alike, but Value must hold no newline, since a record travels in
+// one protocol line). A durable run encodes a record or two for every
 // call it makes, and encoding/json's reflection, with the check and
 // compaction of Value that it does again, was most of what the journal
 // cost the runner's CPU.
