@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 )
@@ -82,7 +83,7 @@ func readFlat(b []byte, member func(key, val []byte) bool) bool {
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
 		return false
 	}
-	var seen [4]string // the members' keys so far: a repeated key is encoding/json's to settle
+	var seen [4][]byte // the members' keys so far: a repeated key is encoding/json's to settle
 	n := 0
 	for i := 1; i < len(b)-1; {
 		if b[i] != '"' {
@@ -104,11 +105,11 @@ func readFlat(b []byte, member func(key, val []byte) bool) bool {
 			return false
 		}
 		for _, s := range seen[:n] {
-			if s == string(key) {
+			if bytes.Equal(s, key) {
 				return false
 			}
 		}
-		seen[n] = string(key)
+		seen[n] = key
 		n++
 		if !member(key, b[j+2:k]) {
 			return false
