@@ -327,14 +327,23 @@ func (s *scanner) object(depth int) bool {
 }
 
 func (s *scanner) array(depth int) bool {
-	s.i++ // [
+	return s.elements(func() bool { return s.value(depth) })
+}
+
+// elements scans the array at s.i, with element scanning each of its
+// elements (from its first byte, white space skipped); it reports false
+// when the array is malformed or element does.
+func (s *scanner) elements(element func() bool) bool {
+	if !s.eat('[') {
+		return false
+	}
 	s.ws()
 	if s.eat(']') {
 		return true
 	}
 	for {
 		s.ws()
-		if !s.value(depth) {
+		if !element() {
 			return false
 		}
 		s.ws()

@@ -71,32 +71,17 @@ func fastRawArray(val []byte, dst *[]json.RawMessage) bool {
 		*dst = nil
 		return true
 	}
-	if len(val) == 0 || val[0] != '[' {
-		return false
-	}
 	own := append([]byte(nil), val...)
 	s := scanner{b: own}
-	s.i = 1
 	out := []json.RawMessage{}
-	s.ws()
-	if s.eat(']') {
-		*dst = out
-		return true
-	}
-	for {
-		s.ws()
+	if !s.elements(func() bool {
 		start := s.i
-		if !s.value(1) {
-			return false
-		}
+		ok := s.value(1)
 		out = append(out, own[start:s.i:s.i])
-		s.ws()
-		if s.eat(']') {
-			*dst = out
-			return true
-		}
-		if !s.eat(',') {
-			return false
-		}
+		return ok
+	}) {
+		return false
 	}
+	*dst = out
+	return true
 }

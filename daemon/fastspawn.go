@@ -73,31 +73,16 @@ func fastStrings(val []byte, dst *[]string) bool {
 		return true
 	}
 	s := scanner{b: val}
-	if !s.eat('[') {
+	out := []string{}
+	if !s.elements(func() bool {
+		str, ok := s.plainString()
+		out = append(out, str)
+		return ok
+	}) {
 		return false
 	}
-	out := []string{}
-	s.ws()
-	if s.eat(']') {
-		*dst = out
-		return true
-	}
-	for {
-		s.ws()
-		str, ok := s.plainString()
-		if !ok {
-			return false
-		}
-		out = append(out, str)
-		s.ws()
-		if s.eat(']') {
-			*dst = out
-			return true
-		}
-		if !s.eat(',') {
-			return false
-		}
-	}
+	*dst = out
+	return true
 }
 
 // fastEnv stores an object of strings without escapes or nulls into *dst,
