@@ -123,13 +123,13 @@ func (e *env) interleave(t *testing.T, a, b func() time.Duration) (time.Duration
 	return median(as), median(bs)
 }
 
-// pairedRatio runs a and b n times each, in pairs whose order alternates
-// (a b, b a, ...), and returns the median of the pairs' ratios a/b with
-// the median times: a ratio taken pair by pair is not moved by the
-// machine's speed drifting between one pair and the next, which a ratio
-// of medians is when the difference sought is a few percent.
-func pairedRatio(n int, a, b func() time.Duration) (ratio float64, ta, tb time.Duration) {
-	var ratios []float64
+// pairedRatios runs a and b n times each, in pairs whose order alternates
+// (a b, b a, ...), and returns the pairs' ratios a/b, sorted, with the
+// median times: a ratio taken pair by pair is not moved by the machine's
+// speed drifting between one pair and the next, which a ratio of medians
+// is when the difference sought is a few percent. The spread of the
+// ratios says how far the median can be trusted.
+func pairedRatios(n int, a, b func() time.Duration) (ratios []float64, ta, tb time.Duration) {
 	var as, bs []time.Duration
 	for i := range n {
 		var da, db time.Duration
@@ -142,7 +142,7 @@ func pairedRatio(n int, a, b func() time.Duration) (ratio float64, ta, tb time.D
 		ratios = append(ratios, da.Seconds()/db.Seconds())
 	}
 	slices.Sort(ratios)
-	return ratios[len(ratios)/2], median(as), median(bs)
+	return ratios, median(as), median(bs)
 }
 
 func median(ds []time.Duration) time.Duration {
