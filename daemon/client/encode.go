@@ -27,7 +27,7 @@ type requestEncoder struct {
 }
 
 func newRequestEncoder(token string, end ...byte) requestEncoder {
-	return requestEncoder{qtoken: appendJSONString(nil, token), end: end}
+	return requestEncoder{qtoken: wire.AppendJSONString(nil, token), end: end}
 }
 
 // send encodes one request and hands it to write, after what is held,
@@ -125,7 +125,7 @@ func appendRequest(b []byte, id uint64, method string, params json.RawMessage, q
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendUint(b, id, 10)
 	b = append(b, `,"method":`...)
-	b = appendJSONString(b, method)
+	b = wire.AppendJSONString(b, method)
 	if params != nil {
 		b = append(b, `,"params":`...)
 		b = append(b, params...)
@@ -137,18 +137,4 @@ func appendRequest(b []byte, id uint64, method string, params json.RawMessage, q
 		return b, fmt.Errorf("%s: request of %d bytes exceeds the daemon's 1 MiB line limit", method, len(b)-start)
 	}
 	return b, nil
-}
-
-// appendJSONString appends s as a JSON string. Method names need no
-// escaping, so they skip the encoder.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

@@ -3,6 +3,8 @@ package client
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 // parseResult takes the daemon's own successful responses and leaves every
@@ -34,7 +36,7 @@ func TestParseResult(t *testing.T) {
 func TestAppendJSONString(t *testing.T) {
 	for _, s := range []string{"server.ping", "", "t0ken with spaces ", "a\"b\\c", "\x00\n", "<&>", "héllo", "\xff"} {
 		want, _ := json.Marshal(s)
-		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+		if got := wire.AppendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
 			t.Errorf("%q: got %s, want x%s", s, got, want)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 // spawnParams encodes process.spawn's params as json.Marshal(params) does,
@@ -25,7 +27,7 @@ func spawnParams(params map[string]any) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = wire.AppendJSONString(b, k)
 		b = append(b, ':')
 		var err error
 		if b, err = appendSpawnValue(b, params[k]); err != nil {
@@ -39,7 +41,7 @@ func spawnParams(params map[string]any) ([]byte, error) {
 func appendSpawnValue(b []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case string:
-		return appendJSONString(b, v), nil
+		return wire.AppendJSONString(b, v), nil
 	case bool:
 		return strconv.AppendBool(b, v), nil
 	case int64:
@@ -53,7 +55,7 @@ func appendSpawnValue(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = wire.AppendJSONString(b, s)
 		}
 		return append(b, ']'), nil
 	case map[string]*string:
@@ -70,12 +72,12 @@ func appendSpawnValue(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = wire.AppendJSONString(b, k)
 			b = append(b, ':')
 			if s := v[k]; s == nil {
 				b = append(b, "null"...)
 			} else {
-				b = appendJSONString(b, *s)
+				b = wire.AppendJSONString(b, *s)
 			}
 		}
 		return append(b, '}'), nil
