@@ -25,6 +25,13 @@ func TestKeptResultJSONMatchesEncodingJSON(t *testing.T) {
 	} {
 		checkKeptResultJSON(t, k)
 	}
+	// A Result gives the journal its JSON, which keepValue keeps as it is,
+	// rather than a struct for encoding/json's reflection.
+	if _, data, err := (&Result{status: "ok", stdout: "hi\n"}).Record(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := data.(json.RawMessage); !ok {
+		t.Errorf("Result.Record gives a %T, not its JSON", data)
+	}
 }
 
 // FuzzKeptResultJSON: whatever a Result holds, the hand-written encoder

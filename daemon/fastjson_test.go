@@ -127,6 +127,13 @@ func TestFastPathTaken(t *testing.T) {
 	if ap, ok := decodeRunAppendFast([]byte(appendParams)); !ok || ap.At != 7 || len(ap.Records) != 2 || string(ap.Records[1]) != `{"k":"call","seq":4,"fn":"run"}` {
 		t.Errorf("run.append: fast path %v: %+v", ok, ap)
 	}
+	// The run.* methods decode run.append's params through it (runMethod):
+	// fewer allocations than encoding/json makes.
+	fast := testing.AllocsPerRun(50, func() { decodeRunParams[wire.RunAppendParams](json.RawMessage(appendParams)) })
+	std := testing.AllocsPerRun(50, func() { decodeParams[wire.RunAppendParams](json.RawMessage(appendParams)) })
+	if fast >= std {
+		t.Errorf("run.append's params: %.0f allocations through decodeRunParams, %.0f through encoding/json", fast, std)
+	}
 	for _, s := range fastPathSeeds {
 		if _, ok := parseRequestFast([]byte(s)); ok != json.Valid([]byte(s)) && strings.HasPrefix(s, `{"jsonrpc":"2.0","id":1,`) {
 			t.Errorf("%s: fast path not taken", s)

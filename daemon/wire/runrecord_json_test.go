@@ -73,3 +73,24 @@ func FuzzRunRecordJSON(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRunRecordJSON sets a call's record, as a durable run makes one
+// for every builtin call, through AppendJSON beside json.Marshal.
+func BenchmarkRunRecordJSON(b *testing.B) {
+	r := RunRecord{Kind: "call", Seq: 123, Fn: "run", File: "/home/me/recipes/build.star", Line: 77,
+		Hash: "0123456789abcdef0123456789abcdef", Show: `"true"`, Call: "effect", Host: "unix:///run/sous.sock",
+		At: time.Date(2026, 11, 27, 7, 30, 1, 123456789, time.UTC)}
+	b.Run("hand", func(b *testing.B) {
+		buf := make([]byte, 0, 512)
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = r.AppendJSON(buf[:0])
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			json.Marshal(&r)
+		}
+	})
+}
