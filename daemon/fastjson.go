@@ -106,15 +106,7 @@ func decodeStdinFast(raw []byte, alloc func(n int) []byte) (p stdinParams, dataE
 			}
 			p.Offset = &n
 		case "close":
-			switch string(val) {
-			case "true":
-				p.Close = true
-			case "false":
-				p.Close = false
-			case "null":
-			default:
-				return false
-			}
+			return fastBool(val, &p.Close) // fastspawn.go
 		default:
 			// Every other field of the namespace's struct is type-checked by
 			// the slow path; keys of no field are ignored.
