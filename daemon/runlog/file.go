@@ -42,6 +42,7 @@ func Path(dir, run string) string { return filepath.Join(dir, run+".journal") }
 // the kernel releases it however the runner ends.
 type Writer struct {
 	f       *os.File
+	win     window // where appends go (window.go)
 	buf     []byte
 	encoded []json.RawMessage // AppendAll's records, reused: it runs per record of a run
 	// CrashAfter, when > 0, kills the process with SIGKILL right after
@@ -73,7 +74,7 @@ func Create(dir string, head Record) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	w := &Writer{f: f}
+	w := &Writer{f: f, win: window{f: f, end: int64(len(magic))}}
 	if err := w.lock(); err != nil {
 		f.Close()
 		return nil, err
@@ -111,7 +112,7 @@ func Open(dir, run string) (*Writer, []Record, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
-	w := &Writer{f: f}
+	w := &Writer{f: f, win: window{f: f}}
 	if err := w.lock(); err != nil {
 		f.Close()
 		return nil, nil, err
@@ -136,10 +137,7 @@ func Open(dir, run string) (*Writer, []Record, error) {
 			return nil, nil, fmt.Errorf("journal: %w", err)
 		}
 	}
-	if _, err := f.Seek(int64(good), io.SeekStart); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("journal: %w", err)
-	}
+	w.win.end = int64(good)
 	return w, recs, nil
 }
 
@@ -187,8 +185,8 @@ func (w *Writer) lock() error {
 // disk: Sync does that.
 func (w *Writer) Append(r Record) error { return w.AppendAll([]Record{r}) }
 
-// AppendAll writes recs at the end of the journal in one write(2), as
-// Append does one.
+// AppendAll writes recs at the end of the journal in one store (or one
+// write(2): window.go), as Append does one.
 func (w *Writer) AppendAll(recs []Record) error {
 	w.encoded = w.encoded[:0]
 	for _, r := range recs {
@@ -224,8 +222,8 @@ func (w *Writer) AppendEncoded(payloads []json.RawMessage) error {
 			break
 		}
 	}
-	if _, err := w.f.Write(w.buf); err != nil {
-		return fmt.Errorf("journal: %w", err)
+	if err := w.win.put(w.buf); err != nil {
+		return err
 	}
 	w.dirty.Store(true)
 	if crash {
@@ -277,7 +275,10 @@ func (w *Writer) Close() error {
 		close(w.stopSync)
 		<-w.synced
 	}
-	err := w.Sync()
+	err := w.win.close()
+	if serr := w.Sync(); err == nil {
+		err = serr
+	}
 	// Unlock before closing: a flock belongs to the open file description,
 	// and a child forked meanwhile (its exec not yet done) shares it, so a
 	// close alone left the run locked until that child's exec, and the

@@ -19,6 +19,9 @@ import (
 // frame that is not whole and right, and the file is cut back to the end
 // of the last good one before anything is appended again, so a torn
 // record is dropped, never misread.
+//
+// A zero length ends the records: a writer makes the file's next bytes
+// ahead of its records, in zeros (window.go), and no record is empty.
 
 // magic opens every journal file: the format and its version.
 const magic = "sousjnl1"
@@ -59,7 +62,7 @@ func splitFrames(data []byte) (payloads [][]byte, good int) {
 		}
 		n := binary.LittleEndian.Uint32(rest[0:4])
 		sum := binary.LittleEndian.Uint32(rest[4:8])
-		if n > MaxRecord || uint64(len(rest)-frameHeader) < uint64(n) {
+		if n == 0 || n > MaxRecord || uint64(len(rest)-frameHeader) < uint64(n) {
 			return payloads, good
 		}
 		p := rest[frameHeader : frameHeader+int(n)]
