@@ -5,9 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/daemon/procstat"
 )
 
 // journalCalls is how many run("true") the journal rows' recipe makes.
@@ -36,13 +39,26 @@ func (e *env) journalRows(t *testing.T) []row {
 	os.WriteFile(tokenFile, []byte(d.token+"\n"), 0o600)
 	socket := []string{"--socket", d.socket, "--token-file", tokenFile}
 	jdir := filepath.Join(e.dir, "journals")
-	sousRun := func(args ...string) func() time.Duration {
+	// sousRun times one run and appends to *cpu the CPU time it took: the
+	// runner's (its children's too: the embedded daemon's commands), and
+	// the socket daemon's own threads' meanwhile (not its commands'). CPU
+	// time moves less than wall time with what else the host runs, so
+	// the rows report its ratio beside the target's.
+	sousRun := func(cpu *[]time.Duration, args ...string) func() time.Duration {
 		return func() time.Duration {
+			before := daemonCPU(t, d.cmd.Process.Pid)
 			start := time.Now()
-			if out, err := exec.Command(e.bin, append([]string{"run", "-q"}, args...)...).CombinedOutput(); err != nil {
+			cmd := exec.Command(e.bin, append([]string{"run", "-q"}, args...)...)
+			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("sous run %v: %v\n%s", args, err, out)
 			}
-			return time.Since(start)
+			wall := time.Since(start)
+			used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+			if slices.Contains(args, "--socket") {
+				used += daemonCPU(t, d.cmd.Process.Pid) - before
+			}
+			*cpu = append(*cpu, used)
+			return wall
 		}
 	}
 	var rows []row
@@ -68,8 +84,14 @@ func (e *env) journalRows(t *testing.T) []row {
 		if always {
 			pairs = e.repeats
 		}
-		ratios, tj, tb := pairedRatios(pairs, sousRun(c.jnl...), sousRun(c.plain...))
+		var cpuJ, cpuB []time.Duration
+		ratios, tj, tb := pairedRatios(pairs, sousRun(&cpuJ, c.jnl...), sousRun(&cpuB, c.plain...))
 		ratio := ratios[len(ratios)/2]
+		cpuRatios := make([]float64, pairs)
+		for i := range pairs {
+			cpuRatios[i] = cpuJ[i].Seconds() / cpuB[i].Seconds()
+		}
+		slices.Sort(cpuRatios)
 		target, ok := "<= 1.05x", ratio <= 1.05
 		if always {
 			target, ok = "none: reported (a flush per effect)", true
@@ -78,14 +100,42 @@ func (e *env) journalRows(t *testing.T) []row {
 			figure:   fmt.Sprintf("a durable run of %d `run(\"true\")`, %s", journalCalls, c.where),
 			baseline: "the same run not journaled",
 			target:   target,
-			result: fmt.Sprintf("%.3fx, the median of %d paired ratios, the middle half %.3f-%.3fx (%.0f vs %.0f µs a call; %s a call)",
+			result: fmt.Sprintf("%.3fx, the median of %d paired ratios, the middle half %.3f-%.3fx (%.0f vs %.0f µs a call; %s a call); CPU time (%s): %.3fx, the middle half %.3f-%.3fx",
 				ratio, pairs, ratios[len(ratios)/4], ratios[len(ratios)*3/4],
-				tj.Seconds()*1e6/journalCalls, tb.Seconds()*1e6/journalCalls, journalBytesPerCall(t, c.journals)),
+				tj.Seconds()*1e6/journalCalls, tb.Seconds()*1e6/journalCalls, journalBytesPerCall(t, c.journals),
+				cpuOf(c.where), cpuRatios[pairs/2], cpuRatios[pairs/4], cpuRatios[pairs*3/4]),
 			ok: ok,
 		})
 	}
 	return rows
 }
+
+// cpuOf says whose CPU time a row's CPU ratio counts.
+func cpuOf(where string) string {
+	if strings.HasPrefix(where, "socket") {
+		return "the runner's and the daemon's"
+	}
+	return "the runner's with its commands'"
+}
+
+// daemonCPU is the CPU time a daemon's own threads used so far (not its
+// children's), from /proc/PID/stat in clock ticks (10 ms here).
+func daemonCPU(t *testing.T, pid int) time.Duration {
+	st, err := procstat.Read(pid)
+	if err != nil {
+		t.Fatalf("daemon CPU: %v", err)
+	}
+	utime, ok1 := st.Int(14)
+	stime, ok2 := st.Int(15)
+	if !ok1 || !ok2 {
+		t.Fatalf("daemon CPU: no utime or stime in /proc/%d/stat", pid)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on
+// every Linux architecture Go runs on.
+const clockTicks = 100
 
 // journalBytesPerCall is the mean size of the journals in dir per call.
 func journalBytesPerCall(t *testing.T, dir string) string {

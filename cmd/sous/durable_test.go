@@ -336,9 +336,12 @@ func TestDurableJournalCutAtRandomByte(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The records' bytes: a writer killed before its Close leaves
+		// zeros after them, which no cut there loses.
+		recs, good, _ := journal.Decode(data)
+		data = data[:good]
 		// The last sync: right after the last call record (each step is
 		// an effect). Find where it ends.
-		recs, _, _ := journal.Decode(data)
 		lastCall := len(recs) - 1
 		for recs[lastCall].Kind != journal.KindCall {
 			lastCall--

@@ -4,9 +4,19 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // BenchmarkAppendEncoded is what the daemon pays per effect of a durable
 // run to keep its records: the two records a run("true") makes (its call
@@ -44,6 +54,7 @@ func BenchmarkAppendEncoded(b *testing.B) {
 			}
 			const n = 2000
 			var spent time.Duration
+			before := processCPU(b)
 			for range n {
 				time.Sleep(time.Millisecond)
 				t0 := time.Now()
@@ -53,6 +64,12 @@ func BenchmarkAppendEncoded(b *testing.B) {
 				spent += time.Since(t0)
 			}
 			b.ReportMetric(float64(spent.Nanoseconds())/n, "ns/append")
+			// The process's CPU, the group commit's fsyncs included.
+			b.ReportMetric(float64((processCPU(b)-before).Nanoseconds())/n, "cpu-ns/append")
+		}
+		if paced {
+			// What the pacing costs by itself: its CPU is in the others'.
+			b.Run(name+"nothing", func(b *testing.B) { loop(b, func() error { return nil }) })
 		}
 		b.Run(name+"window", func(b *testing.B) {
 			w, err := Create(b.TempDir(), Record{Kind: KindRun, Run: "bench", Recipe: "/r/x.star", At: at})

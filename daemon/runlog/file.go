@@ -127,7 +127,11 @@ func Open(dir, run string) (*Writer, []Record, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	if good < len(data) {
+	// What follows the records is cut off when it is a torn record; the
+	// zeros a writer made ahead of its records (window.go) are left: a
+	// resume that stops before it appends leaves the file as it was, and
+	// the next append stores into them.
+	if good < len(data) && !allZeros(data[good:]) {
 		if err := f.Truncate(int64(good)); err != nil {
 			f.Close()
 			return nil, nil, fmt.Errorf("journal: dropping a torn record: %w", err)
@@ -139,6 +143,16 @@ func Open(dir, run string) (*Writer, []Record, error) {
 	}
 	w.win.end = int64(good)
 	return w, recs, nil
+}
+
+// allZeros reports whether b holds nothing but zero bytes.
+func allZeros(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Decode reads a journal file's bytes: its records, and how many bytes
@@ -248,7 +262,7 @@ func (w *Writer) SyncEvery(d time.Duration) {
 				return
 			case <-t.C:
 				if w.dirty.Swap(false) {
-					_ = w.f.Sync() // an error shows at the next Sync or Close
+					_ = w.datasync() // an error shows at the next Sync or Close
 				}
 			}
 		}
@@ -258,10 +272,28 @@ func (w *Writer) SyncEvery(d time.Duration) {
 // Sync makes what was appended durable.
 func (w *Writer) Sync() error {
 	w.dirty.Store(false)
-	if err := w.f.Sync(); err != nil {
+	if err := w.datasync(); err != nil {
 		return fmt.Errorf("journal: sync: %w", err)
 	}
 	return nil
+}
+
+// datasync makes the records durable with fdatasync(2): what fsync(2)
+// adds is the file's times, which a resume never reads, and on ext4
+// each fsync of a file whose times changed commits the filesystem's
+// journal. The records' bytes, and the file's size when it changed,
+// fdatasync does write.
+func (w *Writer) datasync() error {
+	return ignoringEINTR(func() error { return syscall.Fdatasync(int(w.f.Fd())) })
+}
+
+// ignoringEINTR retries fn while a signal interrupts it.
+func ignoringEINTR(fn func() error) error {
+	for {
+		if err := fn(); err != syscall.EINTR {
+			return err
+		}
+	}
 }
 
 // Close syncs and closes the journal, which releases its lock. Closing

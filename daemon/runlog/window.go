@@ -16,14 +16,19 @@ import (
 // the page cache as soon as it is made, as a write(2) is: it survives the
 // writer's SIGKILL the same way, and fsync makes it durable the same way.
 //
-// The writer maps a window of the file at the end of its records, made
-// part of the file ahead of them with fallocate(2), so that the blocks
-// are the filesystem's before anything is stored (a store into a hole on
-// a full disk would raise SIGBUS; fallocate says ENOSPC instead). What
-// lies beyond the records is zeros, and a zero length ends the records
-// (frame.go). Close cuts the file back to its records. A record too
-// large for a window, and any append on a filesystem without fallocate,
-// is written with pwrite(2) at the records' end.
+// The writer maps a window of the file at the end of its records, which
+// it made part of the file ahead of them by writing zeros there. So the
+// blocks are the filesystem's before anything is stored: a store into a
+// hole on a full disk would raise SIGBUS, where the write of zeros says
+// ENOSPC. And they are written blocks, not fallocate(2)'s unwritten
+// ones: the group commit's fdatasync(2) (file.go) then writes the pages
+// the records changed and commits no metadata, where unwritten extents,
+// or a size and times changed by every append, make each sync commit the
+// filesystem's journal too. A zero length ends the records (frame.go).
+// Close cuts the file back to its records; Open leaves the zeros that a
+// writer killed before its Close left, and appends into them. A record too large for a
+// window, and any append on a filesystem without shared mappings, is
+// written with pwrite(2) at the records' end.
 
 // windowSize is the length of the mapped window: about 600 records of a
 // run("true"), so it moves rarely, and small enough that a daemon with
@@ -40,11 +45,14 @@ type window struct {
 	end   int64  // where the records end: the next frame goes here
 	m     []byte // the mapping, of the file from at
 	at    int64
-	noMap bool // the filesystem refused fallocate or mmap: pwrite(2) only
+	noMap bool   // the filesystem refused mmap: pwrite(2) only
+	wrote bool   // something was appended: close cuts the file back to the records
+	zeros []byte // what zero writes, kept for the next window
 }
 
 // put appends one or more whole frames at the end of the records.
 func (w *window) put(b []byte) error {
+	w.wrote = true
 	if w.m != nil && w.end+int64(len(b)) <= w.at+int64(len(w.m)) {
 		copy(w.m[w.end-w.at:], b)
 		w.end += int64(len(b))
@@ -75,15 +83,38 @@ func (w *window) move() error {
 		return err
 	}
 	at := w.end &^ int64(os.Getpagesize()-1)
-	fd := int(w.f.Fd())
-	if err := syscall.Fallocate(fd, 0, at, windowSize); err != nil {
-		return fmt.Errorf("journal: fallocate: %w", err)
+	if err := w.zero(at + windowSize); err != nil {
+		return err
 	}
-	m, err := syscall.Mmap(fd, at, windowSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	m, err := syscall.Mmap(int(w.f.Fd()), at, windowSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("journal: mmap: %w", err)
 	}
 	w.m, w.at = m, at
+	return nil
+}
+
+// zero writes zeros from the records' end to upto, the file's new end
+// (nothing when the file reaches that far already).
+func (w *window) zero(upto int64) error {
+	st, err := w.f.Stat()
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	from := max(st.Size(), w.end)
+	if from >= upto {
+		return nil
+	}
+	if w.zeros == nil {
+		w.zeros = make([]byte, 64<<10)
+	}
+	for from < upto {
+		n, err := w.f.WriteAt(w.zeros[:min(int64(len(w.zeros)), upto-from)], from)
+		if err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		from += int64(n)
+	}
 	return nil
 }
 
@@ -99,9 +130,14 @@ func (w *window) unmap() error {
 	return nil
 }
 
-// close unmaps the window and cuts the file back to its records.
+// close unmaps the window and cuts the file back to its records, when
+// this writer appended to it: one that appended nothing leaves the file
+// as it found it.
 func (w *window) close() error {
 	err := w.unmap()
+	if !w.wrote {
+		return err
+	}
 	if terr := w.f.Truncate(w.end); err == nil && terr != nil {
 		err = fmt.Errorf("journal: %w", terr)
 	}

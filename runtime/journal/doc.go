@@ -8,7 +8,9 @@
 // append with one fsync before each effect is the least a crash-safe
 // record needs, a torn tail is found by the frame's length and checksum,
 // and the file needs no dependency, no page cache of its own, and no
-// compaction. bbolt would rewrite pages (and take the whole file's lock
-// for a single writer anyway); SQLite would bring cgo or a large pure-Go
-// port for a table that is only ever appended to.
+// compaction (daemon/runlog stores the records through a mapped window
+// of the file's end rather than a write(2) each: its window.go says
+// why). bbolt would rewrite pages (and take the whole file's lock for a
+// single writer anyway); SQLite would bring cgo or a large pure-Go port
+// for a table that is only ever appended to.
 package journal
