@@ -11,10 +11,11 @@ import (
 )
 
 // FrameHandler receives a process's frames in seq order, each exactly once,
-// on the goroutine reading the connection (its reader goroutine, or a call's
-// caller reading its own answer); for an embedded daemon, on whichever
-// daemon goroutine produced them (the one reading the child's output, or
-// one discarding the process), before a spawn's call has returned. It must
+// on the goroutine reading the connection (its reader goroutine, a call's
+// caller reading its own answer, or a Wait's caller reading its process's
+// exit); for an embedded daemon, on whichever daemon goroutine produced
+// them (the one reading the child's output, or one discarding the
+// process), before a spawn's call has returned. It must
 // return promptly and must not wait on the client nor stop the daemon; one
 // that blocks holds the child back at once, as a full pipe would. f.Data is
 // valid only during the call.
