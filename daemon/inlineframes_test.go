@@ -37,7 +37,7 @@ func TestSocketFramesWrittenByTheirAppender(t *testing.T) {
 		t.Fatalf("echo: %q, exit %d", got, exitCodeOf(frames))
 	}
 	if got := d.srv.framePumps.Load() - before; got != 0 {
-		t.Errorf("%d pump goroutines started for %d quiet spawns and one short line", got, n+1)
+		t.Errorf("%d pump goroutines started for %d quiet spawns and one short line", got, n)
 	}
 }
 
