@@ -118,6 +118,9 @@ type Server struct {
 	approvals *approvals.Queue // approval.*: requests waiting for a person
 	runs      *runJournals     // run.*: the journals of durable runs (runjournal.go)
 	stats     Stats
+	// framePumps counts the goroutines started to deliver a subscription's
+	// frames (subscribe.go): the tests hold the inline writes to it.
+	framePumps atomic.Int64
 	// extractLimits are Config's, defaults applied.
 	extractLimits fileops.Limits
 

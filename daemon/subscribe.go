@@ -29,6 +29,9 @@ type subscription struct {
 	frames []wire.Frame // the batch buffer, reused
 	ended  bool         // endSubscription ran
 	pace   bool         // the last batch was a stream's mirrored seqs: see pump
+	// pumping: a subscription delivered inline to a socket
+	// (deliverTrying) handed the rest to its pump.
+	pumping bool
 }
 
 // InlineSink is a FrameSink that may be delivered to on whichever goroutine
@@ -100,8 +103,66 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 		}
 		return nil
 	}
+	if c, ok := se.sink.(*conn); ok && !ownsMirror {
+		if tw := c.inlineWriter(); tw != nil {
+			// Written by the appenders while they can do it without
+			// waiting (inlineframes.go); what came before Watch, here,
+			// as that never waits either.
+			if sub.cur.Watch(func() { se.deliverTrying(sub, c, tw) }) {
+				sub.cur.Kick()
+			}
+			return nil
+		}
+	}
+	se.s.framePumps.Add(1)
 	go se.pump(sub)
 	return nil
+}
+
+// deliverTrying is the Watch function of a subscription on a Unix socket
+// (inlineframes.go): it writes what the log has for sub while each batch
+// goes out without waiting, and hands the rest of the subscription to a
+// pump goroutine the first time one would not.
+func (se *Session) deliverTrying(sub *subscription, c *conn, tw tryWriter) {
+	// pumping first: once it is set, the pump owns the rest of sub.
+	for !sub.pumping && !sub.ended {
+		frames, err := se.nextBatch(sub, false)
+		out, rest, sendErr := sentAll, []byte(nil), error(nil)
+		if len(frames) > 0 {
+			out, rest, sendErr = c.trySendFrames(tw, sub.quoted, frames)
+		}
+		// A Gone notice is written waiting, as the pump writes it.
+		gone := sendErr == nil && goneDue(sub, err)
+		if out != sentAll || gone {
+			if out == sentAll {
+				clear(frames)
+				sub.frames, frames = frames[:0], nil
+			}
+			sub.pumping = true
+			se.s.framePumps.Add(1)
+			go se.pumpAfter(sub, frames, err, rest)
+			return
+		}
+		if _, err := se.afterBatch(sub, frames, err, sendErr); err != nil {
+			return
+		}
+	}
+}
+
+// pumpAfter sends the batch deliverTrying could not (frames, or the rest of
+// their bytes when it wrote them in part), then pumps on.
+func (se *Session) pumpAfter(sub *subscription, frames []wire.Frame, err error, rest []byte) {
+	var sendErr error
+	switch {
+	case rest != nil:
+		sendErr = se.sink.(*conn).finishPart(rest)
+	case len(frames) > 0:
+		sendErr = se.sink.SendFrames(sub.proc.ID, sub.quoted, frames)
+	}
+	if ended, _ := se.afterBatch(sub, frames, err, sendErr); ended {
+		return
+	}
+	se.pump(sub)
 }
 
 // sendNext sends sub's next batch of frames, waiting for one when wait is
@@ -110,24 +171,36 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 // the sink failed, whose error it returns. Without wait and with nothing
 // ready, it returns streamlog.ErrNothingNew.
 func (se *Session) sendNext(sub *subscription, wait bool) (ended bool, err error) {
-	var frames []wire.Frame
+	frames, err := se.nextBatch(sub, wait)
+	var sendErr error
+	if len(frames) > 0 {
+		sendErr = se.sink.SendFrames(sub.proc.ID, sub.quoted, frames)
+	}
+	return se.afterBatch(sub, frames, err, sendErr)
+}
+
+// nextBatch takes sub's next batch of frames from its cursor, waiting for
+// one when wait is set, as sendNext sends it.
+func (se *Session) nextBatch(sub *subscription, wait bool) (frames []wire.Frame, err error) {
 	if wait {
 		frames, err = sub.cur.Next(se.ctx, sub.frames[:0], batchBytes)
 	} else {
 		frames, err = sub.cur.Poll(sub.frames[:0], batchBytes)
 	}
-	var sendErr error
 	sub.pace = sub.ownsMirror && len(frames) >= paceFrames && allMirrored(frames)
-	if len(frames) > 0 {
-		if !sub.ownsMirror {
-			// The mark is the spawner's: to anyone else these are plain
-			// frames, data and all. The batch holds copies of the log's.
-			for i := range frames {
-				frames[i].Mirrored = false
-			}
+	if !sub.ownsMirror {
+		// The mark is the spawner's: to anyone else these are plain
+		// frames, data and all. The batch holds copies of the log's.
+		for i := range frames {
+			frames[i].Mirrored = false
 		}
-		sendErr = se.sink.SendFrames(sub.proc.ID, sub.quoted, frames)
 	}
+	return frames, err
+}
+
+// afterBatch finishes a batch taken by nextBatch, sent with sendErr (nil
+// when there were no frames): it reports ended as sendNext does.
+func (se *Session) afterBatch(sub *subscription, frames []wire.Frame, err, sendErr error) (ended bool, _ error) {
 	clear(frames) // let the frames' data go before waiting for more
 	sub.frames = frames[:0]
 	switch {
@@ -217,7 +290,7 @@ func allMirrored(frames []wire.Frame) bool {
 // the process: a spawn reused the id, or retention forgot it. Without it,
 // the client would wait for an exit that can no longer come.
 func (se *Session) sayGone(sub *subscription, err error) {
-	if !sub.notifyGone || !errors.Is(err, streamlog.ErrClosed) || !sub.proc.Log.Closed() {
+	if !goneDue(sub, err) {
 		return
 	}
 	reason := wire.GoneForgotten
@@ -225,6 +298,12 @@ func (se *Session) sayGone(sub *subscription, err error) {
 		reason = wire.GoneReplaced
 	}
 	_ = se.sink.SendGone(sub.quoted, wire.Gone{ID: sub.proc.ID, Pid: sub.proc.Pid, StartTime: sub.proc.StartTime, Reason: reason})
+}
+
+// goneDue reports whether sub ending with err owes its client a Gone
+// notice (sayGone).
+func goneDue(sub *subscription, err error) bool {
+	return sub.notifyGone && errors.Is(err, streamlog.ErrClosed) && sub.proc.Log.Closed()
 }
 
 // endSubscription runs on the goroutine that delivered the subscription's

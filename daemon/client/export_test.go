@@ -41,6 +41,18 @@ func SelfReads(c *Client) int64 {
 	return l.selfReads.Load()
 }
 
+// ReaderWakes is how many times c's current connection handed the reading
+// to its parked reader goroutine.
+func ReaderWakes(c *Client) int64 {
+	c.mu.Lock()
+	l, _ := c.cur.(*streamLink)
+	c.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	return l.readerWakes.Load()
+}
+
 // WithAnswerLimit is opt with the longest answer the client takes set to n
 // bytes (256 MiB otherwise), so that tests need no huge answers.
 func WithAnswerLimit(opt Options, n int) Options {

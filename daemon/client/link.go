@@ -52,6 +52,12 @@ type readerHints interface {
 	// process is followed and no call awaits its answer (a lazy call's
 	// answer is read by whoever reads next).
 	idle() bool
+	// unwatched is idle, but for processes followed without a frame
+	// handler (Proc.silent) that no caller has asked after yet: their
+	// frames may wait on the connection until one does (Proc.Wait
+	// reads them itself; Done and the other accessors hand the reading
+	// to the reader goroutine).
+	unwatched() bool
 }
 
 // selfReader is a link on which a caller can read its own answer (see

@@ -110,11 +110,16 @@ func (l *localLink) sendFiles(id uint64, method string, params json.RawMessage, 
 	return nil
 }
 
-// call runs one request on the session, on a goroutine of its own. (A
-// spawn once ran on the caller's goroutine, to save a hand-off: it gained
-// nothing measurable, and a durable run paid for it in stack growth, the
-// fork's deep frames regrowing a stack the collector had shrunk, about
-// 3% of a recipe of 1,000 journaled run("true"); docs/PERFORMANCE.md.)
+// call runs one request on the session, on a goroutine of its own, but a
+// spawn on the caller's: its caller waits for the answer at once
+// (Client.spawnCall), and the daemon answers as soon as the child is
+// started, so a goroutine of its own added a start and a hand-back to
+// every spawn (and woke the idle CPU for each). The daemon's waits in a
+// spawn are short: a spawn of the same id under way, or the delivery of the
+// frames of the process it replaces. (Tried once before and undone: a
+// durable run's spawns then ran on goroutines the recipe's builtins started
+// per call, whose stacks the fork's deep frames grew anew each time; they
+// now run on the run's workers, which keep their stacks: runtime.Workers.)
 func (l *localLink) call(id uint64, method string, params json.RawMessage, files []*os.File) error {
 	l.mu.Lock()
 	if l.closed {
@@ -123,6 +128,11 @@ func (l *localLink) call(id uint64, method string, params json.RawMessage, files
 	}
 	l.wg.Add(1)
 	l.mu.Unlock()
+	if method == "process.spawn" {
+		defer l.wg.Done()
+		l.run(id, method, params, files)
+		return nil
+	}
 	// A call without files, nearly every one, gets a closure that does not
 	// hold them: it is smaller, and allocated once per call.
 	if files == nil {

@@ -4,16 +4,18 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
 // FrameHandler receives a process's frames in seq order, each exactly once,
-// on the goroutine reading the connection (its reader goroutine, or a call's
-// caller reading its own answer); for an embedded daemon, on whichever
-// daemon goroutine produced them (the one reading the child's output, or
-// one discarding the process), before a spawn's call has returned. It must
+// on the goroutine reading the connection (its reader goroutine, a call's
+// caller reading its own answer, or a Wait's caller reading its process's
+// exit); for an embedded daemon, on whichever daemon goroutine produced
+// them (the one reading the child's output, or one discarding the
+// process), before a spawn's call has returned. It must
 // return promptly and must not wait on the client nor stop the daemon; one
 // that blocks holds the child back at once, as a full pipe would. f.Data is
 // valid only during the call.
@@ -26,6 +28,12 @@ type Proc struct {
 	Pid       int
 	StartTime float64
 	handler   FrameHandler
+	// silent: spawned or reattached without a FrameHandler, so nothing
+	// but its exit is wanted of its frames, and only by a caller that
+	// asks (Wait, Done, Exited, ...). Until one asks (heeded), nobody
+	// need read the connection for it: see readerHints.unheeded.
+	silent bool
+	heeded atomic.Bool
 
 	mu         sync.Mutex
 	lastSeq    int64
@@ -65,10 +73,19 @@ type Proc struct {
 }
 
 func newProc(c *Client, id string, h FrameHandler) *Proc {
-	if h == nil {
+	silent := h == nil
+	if silent {
 		h = func(*wire.Frame) {}
 	}
-	return &Proc{c: c, ID: id, handler: h, done: make(chan struct{})}
+	return &Proc{c: c, ID: id, handler: h, silent: silent, done: make(chan struct{})}
+}
+
+// heed says a caller now watches p without reading for it (Done, Exited,
+// ...): someone must read the connection from now on while p runs.
+func (p *Proc) heed() {
+	if p.silent && !p.heeded.Load() && !p.finished() && !p.heeded.Swap(true) {
+		p.c.wakeReader()
+	}
 }
 
 // deliver hands one frame to the handler unless it was seen before, or
@@ -222,6 +239,7 @@ func (p *Proc) finished() bool {
 
 // LastSeq is the seq of the last frame delivered.
 func (p *Proc) LastSeq() int64 {
+	p.heed()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lastSeq
@@ -230,16 +248,21 @@ func (p *Proc) LastSeq() int64 {
 // Lost is the number of frames the daemon no longer retained when this
 // client attached or reattached (an honestly truncated replay).
 func (p *Proc) Lost() int64 {
+	p.heed()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lost
 }
 
 // Done is closed when the exit frame arrived or following failed.
-func (p *Proc) Done() <-chan struct{} { return p.done }
+func (p *Proc) Done() <-chan struct{} {
+	p.heed()
+	return p.done
+}
 
 // Exited reports the exit code once the exit frame arrived.
 func (p *Proc) Exited() (code int, ok bool) {
+	p.heed()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.exitCode, p.exited
@@ -247,14 +270,23 @@ func (p *Proc) Exited() (code int, ok bool) {
 
 // Err is why following failed (the connection was lost for good), or nil.
 func (p *Proc) Err() error {
+	p.heed()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
 }
 
 // Wait blocks until the process exits and returns its exit code (-1 when a
-// signal ended it).
+// signal ended it). Over a Unix socket, while the client follows no other
+// process, the caller reads the connection itself for the exit frame (as a
+// call's caller reads its own answer): the reader goroutine reading it and
+// waking the caller cost two hand-overs between goroutines per spawn.
 func (p *Proc) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-p.done:
+	default:
+		p.c.readFor(ctx, p)
+	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():

@@ -1,10 +1,33 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
+
+// wakeReader makes sure someone reads the current link, if it is one a
+// caller may read itself (selfReader).
+func (c *Client) wakeReader() {
+	c.mu.Lock()
+	l := c.cur
+	c.mu.Unlock()
+	if r, ok := l.(selfReader); ok {
+		r.wakeReader()
+	}
+}
+
+// readFor reads the current link on the caller's goroutine until p is done,
+// where it can (see streamLink.readUntil): Proc.Wait.
+func (c *Client) readFor(ctx context.Context, p *Proc) {
+	c.mu.Lock()
+	l := c.cur
+	c.mu.Unlock()
+	if r, ok := l.(selfReader); ok {
+		r.readUntil(ctx, p.done, p)
+	}
+}
 
 // response implements receiver.
 func (c *Client) response(l link, id uint64, result json.RawMessage, err error) {
@@ -75,6 +98,29 @@ func (c *Client) idle() bool {
 	if len(c.procs) != 0 || c.strayed {
 		return false
 	}
+	return c.noneAwaited()
+}
+
+// unwatched implements readerHints.
+func (c *Client) unwatched() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.strayed {
+		return false
+	}
+	for _, f := range c.procs {
+		for _, p := range f.procs {
+			if !p.silent || p.heeded.Load() {
+				return false
+			}
+		}
+	}
+	return c.noneAwaited()
+}
+
+// noneAwaited reports that no call awaits its answer but lazy ones.
+// Called with c.mu held.
+func (c *Client) noneAwaited() bool {
 	for _, cl := range c.pending {
 		if !cl.lazy {
 			return false

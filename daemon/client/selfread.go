@@ -15,6 +15,7 @@ import (
 func (l *streamLink) ensureReader() {
 	if l.parked && !l.reading {
 		l.reading, l.parked = true, false
+		l.readerWakes.Add(1)
 		l.wake <- struct{}{}
 	}
 }
@@ -100,10 +101,14 @@ func (l *streamLink) readUntil(ctx context.Context, done <-chan struct{}, spawni
 
 // release gives up the reading role a caller held. Someone must read on when
 // anything is expected, or to the failure that ends a closed link and its
-// parked reader goroutine. Called with rmu held.
+// parked reader goroutine. Frames of a process spawned without a handler
+// that nobody asked after yet are not expected (readerHints.unwatched):
+// the spawn's caller goes on to Wait, which reads them itself, and waking
+// the reader goroutine here cost a wake-up of it on every spawn, and
+// another of the caller when it read the exit frame. Called with rmu held.
 func (l *streamLink) release() {
 	l.reading = false
-	if l.closing || !l.hints.idle() {
+	if l.closing || !l.hints.unwatched() {
 		l.ensureReader()
 	}
 }

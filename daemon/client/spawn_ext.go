@@ -142,6 +142,7 @@ func (e spawnExt) started(p *Proc) {
 	p.tty = e.tty
 	p.mu.Unlock()
 	if e.emulate > 0 {
+		p.heed() // its watch on p.done needs the exit read when it comes
 		go p.enforceTimeout(e.emulate)
 	}
 }

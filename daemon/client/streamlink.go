@@ -51,7 +51,8 @@ type streamLink struct {
 	// its start, and the rest is read to its end and dropped.
 	skipping bool
 
-	selfReads atomic.Int64 // answers their callers read themselves (for the tests)
+	selfReads   atomic.Int64 // answers (and Wait's exit frames) their callers read themselves (for the tests)
+	readerWakes atomic.Int64 // the parked reader goroutine handed the reading (for the tests)
 }
 
 func newStreamLink(rwc io.ReadWriteCloser, token string, recv receiver, maxAnswer int) *streamLink {
