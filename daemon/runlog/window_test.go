@@ -29,6 +29,21 @@ func windowRecords() []Record {
 	return recs
 }
 
+// closeAndDecode closes w, the writer of run "win" in dir, and reads the
+// file back: its records, and how many bytes follow them.
+func closeAndDecode(t *testing.T, w *Writer, dir string) ([]Record, int, error) {
+	t.Helper()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(Path(dir, "win"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, good, err := Decode(data)
+	return recs, len(data) - good, err
+}
+
 // TestWindowWriterKilled runs a writer in a child process that SIGKILLs
 // itself right after its last append (CrashAfter), so that nothing of
 // Close ran: the file keeps its zeros beyond the records. Every record
@@ -91,19 +106,12 @@ func TestWindowWriterKilled(t *testing.T) {
 			if err := w.Append(end); err != nil {
 				t.Fatal(err)
 			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			data, err := os.ReadFile(Path(dir, "win"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, good, err := Decode(data)
+			again, beyond, err := closeAndDecode(t, w, dir)
 			if err != nil || !reflect.DeepEqual(again, append(want, end)) {
 				t.Fatalf("after the append: %v, %d records", err, len(again))
 			}
-			if good != len(data) {
-				t.Fatalf("Close left %d bytes beyond the records", len(data)-good)
+			if beyond != 0 {
+				t.Fatalf("Close left %d bytes beyond the records", beyond)
 			}
 		})
 	}
@@ -154,15 +162,8 @@ func TestWindowlessWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(Path(dir, "win"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, good, err := Decode(data)
-	if err != nil || !reflect.DeepEqual(got, recs) || good != len(data) {
-		t.Fatalf("read %d records, %d of %d bytes: %v", len(got), good, len(data), err)
+	got, beyond, err := closeAndDecode(t, w, dir)
+	if err != nil || !reflect.DeepEqual(got, recs) || beyond != 0 {
+		t.Fatalf("read %d records, %d bytes beyond them: %v", len(got), beyond, err)
 	}
 }
