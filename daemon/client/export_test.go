@@ -29,28 +29,31 @@ func WithStdinPipelinedAlways(opt Options) Options {
 // process.stdin requests in flight.
 func PipelinesStdin(c *Client) bool { return c.pipelinesStdin(context.Background()) }
 
+// currentStreamLink is c's current connection when it is a stream (a
+// Unix socket's, an ssh bridge's), else nil.
+func currentStreamLink(c *Client) *streamLink {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, _ := c.cur.(*streamLink)
+	return l
+}
+
 // SelfReads is how many answers on c's current connection their callers
 // read themselves instead of being handed them by its reader goroutine.
 func SelfReads(c *Client) int64 {
-	c.mu.Lock()
-	l, _ := c.cur.(*streamLink)
-	c.mu.Unlock()
-	if l == nil {
-		return 0
+	if l := currentStreamLink(c); l != nil {
+		return l.selfReads.Load()
 	}
-	return l.selfReads.Load()
+	return 0
 }
 
 // ReaderWakes is how many times c's current connection handed the reading
 // to its parked reader goroutine.
 func ReaderWakes(c *Client) int64 {
-	c.mu.Lock()
-	l, _ := c.cur.(*streamLink)
-	c.mu.Unlock()
-	if l == nil {
-		return 0
+	if l := currentStreamLink(c); l != nil {
+		return l.readerWakes.Load()
 	}
-	return l.readerWakes.Load()
+	return 0
 }
 
 // WithAnswerLimit is opt with the longest answer the client takes set to n
