@@ -156,11 +156,28 @@ func TestWindowlessWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Create stored the run's record through a window already: take it
+	// away, with the zeros it made, as a filesystem that refuses mmap
+	// would never have had them.
+	if err := w.win.unmap(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.f.Truncate(w.win.end); err != nil {
+		t.Fatal(err)
+	}
 	w.win.noMap = true
 	for _, r := range recs[1:] {
 		if err := w.Append(r); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Nothing was mapped, so nothing was made ahead of the records: the
+	// file ends where they do while it is still open.
+	if w.win.m != nil {
+		t.Fatal("a window was mapped")
+	}
+	if st, err := w.f.Stat(); err != nil || st.Size() != w.win.end {
+		t.Fatalf("the open file holds %d bytes, its records %d (%v)", st.Size(), w.win.end, err)
 	}
 	got, beyond, err := closeAndDecode(t, w, dir)
 	if err != nil || !reflect.DeepEqual(got, recs) || beyond != 0 {
