@@ -41,9 +41,9 @@ func (e *env) journalRows(t *testing.T) []row {
 	jdir := filepath.Join(e.dir, "journals")
 	// sousRun times one run and appends to *cpu the CPU time it took: the
 	// runner's (its children's too: the embedded daemon's commands), and
-	// the socket daemon's own threads' meanwhile (not its commands'). CPU
-	// time moves less than wall time with what else the host runs, so
-	// the rows report its ratio beside the target's.
+	// the socket daemon's own threads' meanwhile (not its commands'). The
+	// rows report its ratio beside the target's: it says whether a wall
+	// ratio is work the journal adds or waiting.
 	sousRun := func(cpu *[]time.Duration, args ...string) func() time.Duration {
 		return func() time.Duration {
 			before := daemonCPU(t, d.cmd.Process.Pid)
