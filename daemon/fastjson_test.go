@@ -179,4 +179,26 @@ func BenchmarkDecodeSpawnParams(b *testing.B) {
 	})
 }
 
+// BenchmarkDecodeRunAppendParams decodes the run.append a durable run's
+// runner sends with a run("true"): the answer of the call before and the
+// call's own record, as a runner wrote them (strace of a run, 2026-11-27).
+func BenchmarkDecodeRunAppendParams(b *testing.B) {
+	raw := []byte(`{"run":"6461768aaee5318f","lease":"321517e32a092db131b368dc407c8636","at":14,"records":[` +
+		`{"k":"answer","seq":7,"value":{"t":"x:Result","d":{"status":"ok","exit_code":0,"stages":[{"exit_code":0}],"duration":4916366}}},` +
+		`{"k":"call","at":"2026-11-27T10:31:10.391344203Z","seq":8,"fn":"run","file":"r30.star","line":2,"hash":"78ffe55dce799ab7137358a0845f651b","show":"\"true\"","call":"effect","host":"unix:///tmp/jcpu/s"}]}`)
+	if _, ok := decodeRunAppendFast(raw); !ok {
+		b.Fatal("not the fast path")
+	}
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			decodeRunParams[wire.RunAppendParams](raw)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			decodeParams[wire.RunAppendParams](raw)
+		}
+	})
+}
+
 func newBuf(n int) []byte { return make([]byte, n) }
