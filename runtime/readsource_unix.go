@@ -5,6 +5,8 @@ package runtime
 import (
 	"io/fs"
 	"syscall"
+
+	"github.com/seed5ad92d46/sous/internal/eintr"
 )
 
 // readSource reads a recipe file as os.ReadFile does, with the same
@@ -16,7 +18,7 @@ import (
 // run`").
 func readSource(path string) ([]byte, error) {
 	var fd int
-	err := retryEINTR(func() (err error) {
+	err := eintr.Retry(func() (err error) {
 		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		return err
 	})
@@ -32,7 +34,7 @@ func readSource(path string) ([]byte, error) {
 	data := make([]byte, 0, size)
 	for {
 		var n int
-		err := retryEINTR(func() (err error) {
+		err := eintr.Retry(func() (err error) {
 			n, err = syscall.Read(fd, data[len(data):cap(data)])
 			return err
 		})
@@ -45,15 +47,6 @@ func readSource(path string) ([]byte, error) {
 		data = data[:len(data)+n]
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
-		}
-	}
-}
-
-// retryEINTR calls f again while it fails with EINTR, as package os does.
-func retryEINTR(f func() error) error {
-	for {
-		if err := f(); err != syscall.EINTR {
-			return err
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seed5ad92d46/sous/internal/eintr"
 )
 
 // destTree is destDir, opened once: every entry is created relative to its
@@ -40,7 +42,7 @@ func openTree(dest string, archive, noOpenat2 bool) (*destTree, error) {
 	}
 	// O_NOFOLLOW: a symlink swapped in for destDir since the MkdirAll is
 	// refused rather than followed.
-	fd, err := retryEINTR(func() (int, error) {
+	fd, err := eintr.RetryValue(func() (int, error) {
 		return unix.Open(dest, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -97,7 +99,7 @@ func (t *destTree) open(rel string, flags int, mode uint32) (int, error) {
 		return -1, err
 	}
 	defer t.release(pfd)
-	return retryEINTR(func() (int, error) { return unix.Openat(pfd, base, flags, mode) })
+	return eintr.RetryValue(func() (int, error) { return unix.Openat(pfd, base, flags, mode) })
 }
 
 // openDir opens directory rel ("" is destDir itself, returned as is) as an
@@ -111,7 +113,7 @@ func (t *destTree) openDir(rel string) (int, error) {
 	}
 	fd := t.fd
 	for _, name := range strings.Split(rel, "/") {
-		next, err := retryEINTR(func() (int, error) {
+		next, err := eintr.RetryValue(func() (int, error) {
 			return unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		})
 		t.release(fd)
@@ -154,7 +156,7 @@ func (t *destTree) mkdirAll(rel string) error {
 		if err := unix.Mkdirat(fd, name, t.implicitDirMode()); err != nil && err != unix.EEXIST {
 			return &os.PathError{Op: "mkdir", Path: at, Err: err}
 		}
-		next, err := retryEINTR(func() (int, error) {
+		next, err := eintr.RetryValue(func() (int, error) {
 			return unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		})
 		if err != nil {
@@ -202,7 +204,7 @@ func (t *destTree) mkdir(rel string, mode uint32) error {
 // that creating it would have applied. It is opened first (O_NOFOLLOW): a
 // chmod by name would follow a symlink swapped in for it.
 func (t *destTree) chmodDir(pfd int, base string, mode uint32) error {
-	fd, err := retryEINTR(func() (int, error) {
+	fd, err := eintr.RetryValue(func() (int, error) {
 		return unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -262,14 +264,14 @@ func (t *destTree) replace(rel string, flags int, mode uint32) (int, error) {
 	if err := unix.Unlinkat(pfd, base, 0); err != nil {
 		return -1, err
 	}
-	return retryEINTR(func() (int, error) {
+	return eintr.RetryValue(func() (int, error) {
 		return unix.Openat(pfd, base, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	})
 }
 
 // writeMarker writes the empty marker at destDir's root, 0600.
 func (t *destTree) writeMarker() error {
-	fd, err := retryEINTR(func() (int, error) {
+	fd, err := eintr.RetryValue(func() (int, error) {
 		return unix.Openat(t.fd, markerName, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, fileMode)
 	})
 	if err != nil {
@@ -293,7 +295,7 @@ func (t *destTree) empty() error {
 func removeContents(fd int) error {
 	// A descriptor of its own, so that reading names does not move fd's
 	// offset.
-	rd, err := retryEINTR(func() (int, error) {
+	rd, err := eintr.RetryValue(func() (int, error) {
 		return unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -313,7 +315,7 @@ func removeContents(fd int) error {
 			}
 			continue
 		}
-		sub, err := retryEINTR(func() (int, error) {
+		sub, err := eintr.RetryValue(func() (int, error) {
 			return unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		})
 		if err != nil {
@@ -339,13 +341,4 @@ func splitRel(rel string) (dir, base string) {
 		return "", rel
 	}
 	return rel[:i], rel[i+1:]
-}
-
-func retryEINTR(open func() (int, error)) (int, error) {
-	for {
-		fd, err := open()
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/eintr"
 )
 
 // ErrBusy says another process (the run's runner) holds the journal.
@@ -284,16 +286,7 @@ func (w *Writer) Sync() error {
 // journal. The records' bytes, and the file's size when it changed,
 // fdatasync does write.
 func (w *Writer) datasync() error {
-	return ignoringEINTR(func() error { return syscall.Fdatasync(int(w.f.Fd())) })
-}
-
-// ignoringEINTR retries fn while a signal interrupts it.
-func ignoringEINTR(fn func() error) error {
-	for {
-		if err := fn(); err != syscall.EINTR {
-			return err
-		}
-	}
+	return eintr.Retry(func() error { return syscall.Fdatasync(int(w.f.Fd())) })
 }
 
 // Close syncs and closes the journal, which releases its lock. Closing
