@@ -11,6 +11,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon"
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/daemontest"
 	"github.com/seed5ad92d46/sous/internal/methodcount"
 )
 
@@ -121,5 +122,27 @@ func TestSpawnStdinClosedRefused(t *testing.T) {
 		if _, err := c.Spawn(ctx, spec, nil); err == nil || !strings.Contains(err.Error(), "StdinClosed cannot be combined") {
 			t.Errorf("%s: %v", spec.ID, err)
 		}
+	}
+}
+
+// A daemon that can close no stdin at all (claustrum: neither extension):
+// Spawn with StdinClosed fails naming process.stdin.close, and the process
+// it started is not left running with an open stdin nobody will close.
+func TestSpawnStdinClosedWithoutAnyClose(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sock, srv := daemontest.ServeUnix(t, daemon.Config{Token: testToken, DisableFeatures: []string{wire.FeatureSpawnStdinClosed, wire.FeatureStdinClose}})
+	c, err := client.DialUnix(ctx, sock, testToken, client.Options{ReconnectTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Spawn(ctx, client.SpawnSpec{ID: "cat", Command: "cat", StdinClosed: true}, nil)
+	if err == nil || !strings.Contains(err.Error(), wire.FeatureStdinClose) {
+		t.Fatalf("Spawn: %v", err)
+	}
+	if pr := srv.Registry().Get("cat"); pr == nil || pr.Running() {
+		t.Errorf("the process is %v, want it started and stopped", pr)
 	}
 }
