@@ -143,8 +143,9 @@ func executeSpec(c *runtime.Call, host *runtime.Host, spec spawnSpec, o *runOpti
 	if o.timeout != nil {
 		spec.ext.timeout = max(*o.timeout, time.Nanosecond) // 0: at once
 	}
-	// Without stdin, the spawn's own call closes it: a hand-off to a
-	// worker and back less per command.
+	// Without stdin, the spawn itself closes it: no hand-off to a worker
+	// and back, and over a daemon with process.spawn.stdin.closed no
+	// process.stdin request and answer, per command.
 	spec.noStdin = len(o.stdin) == 0
 	started := time.Now()
 	p, err := startProcess(c, host, spec,
@@ -206,6 +207,14 @@ const maxCap = 1<<31 - 1
 type stdinFeed struct {
 	done chan struct{}
 	err  error // set before done is closed
+}
+
+// closedFeed is the feed of a stdin the spawn closed (spawnSpec.noStdin):
+// done, nothing to report.
+func closedFeed() *stdinFeed {
+	f := &stdinFeed{done: make(chan struct{})}
+	close(f.done)
+	return f
 }
 
 // feed writes data to the process's stdin, then closes it.

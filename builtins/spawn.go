@@ -51,8 +51,10 @@ type spawnSpec struct {
 	sandbox *wire.Sandbox // sandbox.go
 	ext     spawnExt      // spawn_ext.go: tty, timeout, pipeline
 	replace bool          // spawn's replace=True: take the id of a running process
-	// noStdin closes the child's stdin right after the spawn, in the same
-	// blocking call (run.go's feed, for a command given no stdin).
+	// noStdin has the spawn close the child's stdin (client.SpawnSpec's
+	// StdinClosed): a command run, sh or pipeline give no stdin to. Over
+	// a daemon with process.spawn.stdin.closed no process.stdin request
+	// is sent for it at all.
 	noStdin bool
 }
 
@@ -143,14 +145,14 @@ func startProcess(c *runtime.Call, host *runtime.Host, spec spawnSpec, opt procO
 
 // launch spawns spec, with p's id, and follows it as p.
 func (p *Process) launch(c *runtime.Call, cl runtime.Daemon, spec spawnSpec) error {
-	req := client.SpawnSpec{ID: spec.id, Command: spec.argv[0], Args: spec.argv[1:], Cwd: spec.cwd, Env: spec.env, Sandbox: spec.sandbox}
+	req := client.SpawnSpec{ID: spec.id, Command: spec.argv[0], Args: spec.argv[1:], Cwd: spec.cwd, Env: spec.env, Sandbox: spec.sandbox,
+		StdinClosed: spec.noStdin}
 	spec.ext.apply(&req, p) // spawn_ext.go
 	// Settled: a spawn interrupted on its way stops what the daemon
 	// started (client.Spawn), and must get to do it.
 	err := blockSettled(c.Env, c.Env.Ctx, func(ctx context.Context) (err error) {
 		if p.proc, err = cl.Spawn(ctx, req, p.onFrame); err == nil && spec.noStdin {
-			p.fed = &stdinFeed{done: make(chan struct{}), err: p.writeStdin(ctx, nil)}
-			close(p.fed.done)
+			p.fed = closedFeed()
 		}
 		return err
 	})

@@ -40,6 +40,9 @@ var fastPathSeeds = []string{
 	`{"RUN":"r"}`, `{"run":"r","Records":[]}`, `{"run":"r\u0041"}`, `{"run":"r","unknown":[1,2]}`,
 	// process.spawn's params (decodeSpawnFast).
 	`{"command":"/bin/true","id":"t1","notifyGone":true,"spawnKey":"0123abcd","wantPid":true}`,
+	`{"command":"/bin/true","exitSignal":true,"id":"t1","notifyGone":true,"spawnKey":"0123abcd","stdinClosed":true,"wantPid":true}`,
+	`{"id":"a","stdinClosed":false,"exitSignal":null,"stdinClosed":true}`, `{"id":"a","stdinClosed":1}`, `{"id":"a","StdinClosed":true}`,
+	`{"id":"a","stdinclosed":true}`, `{"id":"a","exitSignal":"true","stdinClosed":true}`, `{"id":"a","tty":true,"stdinClosed":true}`,
 	`{"id":"a","command":"sh","args":["-c","echo hi"],"cwd":"/tmp","env":{"A":"1","B":null,"C":""}}`,
 	`{"id":"a","args":[],"env":{},"wantPid":false,"notifyGone":null,"cwd":null}`,
 	`{"id":"a","args":null,"env":null,"args":["x"],"env":{"A":"1"},"env":{"B":"2","A":null}}`,
@@ -119,8 +122,9 @@ func TestFastPathTaken(t *testing.T) {
 	if sp, ok := decodeSpawnFast([]byte(spawn)); ok {
 		t.Errorf("a spawn with an escape in its args took the fast path: %+v", sp)
 	}
-	spawn = `{"args":["-c","true"],"command":"sh","cwd":"/tmp","env":{"A":"1","B":null},"id":"t1","notifyGone":true,"spawnKey":"k","wantPid":true}`
-	if sp, ok := decodeSpawnFast([]byte(spawn)); !ok || sp.Command != "sh" || len(sp.Args) != 2 || sp.Env["B"] != nil || *sp.Env["A"] != "1" || !sp.WantPid || sp.SpawnKey != "k" {
+	spawn = `{"args":["-c","true"],"command":"sh","cwd":"/tmp","env":{"A":"1","B":null},"exitSignal":true,"id":"t1","notifyGone":true,"spawnKey":"k","stdinClosed":true,"wantPid":true}`
+	if sp, ok := decodeSpawnFast([]byte(spawn)); !ok || sp.Command != "sh" || len(sp.Args) != 2 || sp.Env["B"] != nil || *sp.Env["A"] != "1" || !sp.WantPid || sp.SpawnKey != "k" ||
+		!sp.ExitSignal || !sp.StdinClosed {
 		t.Errorf("spawn: fast path %v: %+v", ok, sp)
 	}
 	appendParams := `{"run":"r1","lease":"0123","at":7,"records":[{"k":"answer","seq":3,"value":{"t":"none"}},{"k":"call","seq":4,"fn":"run"}]}`
@@ -166,7 +170,7 @@ func BenchmarkDecodeStdinRequest(b *testing.B) {
 // BenchmarkDecodeSpawnParams: the params of a plain spawn as daemon/client
 // sends them, by the fast path and by encoding/json.
 func BenchmarkDecodeSpawnParams(b *testing.B) {
-	raw := []byte(`{"command":"/bin/true","id":"t17","notifyGone":true,"spawnKey":"0123456789abcdef","wantPid":true}`)
+	raw := []byte(`{"command":"/bin/true","exitSignal":true,"id":"t17","notifyGone":true,"spawnKey":"0123456789abcdef","stdinClosed":true,"wantPid":true}`)
 	b.Run("fast", func(b *testing.B) {
 		for b.Loop() {
 			decodeSpawnParams(raw)

@@ -7,7 +7,8 @@ import (
 )
 
 // decodeSpawnParams decodes process.spawn's params: the shape clients send
-// (id, command, args, cwd, env, wantPid, notifyGone, spawnKey) in one pass
+// (id, command, args, cwd, env, wantPid, notifyGone, spawnKey, exitSignal,
+// stdinClosed) in one pass
 // by decodeSpawnFast, anything else by encoding/json. Through encoding/json
 // alone the params cost about 5% of a socket daemon's CPU in a loop of
 // spawns (a CPU profile, docs/PERFORMANCE.md "Spawn to exit").
@@ -38,6 +39,10 @@ func decodeSpawnFast(raw []byte) (p wire.ProcessParams, ok bool) {
 			return fastBool(val, &p.WantPid)
 		case "notifyGone":
 			return fastBool(val, &p.NotifyGone)
+		case "exitSignal":
+			return fastBool(val, &p.ExitSignal)
+		case "stdinClosed":
+			return fastBool(val, &p.StdinClosed)
 		case "args":
 			return fastStrings(val, &p.Args)
 		case "env":

@@ -27,7 +27,7 @@ var extensionMethods = append(append(append([]string{"process.list", "process.re
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnExitSignal, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror,
-	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect, wire.FeatureSpawnKey,
+	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect, wire.FeatureSpawnKey, wire.FeatureSpawnStdinClosed,
 	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
 	wire.FeatureExtractOptions,
 	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush,
@@ -210,6 +210,10 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 		if spec.TTY != nil && (spec.Mirror.Stdin != nil || spec.Mirror.Direct) {
 			closeMirror(spec.Mirror)
 			return nil, nil, wire.InvalidParams("mirror: " + proc.MsgStdioToTerminal)
+		}
+		if spec.StdinClosed && spec.Mirror.Stdin != nil {
+			closeMirror(spec.Mirror)
+			return nil, nil, wire.InvalidParams(MsgStdinClosedPassed)
 		}
 	}
 	pr, cur, again, err := se.s.reg.SpawnFollowed(spec)

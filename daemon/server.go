@@ -101,10 +101,11 @@ type Config struct {
 	// DisableFeatures are extensions this daemon neither advertises nor
 	// honours, as a daemon from before them (for testing clients' fallbacks):
 	// process.spawn.pipeline, process.spawn.timeout, process.spawn.env.unset,
-	// process.spawn.tty, process.spawn.key, git.worktree_remove.strict,
-	// git.worktree_create.newbranch, files.extract_tar.options,
-	// git.worktree_create.include, and the methods git.diff, git.commit,
-	// git.merge and git.push (each its own feature).
+	// process.spawn.tty, process.spawn.key, process.spawn.stdin.closed,
+	// git.worktree_remove.strict, git.worktree_create.newbranch,
+	// files.extract_tar.options, git.worktree_create.include, and the
+	// methods git.diff, git.commit, git.merge and git.push (each its own
+	// feature).
 	DisableFeatures []string
 }
 

@@ -50,6 +50,15 @@ import (
 //     follows from its first frame (proc.Registry.SpawnFollowed); spawns
 //     of one id are serialised. A client's resend after a lost connection
 //     is then harmless however late the daemon handles the first request.
+//     (A resend answered again changes nothing of that process, whatever
+//     its other params say: stdinClosed, timeoutMs, ...)
+//   - process.spawn.stdin.closed: {"stdinClosed": true}. The child's stdin
+//     is closed as it starts (a pipeline's first stage's): it reads
+//     end-of-file at once, and process.stdin answers as after
+//     {"close":true} (proc.Spec.StdinClosed). A terminal cannot be
+//     half-closed (closing its stdin is a ^D the child may read past), so
+//     with tty it is -32602; so it is with a passed stdin (mirror
+//     "stdin"), which the spawner has given the child to read.
 //
 // Allowed commands (Config.AllowCommands, --allow-command) are checked here,
 // for the command and for every stage of a pipeline.
@@ -75,6 +84,12 @@ func (s *Server) withoutDisabled(methods, feats []string) ([]string, []string) {
 	})
 	return methods, feats
 }
+
+// The -32602 messages of stdinClosed with what it cannot be combined with.
+const (
+	MsgStdinClosedTTY    = "stdinClosed cannot be combined with tty: a terminal's input cannot be closed, only sent ^D"
+	MsgStdinClosedPassed = "stdinClosed cannot be combined with a passed stdin (mirror \"stdin\"): the child reads that descriptor"
+)
 
 // maxTimeout keeps timeoutMs from overflowing a time.Duration.
 const maxTimeout = 1<<63 - 1
@@ -133,6 +148,12 @@ func (s *Server) spawnSpec(p wire.ProcessParams) (proc.Spec, error) {
 		}
 	}
 	spec.ExitSignal = p.ExitSignal && s.enabled(wire.FeatureSpawnExitSignal)
+	if p.StdinClosed && s.enabled(wire.FeatureSpawnStdinClosed) {
+		if spec.TTY != nil {
+			return spec, wire.InvalidParams(MsgStdinClosedTTY)
+		}
+		spec.StdinClosed = true
+	}
 	if s.enabled(wire.FeatureSpawnKey) {
 		spec.Key = p.SpawnKey
 	}

@@ -218,7 +218,7 @@ func execRun(o *ExecOptions) error {
 		stop := out.watchReaders(spec.Mirror.Stdout, spec.Mirror.Stderr)
 		defer stop()
 	}
-	feedStdin(ctx, p, streams)
+	feedStdin(ctx, p, streams, spec.StdinClosed)
 	return follower{proc: p, errOut: streams.ErrOut, timeout: o.Timeout, out: out, own: true, sigs: sigs}.follow(ctx)
 }
 
@@ -243,6 +243,9 @@ func (o *ExecOptions) spawnSpec(id string) client.SpawnSpec {
 		direct := client.IsEmbedded(o.url)
 		spec.Mirror = mirror.Spec{Stdout: outputFile(streams.Out, direct), Stderr: outputFile(streams.ErrOut, direct),
 			Stdin: inputFile(streams.In), Direct: direct}
+		// A terminal is not forwarded without --tty: the command's stdin
+		// is closed by the spawn itself (feedStdin then has nothing to do).
+		spec.StdinClosed = streams.IsStdinTTY()
 	}
 	return spec
 }

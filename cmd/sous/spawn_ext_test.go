@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/methodcount"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
@@ -224,6 +225,35 @@ func TestExecTerminalStdinQuickCommand(t *testing.T) {
 		var stdout, stderr testutil.SyncBuffer
 		if code := Main([]string{"exec", "--", "true"}, pts, &stdout, &stderr); code != 0 || stderr.String() != "" {
 			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+	}
+}
+
+// sous exec with a terminal as stdin: the spawn closes the command's stdin
+// (process.spawn.stdin.closed), so a command that reads it ends, and no
+// process.stdin is sent; a daemon without the extension gets the close as
+// a request.
+func TestExecTerminalStdinClosedBySpawn(t *testing.T) {
+	_, pts := openPTY(t)
+	var stdout, stderr testutil.SyncBuffer
+	if code := Main([]string{"exec", "--", "sh", "-c", "cat; echo eof"}, pts, &stdout, &stderr); code != 0 || stdout.String() != "eof\n" {
+		t.Fatalf("embedded: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	for _, tc := range []struct {
+		disable  []string
+		requests int
+	}{{nil, 0}, {[]string{wire.FeatureSpawnStdinClosed}, 1}} {
+		cfg := daemonConfig(t)
+		cfg.DisableFeatures = tc.disable
+		sock, _ := socketDaemon(t, "tok", cfg)
+		relay := methodcount.Start(t, sock)
+		var stdout, stderr testutil.SyncBuffer
+		code := Main([]string{"exec", "--socket", relay.Path(), "--token-file", tokenFile(t, "tok"), "--", "sh", "-c", "cat; echo eof"}, pts, &stdout, &stderr)
+		if code != 0 || stdout.String() != "eof\n" {
+			t.Errorf("socket %v: exit %d, stdout %q, stderr %q", tc.disable, code, stdout.String(), stderr.String())
+		}
+		if n := relay.Count("process.stdin"); n != tc.requests {
+			t.Errorf("socket %v: %d process.stdin requests, want %d", tc.disable, n, tc.requests)
 		}
 	}
 }

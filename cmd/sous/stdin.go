@@ -10,18 +10,19 @@ import (
 )
 
 // feedStdin gives a command sous follows (not --tty) sous's stdin: nothing
-// to do when the daemon passed it on as the command's own; forwarded when
-// it is a pipe or file the daemon could not take; closed at once when it
-// is a terminal, which sous exec does not forward without --tty.
-func feedStdin(ctx context.Context, p *client.Proc, streams *IO) {
-	if p.StdinPassed() {
+// to do when the daemon passed it on as the command's own, or when the
+// spawn closed it (closed: sous's stdin is a terminal, which sous exec
+// does not forward without --tty); forwarded when it is a pipe or file the
+// daemon could not take.
+func feedStdin(ctx context.Context, p *client.Proc, streams *IO, closed bool) {
+	switch {
+	case p.StdinPassed():
 		// The child reads sous's stdin itself, as with a shell's
 		// redirection: nothing to forward.
-	} else if !streams.IsStdinTTY() {
+	case closed:
+		// client.SpawnSpec.StdinClosed: the spawn closed it.
+	default:
 		go forwardStdin(ctx, p, streams.In, streams.ErrOut)
-	} else if err := p.CloseStdin(ctx); err != nil && !isNotRunning(err) {
-		// A command that is already done (true, echo) needs no stdin.
-		fmt.Fprintln(streams.ErrOut, "sous: exec:", err)
 	}
 }
 

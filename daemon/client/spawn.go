@@ -31,6 +31,12 @@ type SpawnSpec struct {
 	TTY      bool          // a pseudo-terminal
 	Size     wire.TermSize // its size (zero: 24x80)
 	Timeout  time.Duration // kill the group (TERM, KILL 3 s later) once this passes; 0: never
+	// StdinClosed closes the child's stdin (a pipeline's first stage's) as
+	// it starts: it reads end-of-file at once, as after CloseStdin. The
+	// spawn says so itself where the daemon has process.spawn.stdin.closed;
+	// elsewhere Spawn sends process.stdin {"close":true} before it returns.
+	// Not with TTY, nor with Mirror.Stdin.
+	StdinClosed bool
 
 	// Mirror asks the daemon to write the child's output to these pipes
 	// of this process as it reads it (process.spawn.mirror, see
@@ -139,12 +145,10 @@ func (c *Client) Spawn(ctx context.Context, spec SpawnSpec, h FrameHandler) (*Pr
 		p.mu.Unlock()
 		if err == nil {
 			p.identify(res.Pid, res.StartTime)
-			ext.started(p)
-			return p, nil
+			return ext.started(ctx, p)
 		}
 		if errors.Is(err, ErrConnectionLost) && found {
-			ext.started(p)
-			return p, nil // the daemon had started it before the connection broke
+			return ext.started(ctx, p) // the daemon had started it before the connection broke
 		}
 		var refused *wire.Error
 		if errors.As(err, &refused) {

@@ -29,6 +29,9 @@ import (
 //     lost connection idempotent: without it the resend is a plain spawn,
 //     which replaces the first request's process if the daemon handled
 //     that one late.
+//   - StdinClosed (process.spawn.stdin.closed): emulated by sending
+//     process.stdin {"close":true} once the spawn is answered, before
+//     Spawn returns, as callers did themselves before the extension.
 
 // spawnExt is what Spawn adds to process.spawn for the extensions.
 type spawnExt struct {
@@ -36,6 +39,7 @@ type spawnExt struct {
 	pipeline bool
 	tty      bool
 	emulate  time.Duration // the timeout this client enforces itself
+	closeIn  bool          // StdinClosed, which this client sends process.stdin {"close":true} for
 	c        *Client
 }
 
@@ -94,6 +98,21 @@ func (c *Client) prepareSpawn(ctx context.Context, spec *SpawnSpec) (spawnExt, e
 			ext.emulate = spec.Timeout
 		}
 	}
+	if spec.StdinClosed {
+		switch {
+		case spec.TTY:
+			return ext, errors.New("spawn: StdinClosed cannot be combined with TTY (a terminal's input cannot be closed)")
+		case spec.Mirror.Stdin != nil:
+			return ext, errors.New("spawn: StdinClosed cannot be combined with Mirror.Stdin (the child reads that file)")
+		}
+		if ok, err := c.HasFeature(ctx, wire.FeatureSpawnStdinClosed); err != nil {
+			return ext, err
+		} else if ok {
+			ext.params["stdinClosed"] = true
+		} else {
+			ext.closeIn = true
+		}
+	}
 	if ext.pipeline {
 		ext.params["pipeline"] = spec.Pipeline
 	}
@@ -136,8 +155,11 @@ func (e spawnExt) apply(params map[string]any) {
 	}
 }
 
-// started records what the spawn asked for and starts an emulated timeout.
-func (e spawnExt) started(p *Proc) {
+// started records what the spawn asked for, starts an emulated timeout
+// and closes an emulated StdinClosed's stdin. It returns Spawn's answer: p,
+// or why its stdin could not be closed (the process is then killed, as
+// nobody will wait for it).
+func (e spawnExt) started(ctx context.Context, p *Proc) (*Proc, error) {
 	p.mu.Lock()
 	p.tty = e.tty
 	p.mu.Unlock()
@@ -145,6 +167,25 @@ func (e spawnExt) started(p *Proc) {
 		p.heed() // its watch on p.done needs the exit read when it comes
 		go p.enforceTimeout(e.emulate)
 	}
+	if !e.closeIn {
+		return p, nil
+	}
+	err := p.CloseStdin(ctx)
+	if err == nil || notRunning(err) { // a child that is gone already read all it would
+		return p, nil
+	}
+	settle, cancel := context.WithTimeout(context.WithoutCancel(ctx), spawnSettle)
+	defer cancel()
+	p.KillAndWait(settle, "SIGKILL", time.Second, true)
+	e.c.unregister(p)
+	return nil, fmt.Errorf("spawn: closing the stdin of %s: %w", p.ID, err)
+}
+
+// notRunning recognises the daemon's answer to process.stdin for a process
+// that has exited (docs/PROTOCOL.md fixes the message).
+func notRunning(err error) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && we.Code == wire.CodeInvalidParams && we.Message == "Process not running"
 }
 
 func unsetNames(env map[string]*string) []string {

@@ -48,6 +48,12 @@ type Spec struct {
 	// is read (see mirror.Spec): pipes it passed with process.spawn.
 	Mirror mirror.Spec
 
+	// StdinClosed closes the child's stdin (a pipeline's first stage's) as
+	// it starts, as CloseStdin at once would (process.spawn.stdin.closed).
+	// Not with TTY, nor with a passed stdin (Mirror.Stdin): the daemon
+	// refuses those combinations before it gets here.
+	StdinClosed bool
+
 	// Key, when set, makes the spawn idempotent (process.spawn.key): a
 	// process the registry still has under ID with the same Key is the one
 	// this spawn meant, and nothing starts (see SpawnFollowed).
@@ -140,6 +146,9 @@ func (r *Registry) spawn(spec Spec, follow bool) (*Process, *streamlog.Cursor, e
 	own := spec.Mirror.ChildOwn()
 	if spec.TTY != nil && len(own) > 0 {
 		return nil, nil, errors.New("spawn: " + MsgStdioToTerminal)
+	}
+	if spec.StdinClosed && (spec.TTY != nil || spec.Mirror.Stdin != nil) {
+		return nil, nil, errors.New("spawn: a closed stdin cannot be a terminal's or a passed one")
 	}
 	for _, f := range own {
 		// Programs expect blocking stdio (cat fails on EAGAIN), and a Go
@@ -294,6 +303,14 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 		doneCh:    make(chan struct{}),
 	}
 	p.ext.init(spec, outputs)
+	if spec.StdinClosed && stdinW != nil {
+		// The child still gets a pipe, not /dev/null: it sees what it sees
+		// after process.stdin {"close":true} (a FIFO at end-of-file, which
+		// a program that stats its stdin tells from a device), only sooner.
+		// No writer ever starts.
+		stdinW.Close()
+		p.stdin.closedAtSpawn()
+	}
 	for i := range p.outputs {
 		p.outputs[i].mirror = spec.Mirror.TeeOf(p.outputs[i].stream)
 		// Only a plain spawn's pipes are quiet (quietPipe): a terminal's
@@ -317,7 +334,12 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 		cur = p.Log.NewCursor(0) // before the readers start
 	}
 	r.opt.Logger.Info("spawn", append([]any{"id", spec.ID, "command", p.Command, "args", len(p.Args), "pid", p.Pid}, p.ext.logAttrs(spec)...)...)
-	if stdinW != nil {
+	switch {
+	case stdinW == nil:
+		p.stdin.passed()
+	case spec.StdinClosed:
+		// Closed above, before anyone could find the process.
+	default:
 		p.stdin.recycle = r.putStdinBuf
 		// A quiet pipe (quietPipe) goes into the runtime's poller when its
 		// writer starts, with the first data.
@@ -348,8 +370,6 @@ func (r *Registry) launch(spec Spec, cmds []*exec.Cmd, outputs []output, stdinW 
 		} else {
 			writer()
 		}
-	} else {
-		p.stdin.passed()
 	}
 	r.wg.Add(1) // the child's: released once its exit frame is in
 	if r.poller == nil || !plain || !r.poller.watch(p) {

@@ -159,6 +159,15 @@ func (q *stdinQueue) passed() {
 	q.foreign, q.dead = true, true
 }
 
+// closedAtSpawn marks the child's stdin closed before anything was offered
+// (Spec.StdinClosed): the spawn closed the pipe itself, and no writer ever
+// starts. Offer and Close then answer as after Close.
+func (q *stdinQueue) closedAtSpawn() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closing, q.dead = true, true
+}
+
 // Close asks for the child's stdin to be closed once queued data is written.
 func (q *stdinQueue) Close() {
 	q.mu.Lock()

@@ -165,6 +165,14 @@ const (
 	// cannot replace (kill) the process the first request started when
 	// the daemon handled it late. Spawns of one id are serialised.
 	FeatureSpawnKey = "process.spawn.key"
+	// process.spawn {"stdinClosed": true}: the child's stdin is closed as
+	// it starts, as after process.stdin {"close":true} sent at once: the
+	// child reads end-of-file, and process.stdin answers as for a closed
+	// stdin (fresh data -32602 "Process stdin closed"; no data, or close
+	// again, succeeds with applied 0). It saves the spawner of a command
+	// it has nothing to write to one request and answer per command. Not
+	// with tty, nor with a passed stdin (mirror "stdin"): -32602.
+	FeatureSpawnStdinClosed = "process.spawn.stdin.closed"
 
 	// git.worktree_remove {"strict": true}: instead of removing whatever is
 	// at worktreePath (the contract's lenient default), the daemon removes
@@ -386,6 +394,8 @@ type ProcessParams struct {
 	Mirror   []string   `json:"mirror,omitempty"`   // process.spawn.mirror(.stdin): the streams of the passed descriptors, in order
 	Direct   bool       `json:"direct,omitempty"`   // process.spawn.mirror.direct: the passed stdout and stderr are the child's own
 	SpawnKey string     `json:"spawnKey,omitempty"` // process.spawn.key: a resend with the same key answers, it does not spawn again
+	// process.spawn.stdin.closed: the child's stdin is closed from its start.
+	StdinClosed bool `json:"stdinClosed,omitempty"`
 	// process.reattach by the spawner of a mirrored process, on a new
 	// connection (process.spawn.mirror): it has what the daemon mirrored,
 	// so those frames come marked, without data, as on the spawn's.

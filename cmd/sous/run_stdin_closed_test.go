@@ -1,0 +1,58 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/methodcount"
+)
+
+// run, sh and pipeline without stdin= have the spawn close the child's
+// stdin (process.spawn.stdin.closed): over a socket daemon with the
+// extension a recipe sends no process.stdin for them, against one without
+// it one per command, and either way the commands read end-of-file. With
+// stdin= the data is still written.
+func TestRunSendsNoStdinRequest(t *testing.T) {
+	t.Parallel()
+	const noStdin = `
+for i in range(20):
+    run("true", echo=False)
+print(repr(run("cat", echo=False).stdout))
+print(repr(sh("read x || echo eof", echo=False).stdout))
+print(repr(pipeline([["cat"], ["tr", "a-z", "A-Z"]], echo=False).stdout))
+`
+	const fed = `print(repr(run("cat", stdin="fed", echo=False).stdout))`
+	for _, tc := range []struct {
+		name     string
+		disable  []string
+		requests int // process.stdin requests the 23 commands without stdin= cost
+	}{
+		{"with the extension", nil, 0},
+		{"without it", []string{wire.FeatureSpawnStdinClosed}, 23},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := daemonConfig(t)
+			cfg.DisableFeatures = tc.disable
+			sock, _ := socketDaemon(t, "tok", cfg)
+			relay := methodcount.Start(t, sock)
+			flags := []string{"--socket", relay.Path(), "--token-file", tokenFile(t, "tok"), "--no-journal"}
+
+			o, _ := runStar(t, noStdin, flags...)
+			o.expect(t, 0, `""`+"\n"+`"eof\n"`+"\n"+`""`+"\n") // print writes to stderr
+			if n := relay.Count("process.stdin"); n != tc.requests {
+				t.Errorf("%d process.stdin requests for 23 commands without stdin, want %d", n, tc.requests)
+			}
+			if n := relay.Count("process.spawn"); n != 23 {
+				t.Errorf("%d process.spawn requests, want 23", n)
+			}
+
+			before := relay.Count("process.stdin")
+			o, _ = runStar(t, fed, flags...)
+			o.expect(t, 0, `"fed"`)
+			if relay.Count("process.stdin") == before {
+				t.Error("run with stdin= sent no process.stdin")
+			}
+		})
+	}
+}
