@@ -383,6 +383,31 @@ func runKilledAfter(t *testing.T, dir string, target []string, delay time.Durati
 	return runIDOf(t, outcome{stderr: stderr.String()})
 }
 
+// runKilledAfterStart is runKilledAfter with delay counted from the moment
+// the runner printed its run's id (its connection and journal are made by
+// then: over ssh that takes longer than the commands after it).
+func runKilledAfterStart(t *testing.T, dir string, target, env []string, delay time.Duration) string {
+	t.Helper()
+	cmd := exec.Command(sousBinary(t), append([]string{"run", "main.star", "-a", "dir=" + dir}, target...)...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if m := runIDLine.FindStringSubmatch(stderr.String()); m != nil {
+			time.Sleep(delay)
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run id in 30 s:\n%s", stderr.String())
+		}
+	}
+}
+
 // manyCommandsRecipe runs 120 commands, each appending to a counter file
 // of its own.
 const manyCommandsRecipe = `d = args["dir"]
@@ -397,15 +422,52 @@ for i in range(120):
 // not done, and none twice.
 func TestDurableOnDaemonKilledAtAnyMoment(t *testing.T) {
 	target, _ := journalDaemon(t, true)
+	killedAtAnyMoment(t, target, nil)
+}
+
+// TestDurableOverSSHKilledAtAnyMoment is the same over the ssh bridge,
+// where too each command's records go in the write of its request, ahead
+// of it on the same connection, without waiting for the daemon's answer:
+// the daemon applies them before it reads the request, so no command is
+// done without its record, however the runner's death cuts the stream.
+func TestDurableOverSSHKilledAtAnyMoment(t *testing.T) {
+	f := newSSHFixture(t)
+	killedAtAnyMoment(t, []string{"--remote", f.remote}, append(gitTestEnv(), f.env...))
+}
+
+// TestDurableOverWebSocketKilledAtAnyMoment: over WebSocket, a link that
+// cannot hold a request for the next write, the records go in a message
+// of their own just before the command's, unanswered yet when the command
+// is sent.
+func TestDurableOverWebSocketKilledAtAnyMoment(t *testing.T) {
+	const token = "tok"
+	sock := filepath.Join(testutil.ShortTempDir(t), "d.sock")
+	d := serveDaemonProc(t, token, 2, "--socket", sock, "--listen", "ws://127.0.0.1:0")
+	killedAtAnyMoment(t, []string{"--remote", d.url(t, wsLine), "--token-file", tokenFile(t, token)}, nil)
+}
+
+// killedAtAnyMoment runs manyCommandsRecipe on target, SIGKILLs its runner
+// from outside at a random moment of its commands (0-200 ms after it
+// printed its run's id), resumes it, and checks that every command ran
+// exactly once; six rounds. env is the runners' environment (nil:
+// gitTestEnv's).
+func killedAtAnyMoment(t *testing.T, target, env []string) {
+	if env == nil {
+		env = gitTestEnv()
+	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 29))
 	for round := range 6 {
-		delay := time.Duration(20+rng.IntN(200)) * time.Millisecond
+		delay := time.Duration(rng.IntN(200)) * time.Millisecond
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			dir := durableDir(t, manyCommandsRecipe)
-			id := runKilledAfter(t, dir, target, delay)
+			id := runKilledAfterStart(t, dir, target, env, delay)
 			before, _ := filepath.Glob(filepath.Join(dir, "count", "n*"))
-			t.Logf("killed after %v, %d of 120 commands done", delay, len(before))
-			o, _ := durableRun(t, t.TempDir(), nil, append([]string{"resume", id}, target...)...)
+			t.Logf("killed %v after the run started, %d of 120 commands done", delay, len(before))
+			o, _ := retryWhileReleased([]string{"resume"}, func() (outcome, bool) {
+				cmd := exec.Command(sousBinary(t), append([]string{"resume", id}, target...)...)
+				cmd.Dir, cmd.Env = t.TempDir(), env
+				return runKillable(t, cmd)
+			})
 			if o.code != 0 && !strings.Contains(o.stderr, "there is nothing to resume") {
 				t.Fatalf("resume after %v: exit %d\n%s", delay, o.code, o.stderr)
 			}

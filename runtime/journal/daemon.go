@@ -322,14 +322,22 @@ func (l *daemonLog) Flush() error {
 	return l.err
 }
 
-// SyncAhead implements journal.Ahead: over a Unix socket, to the daemon
-// the journal is kept by and over the same connection, what waits is
-// held back to go in the same write as the effect's request, the
-// caller's next on over. Two writes and two wake-ups of the daemon, one
-// for the records and one for the request, were most of what a journal
-// cost a run on a socket daemon.
+// SyncAhead implements journal.Ahead: to the daemon the journal is kept
+// by and over the same connection, what waits is held back to go in the
+// same write as the effect's request, the caller's next on over. Two
+// writes and two wake-ups of the daemon, one for the records and one for
+// the request, were most of what a journal cost a run on a socket daemon.
+//
+// Any transport will do, not only a Unix socket, whose kernel holds what
+// was written: the daemon applies a connection's run.append before it
+// reads the request after it, and a reconnect sends both again in that
+// order, so the effect never happens without its records, whether or
+// not the runner lives to see the answers. Over ssh and WebSocket, where
+// Sync waits for the daemon's answer, that saves a round trip per effect
+// (a WebSocket link sends the records in a message of their own just
+// before the request's, as it cannot hold them).
 func (l *daemonLog) SyncAhead(over *client.Client) (bool, error) {
-	if over != l.d.Client || !l.written || l.d.SyncAlways || l.d.Fault.CrashAfter > 0 {
+	if over != l.d.Client || l.d.SyncAlways || l.d.Fault.CrashAfter > 0 {
 		return false, nil
 	}
 	l.mu.Lock()
