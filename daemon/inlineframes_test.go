@@ -21,7 +21,7 @@ import (
 func TestSocketFramesWrittenByTheirAppender(t *testing.T) {
 	d := startDaemon(t, Config{})
 	c := d.dial()
-	before := d.srv.framePumps.Load()
+	before := d.srv.Stats().FramePumps.Load()
 	const n = 30
 	for i := range n {
 		id := fmt.Sprint("t", i)
@@ -36,7 +36,7 @@ func TestSocketFramesWrittenByTheirAppender(t *testing.T) {
 	if got := string(output(frames, wire.Stdout)); got != "hello\n" || exitCodeOf(frames) != 4 {
 		t.Fatalf("echo: %q, exit %d", got, exitCodeOf(frames))
 	}
-	if got := d.srv.framePumps.Load() - before; got != 0 {
+	if got := d.srv.Stats().FramePumps.Load() - before; got != 0 {
 		t.Errorf("%d pump goroutines started for %d quiet spawns and one short line", got, n)
 	}
 }
@@ -69,7 +69,7 @@ func TestInlineFramesHandOverWhenTheSocketFills(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if d.srv.framePumps.Load() == 0 {
+	if d.srv.Stats().FramePumps.Load() == 0 {
 		t.Error("no pump took over from the appender on a full socket")
 	}
 

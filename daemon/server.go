@@ -119,9 +119,6 @@ type Server struct {
 	approvals *approvals.Queue // approval.*: requests waiting for a person
 	runs      *runJournals     // run.*: the journals of durable runs (runjournal.go)
 	stats     Stats
-	// framePumps counts the goroutines started to deliver a subscription's
-	// frames (subscribe.go): the tests hold the inline writes to it.
-	framePumps atomic.Int64
 	// extractLimits are Config's, defaults applied.
 	extractLimits fileops.Limits
 
@@ -154,6 +151,12 @@ type Stats struct {
 	StdinBytes      atomic.Int64 // stdin bytes accepted
 	Refused         atomic.Int64 // requests refused for auth
 	RefusedSpawns   atomic.Int64 // spawns refused: a command not in AllowCommands
+	// FramePumps counts the goroutines started to deliver a
+	// subscription's frames (subscribe.go): a socket's frames are written
+	// where they are made while the socket takes them at once
+	// (inlineframes.go), so this grows with the streams whose readers
+	// fell behind, and the spawners that mirror their output.
+	FramePumps atomic.Int64
 
 	// WebSocket transport (ws.go).
 	WebSocketsOpen    atomic.Int64 // WebSocket connections open now (a gauge; what --max-connections bounds)

@@ -114,7 +114,7 @@ func (se *Session) followCursor(p *proc.Process, cur *streamlog.Cursor, replayUp
 			return nil
 		}
 	}
-	se.s.framePumps.Add(1)
+	se.s.stats.FramePumps.Add(1)
 	go se.pump(sub)
 	return nil
 }
@@ -139,7 +139,7 @@ func (se *Session) deliverTrying(sub *subscription, c *conn, tw tryWriter) {
 				sub.frames, frames = frames[:0], nil
 			}
 			sub.pumping = true
-			se.s.framePumps.Add(1)
+			se.s.stats.FramePumps.Add(1)
 			go se.pumpAfter(sub, frames, err, rest)
 			return
 		}

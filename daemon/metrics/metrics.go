@@ -52,6 +52,7 @@ var known = map[string]metric{
 	"StdinBytes":        {"stdin_bytes_total", "Bytes of stdin accepted for children.", false},
 	"Refused":           {"refused_requests_total", "Requests refused for a bad or missing auth token (-32001).", false},
 	"RefusedSpawns":     {"refused_spawns_total", "Spawns refused because the command is not in --allow-command.", false},
+	"FramePumps":        {"frame_pumps_total", "Goroutines started to deliver a subscription's frames: streams whose reader fell behind the child, and mirrored spawns.", false},
 	"WebSocketsOpen":    {"websocket_connections_open", "WebSocket connections open now (what --max-connections bounds).", true},
 	"UpgradesRefused":   {"websocket_upgrades_unauthorized_total", "WebSocket upgrades refused with 401 (bad or missing bearer token).", false},
 	"UpgradesOverLimit": {"websocket_upgrades_over_limit_total", "WebSocket upgrades refused with 503 (--max-connections).", false},

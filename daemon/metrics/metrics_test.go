@@ -65,12 +65,14 @@ func TestHandlerReadsStatsAtScrapeTime(t *testing.T) {
 	st.Spawns.Add(3)
 	st.StreamBytes.Add(1 << 40)
 	st.ConnectionsOpen.Add(2)
+	st.FramePumps.Add(5)
 	body := get()
 	for _, want := range []string{
 		"# TYPE sous_daemon_spawns_total counter\nsous_daemon_spawns_total 3\n",
 		"sous_daemon_stream_bytes_total 1.099511627776e+12\n",
 		"# TYPE sous_daemon_connections_open gauge\nsous_daemon_connections_open 2\n",
 		"# HELP sous_daemon_refused_requests_total ",
+		"# TYPE sous_daemon_frame_pumps_total counter\nsous_daemon_frame_pumps_total 5\n",
 		"go_goroutines ",
 	} {
 		if !strings.Contains(body, want) {
