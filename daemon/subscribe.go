@@ -140,7 +140,7 @@ func (se *Session) deliverTrying(sub *subscription, c *conn, tw tryWriter) {
 			}
 			sub.pumping = true
 			se.s.stats.FramePumps.Add(1)
-			go se.pumpAfter(sub, frames, err, rest)
+			go se.pumpAfter(sub, c, frames, err, rest)
 			return
 		}
 		if _, err := se.afterBatch(sub, frames, err, sendErr); err != nil {
@@ -150,12 +150,12 @@ func (se *Session) deliverTrying(sub *subscription, c *conn, tw tryWriter) {
 }
 
 // pumpAfter sends the batch deliverTrying could not (frames, or the rest of
-// their bytes when it wrote them in part), then pumps on.
-func (se *Session) pumpAfter(sub *subscription, frames []wire.Frame, err error, rest []byte) {
+// their bytes when it wrote them to c in part), then pumps on.
+func (se *Session) pumpAfter(sub *subscription, c *conn, frames []wire.Frame, err error, rest []byte) {
 	var sendErr error
 	switch {
 	case rest != nil:
-		sendErr = se.sink.(*conn).finishPart(rest)
+		sendErr = c.finishPart(rest)
 	case len(frames) > 0:
 		sendErr = se.sink.SendFrames(sub.proc.ID, sub.quoted, frames)
 	}
