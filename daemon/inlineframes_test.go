@@ -62,15 +62,18 @@ func TestInlineFramesHandOverWhenTheSocketFills(t *testing.T) {
 	if _, err := nc.Write([]byte(spawn)); err != nil {
 		t.Fatal(err)
 	}
+	// The flood may end, or stop with the log's window full: how many of
+	// its bytes the socket holds depends on how many writes carried them
+	// (a Unix socket counts each write's overhead against its buffer), so
+	// under load, one line a write, it held too little for the rest to
+	// fit in the window, and the flood waited for the reader, as a pipe's
+	// writer waits. Either way a pump has taken over by then.
 	deadline := time.Now().Add(30 * time.Second)
-	for p := d.srv.Registry().Get("flood"); p == nil || p.Running(); p = d.srv.Registry().Get("flood") {
+	for d.srv.Stats().FramePumps.Load() == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the flood did not end")
+			t.Fatal("no pump took over from the appender on a full socket")
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	if d.srv.Stats().FramePumps.Load() == 0 {
-		t.Error("no pump took over from the appender on a full socket")
 	}
 
 	other := d.dial()
