@@ -19,10 +19,12 @@ const journalCalls = 1000
 // journalPairs is how many journaled and plain runs the rows with a
 // target compare, pair by pair. The middle half of 15 pairs' ratios spanned
 // about 0.98-1.09x on this 2-CPU host (2026-11-27), so the median of 15
-// moved by about 0.03 from run to run, more than the target's margin; 31
-// halves that spread's effect on the median for twice the time (about 80 s
-// a row).
-const journalPairs = 31
+// moved by about 0.03 from run to run, more than the target's margin. The
+// median of 31 still moved by 0.02-0.04 between runs of the row minutes
+// apart (1.013x to 1.056x on a quiet host, session 24), as wide as what
+// it measures; 51 narrows that by another fifth, for about 2 minutes a
+// row.
+const journalPairs = 51
 
 // journalRows measures what journaling a durable run costs: a recipe of
 // 1,000 run("true") with and without its journal, interleaved in the
