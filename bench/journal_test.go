@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seed5ad92d46/sous/daemon/procstat"
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // journalCalls is how many run("true") the journal rows' recipe makes.
@@ -30,7 +31,8 @@ const journalPairs = 51
 // 1,000 run("true") with and without its journal, interleaved in the
 // same run, on the embedded daemon (--journal DIR against no flag) and on
 // a socket daemon that keeps journals (no flag against --no-journal);
-// each with the default group commit and with --journal-sync=always. It
+// each with the default group commit and with --journal-sync=always; and,
+// reported without a target, the socket daemon reached over ssh. It
 // reports the ratio and the journal's bytes per call.
 func (e *env) journalRows(t *testing.T) []row {
 	recipe := filepath.Join(e.dir, "true1000.star")
@@ -46,48 +48,62 @@ func (e *env) journalRows(t *testing.T) []row {
 	// the socket daemon's own threads' meanwhile (not its commands'). The
 	// rows report its ratio beside the target's: it says whether a wall
 	// ratio is work the journal adds or waiting.
-	sousRun := func(cpu *[]time.Duration, args ...string) func() time.Duration {
+	sousRun := func(cpu *[]time.Duration, env []string, args ...string) func() time.Duration {
 		return func() time.Duration {
 			before := daemonCPU(t, d.cmd.Process.Pid)
 			start := time.Now()
 			cmd := exec.Command(e.bin, append([]string{"run", "-q"}, args...)...)
+			cmd.Env = append(os.Environ(), env...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("sous run %v: %v\n%s", args, err, out)
 			}
 			wall := time.Since(start)
 			used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-			if slices.Contains(args, "--socket") {
+			if slices.Contains(args, "--socket") || slices.Contains(args, "--remote") {
 				used += daemonCPU(t, d.cmd.Process.Pid) - before
 			}
 			*cpu = append(*cpu, used)
 			return wall
 		}
 	}
-	var rows []row
-	for _, c := range []struct {
+	type journalCase struct {
 		where      string
 		plain, jnl []string
 		journals   string
-	}{
-		{"embedded", []string{recipe}, []string{"--journal", jdir, recipe}, jdir},
-		{"embedded, --journal-sync=always", []string{recipe}, []string{"--journal", jdir, "--journal-sync=always", recipe}, jdir},
-		{"socket daemon", append([]string{"--no-journal", recipe}, socket...), append([]string{recipe}, socket...), filepath.Join(state, "runs")},
+		env        []string
+	}
+	cases := []journalCase{
+		{"embedded", []string{recipe}, []string{"--journal", jdir, recipe}, jdir, nil},
+		{"embedded, --journal-sync=always", []string{recipe}, []string{"--journal", jdir, "--journal-sync=always", recipe}, jdir, nil},
+		{"socket daemon", append([]string{"--no-journal", recipe}, socket...), append([]string{recipe}, socket...), filepath.Join(state, "runs"), nil},
 		{"socket daemon, --journal-sync=always", append([]string{"--no-journal", recipe}, socket...),
-			append([]string{"--journal-sync=always", recipe}, socket...), filepath.Join(state, "runs")},
-	} {
+			append([]string{"--journal-sync=always", recipe}, socket...), filepath.Join(state, "runs"), nil},
+	}
+	// The same daemon through OpenSSH on loopback (the ssh bridge), where
+	// a record could not count as safe once written to a socket: reported,
+	// no target.
+	if _, err := os.Stat("/usr/sbin/sshd"); err == nil && os.Geteuid() == 0 {
+		sshd := testutil.StartSSHD(t)
+		remote := []string{"--remote", fmt.Sprintf("ssh://root@127.0.0.1:%d%s", sshd.Port, d.socket)}
+		env := []string{"SOUS_SSH_COMMAND=" + sshd.Command, "SOUS_BRIDGE_CMD=" + e.bin + " daemon bridge --socket", "SOUS_TOKEN=" + d.token}
+		cases = append(cases, journalCase{"over ssh (OpenSSH on loopback) to the socket daemon", append([]string{"--no-journal", recipe}, remote...),
+			append([]string{recipe}, remote...), filepath.Join(state, "runs"), env})
+	}
+	var rows []row
+	for _, c := range cases {
 		os.RemoveAll(c.journals)
 		// The 5% target is the default's, so its rows take the median
 		// of journalPairs paired ratios: a whole run lasts a second, and
 		// the machine drifts by more than 5% between runs.
 		// --journal-sync=always buys a disk flush per effect and is
 		// reported for what it costs.
-		always := strings.Contains(c.where, "always")
+		always, reported := strings.Contains(c.where, "always"), strings.Contains(c.where, "ssh")
 		pairs := max(journalPairs, e.repeats)
-		if always {
+		if always || reported {
 			pairs = e.repeats
 		}
 		var cpuJ, cpuB []time.Duration
-		ratios, tj, tb := pairedRatios(pairs, sousRun(&cpuJ, c.jnl...), sousRun(&cpuB, c.plain...))
+		ratios, tj, tb := pairedRatios(pairs, sousRun(&cpuJ, c.env, c.jnl...), sousRun(&cpuB, c.env, c.plain...))
 		ratio := ratios[len(ratios)/2]
 		cpuRatios := make([]float64, pairs)
 		for i := range pairs {
@@ -95,8 +111,11 @@ func (e *env) journalRows(t *testing.T) []row {
 		}
 		slices.Sort(cpuRatios)
 		target, ok := "<= 1.05x", ratio <= 1.05
-		if always {
+		switch {
+		case always:
 			target, ok = "none: reported (a flush per effect)", true
+		case reported:
+			target, ok = "none: reported (the remote path)", true
 		}
 		rows = append(rows, row{
 			figure:   fmt.Sprintf("a durable run of %d `run(\"true\")`, %s", journalCalls, c.where),
@@ -114,8 +133,11 @@ func (e *env) journalRows(t *testing.T) []row {
 
 // cpuOf says whose CPU time a row's CPU ratio counts.
 func cpuOf(where string) string {
-	if strings.HasPrefix(where, "socket") {
+	switch {
+	case strings.HasPrefix(where, "socket"):
 		return "the runner's and the daemon's"
+	case strings.Contains(where, "ssh"):
+		return "the runner's and the daemon's, not ssh's"
 	}
 	return "the runner's with its commands'"
 }
