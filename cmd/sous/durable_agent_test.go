@@ -403,6 +403,72 @@ func TestDurableFaultsAcrossEverything(t *testing.T) {
 	}
 }
 
+// TestDurableKilledAtAnyMomentAcrossEverything is the fault test with the
+// runner SIGKILLed from outside at a random moment of the run instead of
+// right after a record (the fault hook sends every record apart from its
+// effect and waits for it): with the journal the daemon keeps, each
+// effect's records go just ahead of its request, as in any run, so the
+// kill may find a command, a worktree, an archive or a turn sent with its
+// record and not answered yet. SOUS_FAULT_SEED replays one seed.
+func TestDurableKilledAtAnyMomentAcrossEverything(t *testing.T) {
+	a := newDurableAgent(t)
+	daemonKept := func(dir string) []string {
+		return slices.DeleteFunc(a.runArgs(dir), func(s string) bool { return s == "--journal" || s == "j" })
+	}
+	// The run uninterrupted, timed from its id's line (what the kills'
+	// delays count from) to its end.
+	base := durableDir(t, faultRecipe)
+	cmd := exec.Command(sousBinary(t), append(daemonKept(base), a.target...)...)
+	cmd.Dir, cmd.Env = base, a.env
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); runIDLine.FindString(stderr.String()) == ""; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no run id in 30 s:\n%s", stderr.String())
+		}
+	}
+	began := time.Now()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the run: %v\n%s", err, stderr.String())
+	}
+	took := time.Since(began)
+	want := faultState(t, base)
+	seed := faultproxy.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, seed^0x5c1e))
+	for i := range 6 {
+		delay := time.Duration(rng.Int64N(int64(took)))
+		t.Run(fmt.Sprintf("kill%d_after%v", i, delay.Round(time.Millisecond)), func(t *testing.T) {
+			a.reset()
+			dir := durableDir(t, faultRecipe)
+			id := runKilledAfterStart(t, dir, append(daemonKept(dir), a.target...), a.env, delay)
+			var shown strings.Builder
+			for round := 0; ; round++ {
+				o, killed := a.sousIn(t, dir, nil, "resume", id)
+				shown.WriteString(o.stdout + o.stderr)
+				if killed || round > 3 {
+					t.Fatalf("resume %d: killed %v, exit %d\n%s", round, killed, o.code, o.stderr)
+				}
+				if o.code == 2 && strings.Contains(o.stderr, "finished (ok") {
+					t.Logf("the run ended before the kill")
+					break
+				}
+				o.expect(t, 0, "sous: resuming run "+id)
+				break
+			}
+			if got := faultState(t, dir); got != want {
+				t.Errorf("after the resume:\n%s\nwant (a run never killed):\n%s\nshown:\n%s", got, want, shown.String())
+			}
+			if a.count("first") != 1 || a.count("second") != 1 {
+				t.Errorf("the model saw first %d times, second %d times\n%s", a.count("first"), a.count("second"), shown.String())
+			}
+		})
+	}
+}
+
 // TestDurableSessionPolicyCallsNotMadeAgain: a policy that runs a command
 // while a send waits is journaled inside that send; a resume that answers
 // the send from the journal neither asks the policy again nor matches its

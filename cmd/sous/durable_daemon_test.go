@@ -383,12 +383,13 @@ func runKilledAfter(t *testing.T, dir string, target []string, delay time.Durati
 	return runIDOf(t, outcome{stderr: stderr.String()})
 }
 
-// runKilledAfterStart is runKilledAfter with delay counted from the moment
-// the runner printed its run's id (its connection and journal are made by
-// then: over ssh that takes longer than the commands after it).
-func runKilledAfterStart(t *testing.T, dir string, target, env []string, delay time.Duration) string {
+// runKilledAfterStart runs sous with args in dir and SIGKILLs it delay
+// after it printed its run's id (its connection and journal are made by
+// then: over ssh that takes longer than the commands after it); it
+// returns the run's id. A run that ends first is not an error.
+func runKilledAfterStart(t *testing.T, dir string, args, env []string, delay time.Duration) string {
 	t.Helper()
-	cmd := exec.Command(sousBinary(t), append([]string{"run", "main.star", "-a", "dir=" + dir}, target...)...)
+	cmd := exec.Command(sousBinary(t), args...)
 	cmd.Dir, cmd.Env = dir, env
 	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
@@ -460,7 +461,7 @@ func killedAtAnyMoment(t *testing.T, target, env []string) {
 		delay := time.Duration(rng.IntN(200)) * time.Millisecond
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			dir := durableDir(t, manyCommandsRecipe)
-			id := runKilledAfterStart(t, dir, target, env, delay)
+			id := runKilledAfterStart(t, dir, append([]string{"run", "main.star", "-a", "dir=" + dir}, target...), env, delay)
 			before, _ := filepath.Glob(filepath.Join(dir, "count", "n*"))
 			t.Logf("killed %v after the run started, %d of 120 commands done", delay, len(before))
 			o, _ := retryWhileReleased([]string{"resume"}, func() (outcome, bool) {
