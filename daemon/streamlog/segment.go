@@ -304,7 +304,7 @@ func (s *segment) put(b []byte) error {
 				return err
 			}
 		}
-		n := copySpill(s.pending[len(s.pending):cap(s.pending)], b)
+		n := copy(s.pending[len(s.pending):cap(s.pending)], b)
 		s.pending = s.pending[:len(s.pending)+n]
 		s.size += int64(n)
 		b = b[n:]
