@@ -150,12 +150,13 @@ func NewRegistry(opt Options) *Registry {
 	return r
 }
 
-// maxStreamingSpills bounds the processes whose replay spills through 4 MiB
+// maxStreamingSpills bounds the processes whose replay spills through 8 MiB
 // write buffers at once (streamlog.WriteSlots): each holds two while it
 // spills (the next spill file takes them over from a full one), until it
 // exits or goes Options.IdleRelease without spilling; the others write
-// 1 MiB at a time.
-const maxStreamingSpills = 4
+// 1 MiB at a time. Two of them hold 32 MiB, what four held when the
+// buffers were 4 MiB.
+const maxStreamingSpills = 2
 
 // Get returns the process with id, or nil.
 func (r *Registry) Get(id string) *Process {

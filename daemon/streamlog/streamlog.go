@@ -53,7 +53,7 @@ type Options struct {
 	// the larger write buffers of a sustained stream at once.
 	WriteSlots *WriteSlots
 	// IdleRelease is how long a spilling log goes without spilling before
-	// it lets its write buffers go (default 1 s): up to 8 MiB of them for
+	// it lets its write buffers go (default 1 s): up to 16 MiB of them for
 	// a sustained stream, which a process that once streamed and then
 	// went quiet would otherwise hold until it exits.
 	IdleRelease time.Duration
