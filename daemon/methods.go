@@ -275,7 +275,9 @@ func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 	if !dup {
 		se.s.stats.StdinBytes.Add(int64(len(data)))
 	}
-	if p.Close {
+	if p.Close && se.s.enabled(wire.FeatureStdinClose) {
+		// Disabled, the param is unknown, as to a daemon without the
+		// extension (claustrum's), which leaves stdin open.
 		pr.CloseStdin()
 	}
 	return wire.StdinResult{Success: true, Applied: applied, Duplicate: dup}, nil, nil

@@ -102,6 +102,7 @@ type Config struct {
 	// honours, as a daemon from before them (for testing clients' fallbacks):
 	// process.spawn.pipeline, process.spawn.timeout, process.spawn.env.unset,
 	// process.spawn.tty, process.spawn.key, process.spawn.stdin.closed,
+	// process.stdin.close (a close param then does nothing),
 	// git.worktree_remove.strict, git.worktree_create.newbranch,
 	// files.extract_tar.options, git.worktree_create.include, and the
 	// methods git.diff, git.commit, git.merge and git.push (each its own

@@ -188,6 +188,14 @@ func execRun(o *ExecOptions) error {
 	out, stopSigpipe := newStreamWriter(streams)
 	defer stopSigpipe()
 	spec := o.spawnSpec(id)
+	if spec.StdinClosed && !canCloseStdin(startCtx, conn) {
+		// A daemon that can close no stdin (claustrum's own): the command
+		// runs with its stdin open, and the terminal is not forwarded all
+		// the same. A command that reads stdin then waits, as before
+		// either extension.
+		fmt.Fprintln(streams.ErrOut, "sous: exec: this daemon cannot close the command's stdin (no process.stdin.close): a command that reads its stdin will wait for it")
+		spec.StdinClosed = false
+	}
 	var handler client.FrameHandler
 	if !o.Detach {
 		handler = out.frame
@@ -218,7 +226,7 @@ func execRun(o *ExecOptions) error {
 		stop := out.watchReaders(spec.Mirror.Stdout, spec.Mirror.Stderr)
 		defer stop()
 	}
-	feedStdin(ctx, p, streams, spec.StdinClosed)
+	feedStdin(ctx, p, streams)
 	return follower{proc: p, errOut: streams.ErrOut, timeout: o.Timeout, out: out, own: true, sigs: sigs}.follow(ctx)
 }
 

@@ -256,6 +256,17 @@ func TestExecTerminalStdinClosedBySpawn(t *testing.T) {
 			t.Errorf("socket %v: %d process.stdin requests, want %d", tc.disable, n, tc.requests)
 		}
 	}
+	// A daemon that can close no stdin (claustrum's has neither
+	// extension): the command runs all the same, with a warning, as before
+	// either; one that does not read its stdin ends as it would.
+	cfg := daemonConfig(t)
+	cfg.DisableFeatures = []string{wire.FeatureSpawnStdinClosed, wire.FeatureStdinClose}
+	sock, _ := socketDaemon(t, "tok", cfg)
+	stdout, stderr = testutil.SyncBuffer{}, testutil.SyncBuffer{}
+	code := Main([]string{"exec", "--socket", sock, "--token-file", tokenFile(t, "tok"), "--", "sh", "-c", "echo ran"}, pts, &stdout, &stderr)
+	if code != 0 || stdout.String() != "ran\n" || !strings.Contains(stderr.String(), "cannot close the command's stdin") {
+		t.Errorf("a daemon without a stdin close: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
 }
 
 // sous exec --tty: raw mode on the local terminal while the command runs,

@@ -7,20 +7,35 @@ import (
 	"io"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
+	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
+// canCloseStdin reports whether the daemon can close a command's stdin:
+// in the spawn (process.spawn.stdin.closed), or with process.stdin's
+// close (process.stdin.close), which Spawn sends itself where the first is
+// missing. A daemon whose capabilities cannot be read is given the benefit:
+// Spawn then says what failed.
+func canCloseStdin(ctx context.Context, c *client.Conn) bool {
+	for _, feature := range []string{wire.FeatureSpawnStdinClosed, wire.FeatureStdinClose} {
+		if ok, err := c.HasFeature(ctx, feature); ok || err != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // feedStdin gives a command sous follows (not --tty) sous's stdin: nothing
-// to do when the daemon passed it on as the command's own, or when the
-// spawn closed it (closed: sous's stdin is a terminal, which sous exec
-// does not forward without --tty); forwarded when it is a pipe or file the
-// daemon could not take.
-func feedStdin(ctx context.Context, p *client.Proc, streams *IO, closed bool) {
+// to do when the daemon passed it on as the command's own, or when it is a
+// terminal, which sous exec does not forward without --tty (the spawn
+// closed the command's stdin: client.SpawnSpec.StdinClosed); forwarded
+// when it is a pipe or file the daemon could not take.
+func feedStdin(ctx context.Context, p *client.Proc, streams *IO) {
 	switch {
 	case p.StdinPassed():
 		// The child reads sous's stdin itself, as with a shell's
 		// redirection: nothing to forward.
-	case closed:
-		// client.SpawnSpec.StdinClosed: the spawn closed it.
+	case streams.IsStdinTTY():
+		// Not forwarded: closed by the spawn.
 	default:
 		go forwardStdin(ctx, p, streams.In, streams.ErrOut)
 	}
