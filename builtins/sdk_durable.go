@@ -247,7 +247,10 @@ func (s *Session) rejoinTurn(c *runtime.Call) (*Turn, error) {
 		}
 		if t != nil {
 			endOrphanCLI(c, s.host, cand.id)
-			rs.cli, rs.turns = cand.id, cand.n
+			// The session has a turn now, if it had none in the journal:
+			// a CLI that takes it over resumes it (--resume), where one
+			// started afresh under its id would find it in use.
+			rs.cli, rs.turns, rs.talked = cand.id, cand.n, true
 			c.Notice(fmt.Sprintf("sous: session %s's CLI finished the turn the runner died in: its result is the send's", rs.sid))
 			return &Turn{t: t, env: c.Env, cli: cand.id, stdin: -1}, nil
 		}

@@ -250,10 +250,22 @@ func TestDurableSessionResumes(t *testing.T) {
 			t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
 		}
 	})
-	a.reset()
-	t.Run("during a turn", func(t *testing.T) {
-		dir := a.agentDir(t, "during")
-		arrived, release := a.holdPrompt("second")
+	// During the first turn too: the resume's second send then resumes
+	// the session in a new CLI, which must take it over by its id
+	// (--resume), the session having a turn now, not start it afresh
+	// under that id, which the CLI refuses as in use.
+	for _, prompt := range []string{"second", "first"} {
+		a.reset()
+		duringTurn(t, a, prompt)
+	}
+}
+
+// duringTurn kills the runner of sessionRecipe while the model answers
+// prompt, lets the CLI on the daemon finish the turn, and resumes.
+func duringTurn(t *testing.T, a *durableAgent, prompt string) {
+	t.Run("during the turn "+prompt, func(t *testing.T) {
+		dir := a.agentDir(t, "during-"+prompt)
+		arrived, release := a.holdPrompt(prompt)
 		cmd := exec.Command(sousBinary(t), append(a.runArgs(dir), a.target...)...)
 		cmd.Dir, cmd.Env = dir, a.env
 		var stderr testutil.SyncBuffer
@@ -265,7 +277,7 @@ func TestDurableSessionResumes(t *testing.T) {
 		case <-arrived:
 		case <-time.After(60 * time.Second):
 			cmd.Process.Kill()
-			t.Fatalf("the second prompt never reached the model:\n%s", stderr.String())
+			t.Fatalf("the prompt %q never reached the model:\n%s", prompt, stderr.String())
 		}
 		cmd.Process.Kill()
 		cmd.Wait()
