@@ -421,7 +421,8 @@ func TestDurableFaultsAcrossEverything(t *testing.T) {
 // effect and waits for it): with the journal the daemon keeps, each
 // effect's records go just ahead of its request, as in any run, so the
 // kill may find a command, a worktree, an archive or a turn sent with its
-// record and not answered yet. SOUS_FAULT_SEED replays one seed.
+// record and not answered yet. Every other run's first resume is killed
+// as well. SOUS_FAULT_SEED replays one seed.
 func TestDurableKilledAtAnyMomentAcrossEverything(t *testing.T) {
 	a := newDurableAgent(t)
 	daemonKept := func(dir string) []string {
@@ -451,13 +452,27 @@ func TestDurableKilledAtAnyMomentAcrossEverything(t *testing.T) {
 	want := faultState(t, base)
 	seed := faultproxy.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5c1e))
-	for i := range 6 {
+	for i := range 8 {
 		delay := time.Duration(rng.Int64N(int64(took)))
-		t.Run(fmt.Sprintf("kill%d_after%v", i, delay.Round(time.Millisecond)), func(t *testing.T) {
+		// Every other run's first resume is killed too, at a moment of
+		// its own (counted from its start, which replays first).
+		var resumeDelay time.Duration
+		if i%2 == 1 {
+			resumeDelay = time.Duration(rng.Int64N(int64(took)))
+		}
+		t.Run(fmt.Sprintf("kill%d_after%v_then%v", i, delay.Round(time.Millisecond), resumeDelay.Round(time.Millisecond)), func(t *testing.T) {
 			a.reset()
 			dir := durableDir(t, faultRecipe)
 			id := runKilledAfterStart(t, dir, append(daemonKept(dir), a.target...), a.env, delay)
 			var shown strings.Builder
+			if resumeDelay > 0 {
+				resume := exec.Command(sousBinary(t), append([]string{"resume", id}, a.target...)...)
+				resume.Dir, resume.Env = dir, a.env
+				kill := time.AfterFunc(resumeDelay, func() { resume.Process.Kill() })
+				out, _ := resume.CombinedOutput()
+				kill.Stop()
+				shown.Write(out)
+			}
 			for round := 0; ; round++ {
 				o, killed := a.sousIn(t, dir, nil, "resume", id)
 				shown.WriteString(o.stdout + o.stderr)
@@ -465,7 +480,7 @@ func TestDurableKilledAtAnyMomentAcrossEverything(t *testing.T) {
 					t.Fatalf("resume %d: killed %v, exit %d\n%s", round, killed, o.code, o.stderr)
 				}
 				if o.code == 2 && strings.Contains(o.stderr, "finished (ok") {
-					t.Logf("the run ended before the kill")
+					t.Logf("the run ended before the last kill")
 					break
 				}
 				o.expect(t, 0, "sous: resuming run "+id)
