@@ -126,7 +126,7 @@ func processCloseStdin(c *runtime.Call, p *Process) (starlark.Value, error) {
 	// A process that has exited has no stdin left to close, and whether it
 	// exited before the call (`head -1` after its line) is a race the
 	// recipe cannot win: closing is done either way, as run's stdin is.
-	if err := block(c.Env, c.Env.Ctx, p.proc.CloseStdin); err != nil && !isNotRunning(err) {
+	if err := block(c.Env, c.Env.Ctx, p.proc.CloseStdin); err != nil && !wire.IsNotRunning(err) {
 		return nil, p.daemonErr(c, err)
 	}
 	return starlark.None, nil

@@ -245,18 +245,11 @@ func (p *Process) writeStdin(ctx context.Context, data []byte) error {
 		}
 		return p.proc.CloseStdin(ctx)
 	}()
-	if err == nil || isNotRunning(err) {
+	if err == nil || wire.IsNotRunning(err) {
 		return nil
 	}
 	p.proc.Kill(ctx, "TERM")
 	return err
-}
-
-// isNotRunning recognises the daemon's answer to stdin for a process that
-// has exited (docs/PROTOCOL.md fixes the message).
-func isNotRunning(err error) bool {
-	var we *wire.Error
-	return errors.As(err, &we) && we.Code == wire.CodeInvalidParams && we.Message == "Process not running"
 }
 
 // abandonGrace bounds the best-effort kill of an interrupted command.

@@ -260,7 +260,7 @@ func processStdin(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 		return nil, nil, wire.InvalidParams(wire.MsgProcessNotFound)
 	}
 	if !pr.Running() {
-		return nil, nil, wire.InvalidParams("Process not running")
+		return nil, nil, wire.InvalidParams(wire.MsgProcessNotRunning)
 	}
 	// The requests sent before this one to the same process go first.
 	if t := ticketOf(ctx); t != 0 && se.s.enabled(wire.FeatureStdinOrdered) {

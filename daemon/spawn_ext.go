@@ -205,7 +205,7 @@ func processResize(_ context.Context, se *Session, raw json.RawMessage) (any, fu
 	case errors.Is(err, proc.ErrNoTerminal):
 		return nil, nil, wire.InvalidParams("Process has no terminal (spawned without tty)")
 	case errors.Is(err, proc.ErrNotRunning):
-		return nil, nil, wire.InvalidParams("Process not running")
+		return nil, nil, wire.InvalidParams(wire.MsgProcessNotRunning)
 	case errors.Is(err, proc.ErrTerminalClosed):
 		return nil, nil, wire.InvalidParams("Process terminal closed")
 	case err != nil:

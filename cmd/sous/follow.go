@@ -158,5 +158,5 @@ func isNotRunning(err error) bool {
 		return true
 	}
 	var we *wire.Error
-	return errors.As(err, &we) && (we.Message == "Process not running" || we.Message == wire.MsgProcessNotFound)
+	return errors.As(err, &we) && (we.Message == wire.MsgProcessNotRunning || we.Message == wire.MsgProcessNotFound)
 }

@@ -171,7 +171,7 @@ func (e spawnExt) started(ctx context.Context, p *Proc) (*Proc, error) {
 		return p, nil
 	}
 	err := p.CloseStdin(ctx)
-	if err == nil || notRunning(err) { // a child that is gone already read all it would
+	if err == nil || wire.IsNotRunning(err) { // a child that is gone already read all it would
 		return p, nil
 	}
 	settle, cancel := context.WithTimeout(context.WithoutCancel(ctx), spawnSettle)
@@ -179,13 +179,6 @@ func (e spawnExt) started(ctx context.Context, p *Proc) (*Proc, error) {
 	p.KillAndWait(settle, "SIGKILL", time.Second, true)
 	e.c.unregister(p)
 	return nil, fmt.Errorf("spawn: closing the stdin of %s: %w", p.ID, err)
-}
-
-// notRunning recognises the daemon's answer to process.stdin for a process
-// that has exited (docs/PROTOCOL.md fixes the message).
-func notRunning(err error) bool {
-	var we *wire.Error
-	return errors.As(err, &we) && we.Code == wire.CodeInvalidParams && we.Message == "Process not running"
 }
 
 func unsetNames(env map[string]*string) []string {

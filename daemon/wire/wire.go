@@ -10,6 +10,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -42,6 +43,9 @@ const (
 	// MsgProcessNotFound answers a method naming an id the daemon does
 	// not know.
 	MsgProcessNotFound = "Process not found"
+	// MsgProcessNotRunning answers process.stdin (and process.resize) for
+	// a process that has exited.
+	MsgProcessNotRunning = "Process not running"
 	// MsgCommandNotAllowed starts the refusal of a command the daemon's
 	// --allow-command list leaves out.
 	MsgCommandNotAllowed = "Command not allowed: "
@@ -63,6 +67,14 @@ func Errorf(code int, format string, args ...any) *Error {
 
 // InvalidParams is the -32602 error with the given message.
 func InvalidParams(msg string) *Error { return &Error{Code: CodeInvalidParams, Message: msg} }
+
+// IsNotRunning reports whether err is a daemon's answer that the process
+// has exited (MsgProcessNotRunning): to a stdin write or close, a child
+// that is gone read all it would.
+func IsNotRunning(err error) bool {
+	var we *Error
+	return errors.As(err, &we) && we.Code == CodeInvalidParams && we.Message == MsgProcessNotRunning
+}
 
 // Internal is the -32603 error carrying err's text.
 func Internal(err error) *Error { return &Error{Code: CodeInternal, Message: err.Error()} }
