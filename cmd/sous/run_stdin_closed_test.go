@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
@@ -54,5 +57,27 @@ print(repr(pipeline([["cat"], ["tr", "a-z", "A-Z"]], echo=False).stdout))
 				t.Error("run with stdin= sent no process.stdin")
 			}
 		})
+	}
+}
+
+// Against a daemon that can close no stdin at all (claustrum's own has
+// neither extension), run fails before it starts the command, saying
+// what the daemon lacks: a command started and then stopped for want of
+// a close would have done its work, or half of it, for nothing.
+func TestRunRefusedWhereNoStdinCanClose(t *testing.T) {
+	t.Parallel()
+	cfg := daemonConfig(t)
+	cfg.DisableFeatures = []string{wire.FeatureSpawnStdinClosed, wire.FeatureStdinClose}
+	sock, _ := socketDaemon(t, "tok", cfg)
+	relay := methodcount.Start(t, sock)
+	marker := filepath.Join(t.TempDir(), "ran")
+	o, _ := runStar(t, fmt.Sprintf("run(\"touch\", [%q])\n", marker),
+		"--socket", relay.Path(), "--token-file", tokenFile(t, "tok"), "--no-journal")
+	o.expect(t, 1, "cannot start `touch", `needs the daemon extension "process.stdin.close"`)
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran")
+	}
+	if n := relay.Count("process.spawn"); n != 0 {
+		t.Errorf("%d process.spawn requests, want none", n)
 	}
 }

@@ -109,6 +109,11 @@ func (c *Client) prepareSpawn(ctx context.Context, spec *SpawnSpec) (spawnExt, e
 			return ext, err
 		} else if ok {
 			ext.params["stdinClosed"] = true
+		} else if err := c.RequireFeature(ctx, wire.FeatureStdinClose, "closing the command's stdin"); err != nil {
+			// Refused before anything starts: a command run and then
+			// stopped for want of a close would have done its work for
+			// nothing, and maybe done it halfway.
+			return ext, err
 		} else {
 			ext.closeIn = true
 		}

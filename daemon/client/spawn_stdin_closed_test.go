@@ -126,8 +126,9 @@ func TestSpawnStdinClosedRefused(t *testing.T) {
 }
 
 // A daemon that can close no stdin at all (claustrum: neither extension):
-// Spawn with StdinClosed fails naming process.stdin.close, and the process
-// it started is not left running with an open stdin nobody will close.
+// Spawn with StdinClosed fails naming process.stdin.close, before it
+// starts anything (a command run and then stopped for want of a close
+// would have done its work for nothing).
 func TestSpawnStdinClosedWithoutAnyClose(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -142,7 +143,7 @@ func TestSpawnStdinClosedWithoutAnyClose(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), wire.FeatureStdinClose) {
 		t.Fatalf("Spawn: %v", err)
 	}
-	if pr := srv.Registry().Get("cat"); pr == nil || pr.Running() {
-		t.Errorf("the process is %v, want it started and stopped", pr)
+	if pr := srv.Registry().Get("cat"); pr != nil {
+		t.Errorf("the process was started (running: %v): a daemon that cannot close its stdin should start nothing", pr.Running())
 	}
 }
