@@ -130,6 +130,24 @@ func TestSpawnStdinClosedDisabled(t *testing.T) {
 	}
 }
 
+// process.stdin.close disabled (for clients' fallbacks: a daemon without
+// it, such as claustrum's): not advertised, and a close param does
+// nothing, as an unknown param does there; the stdin stays open and takes
+// more data.
+func TestStdinCloseDisabled(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{DisableFeatures: []string{wire.FeatureStdinClose}})
+	c := d.dial()
+	if caps := c.result("server.capabilities", ""); strings.Contains(caps, `"`+wire.FeatureStdinClose+`"`) {
+		t.Fatalf("capabilities list the disabled extension: %s", caps)
+	}
+	c.result("process.spawn", `{"id":"open","command":"sleep","args":["30"]}`)
+	c.wantResult("process.stdin", `{"id":"open","data":"","offset":0,"close":true}`, `{"success":true,"applied":0}`)
+	data := base64.StdEncoding.EncodeToString([]byte("hi\n"))
+	c.wantResult("process.stdin", `{"id":"open","data":"`+data+`","offset":0}`, `{"success":true,"applied":3}`)
+	c.result("process.kill", `{"id":"open","signal":"KILL"}`)
+}
+
 // A keyed spawn's resend answers with the process the first request
 // started and changes nothing of it: its stdin stays as that request made
 // it, whatever the resend says of stdinClosed.
