@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
-	"github.com/seed5ad92d46/sous/internal/methodcount"
+	"github.com/seed5ad92d46/sous/internal/faultproxy"
 )
 
 // run, sh and pipeline without stdin= have the spawn close the child's
@@ -38,22 +38,22 @@ print(repr(pipeline([["cat"], ["tr", "a-z", "A-Z"]], echo=False).stdout))
 			cfg := daemonConfig(t)
 			cfg.DisableFeatures = tc.disable
 			sock, _ := socketDaemon(t, "tok", cfg)
-			relay := methodcount.Start(t, sock)
+			relay := faultproxy.Start(t, sock, faultproxy.Options{CountMethods: true})
 			flags := []string{"--socket", relay.Path(), "--token-file", tokenFile(t, "tok"), "--no-journal"}
 
 			o, _ := runStar(t, noStdin, flags...)
 			o.expect(t, 0, `""`+"\n"+`"eof\n"`+"\n"+`""`+"\n") // print writes to stderr
-			if n := relay.Count("process.stdin"); n != tc.requests {
+			if n := relay.Requests("process.stdin"); n != tc.requests {
 				t.Errorf("%d process.stdin requests for 23 commands without stdin, want %d", n, tc.requests)
 			}
-			if n := relay.Count("process.spawn"); n != 23 {
+			if n := relay.Requests("process.spawn"); n != 23 {
 				t.Errorf("%d process.spawn requests, want 23", n)
 			}
 
-			before := relay.Count("process.stdin")
+			before := relay.Requests("process.stdin")
 			o, _ = runStar(t, fed, flags...)
 			o.expect(t, 0, `"fed"`)
-			if relay.Count("process.stdin") == before {
+			if relay.Requests("process.stdin") == before {
 				t.Error("run with stdin= sent no process.stdin")
 			}
 		})
@@ -69,7 +69,7 @@ func TestRunRefusedWhereNoStdinCanClose(t *testing.T) {
 	cfg := daemonConfig(t)
 	cfg.DisableFeatures = []string{wire.FeatureSpawnStdinClosed, wire.FeatureStdinClose}
 	sock, _ := socketDaemon(t, "tok", cfg)
-	relay := methodcount.Start(t, sock)
+	relay := faultproxy.Start(t, sock, faultproxy.Options{CountMethods: true})
 	marker := filepath.Join(t.TempDir(), "ran")
 	o, _ := runStar(t, fmt.Sprintf("run(\"touch\", [%q])\n", marker),
 		"--socket", relay.Path(), "--token-file", tokenFile(t, "tok"), "--no-journal")
@@ -77,7 +77,7 @@ func TestRunRefusedWhereNoStdinCanClose(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran")
 	}
-	if n := relay.Count("process.spawn"); n != 0 {
+	if n := relay.Requests("process.spawn"); n != 0 {
 		t.Errorf("%d process.spawn requests, want none", n)
 	}
 }

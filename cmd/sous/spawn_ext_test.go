@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
-	"github.com/seed5ad92d46/sous/internal/methodcount"
+	"github.com/seed5ad92d46/sous/internal/faultproxy"
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
@@ -246,13 +246,13 @@ func TestExecTerminalStdinClosedBySpawn(t *testing.T) {
 		cfg := daemonConfig(t)
 		cfg.DisableFeatures = tc.disable
 		sock, _ := socketDaemon(t, "tok", cfg)
-		relay := methodcount.Start(t, sock)
+		relay := faultproxy.Start(t, sock, faultproxy.Options{CountMethods: true})
 		var stdout, stderr testutil.SyncBuffer
 		code := Main([]string{"exec", "--socket", relay.Path(), "--token-file", tokenFile(t, "tok"), "--", "sh", "-c", "cat; echo eof"}, pts, &stdout, &stderr)
 		if code != 0 || stdout.String() != "eof\n" {
 			t.Errorf("socket %v: exit %d, stdout %q, stderr %q", tc.disable, code, stdout.String(), stderr.String())
 		}
-		if n := relay.Count("process.stdin"); n != tc.requests {
+		if n := relay.Requests("process.stdin"); n != tc.requests {
 			t.Errorf("socket %v: %d process.stdin requests, want %d", tc.disable, n, tc.requests)
 		}
 	}

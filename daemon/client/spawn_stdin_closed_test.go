@@ -12,7 +12,7 @@ import (
 	"github.com/seed5ad92d46/sous/daemon/client"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 	"github.com/seed5ad92d46/sous/internal/daemontest"
-	"github.com/seed5ad92d46/sous/internal/methodcount"
+	"github.com/seed5ad92d46/sous/internal/faultproxy"
 )
 
 // SpawnSpec.StdinClosed over a socket daemon with the extension, one
@@ -26,8 +26,8 @@ func TestSpawnStdinClosed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, emb := embeddedDaemon(t)
-	dial := func(cfg daemon.Config) (*client.Client, *methodcount.Relay) {
-		r := methodcount.Start(t, startDaemon(t, cfg))
+	dial := func(cfg daemon.Config) (*client.Client, *faultproxy.Proxy) {
+		r := faultproxy.Start(t, startDaemon(t, cfg), faultproxy.Options{CountMethods: true})
 		c, err := client.DialUnix(ctx, r.Path(), testToken, client.Options{ReconnectTimeout: -1})
 		if err != nil {
 			t.Fatal(err)
@@ -40,7 +40,7 @@ func TestSpawnStdinClosed(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		c      *client.Client
-		count  *methodcount.Relay
+		count  *faultproxy.Proxy
 		closes int // the process.stdin requests the spawns cost
 	}{
 		{"socket", sock, sockCount, 0},
@@ -88,10 +88,10 @@ func TestSpawnStdinClosed(t *testing.T) {
 			}
 			if tc.count != nil {
 				// Two process.stdin are the test's own Write and CloseStdin.
-				if n := tc.count.Count("process.stdin") - 2; n != tc.closes {
+				if n := tc.count.Requests("process.stdin") - 2; n != tc.closes {
 					t.Errorf("%d process.stdin requests for 3 spawns with StdinClosed, want %d", n, tc.closes)
 				}
-				if n := tc.count.Count("process.spawn"); n != 3 {
+				if n := tc.count.Requests("process.spawn"); n != 3 {
 					t.Errorf("%d process.spawn requests, want 3", n)
 				}
 			}

@@ -12,9 +12,15 @@
 //	c, _ := client.DialUnix(ctx, p.Path(), token, client.Options{})
 //	... // the client reconnects through p after every cut
 //	t.Logf("%d cuts survived", p.Cuts())
+//
+// With no budgets it cuts nothing: a plain relay, which can also delay
+// every byte (Latency) or count the requests it relays (CountMethods).
+// Descriptors passed with a line (SCM_RIGHTS) do not cross it.
 package faultproxy
 
 import (
+	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -41,6 +47,9 @@ type Options struct {
 	// TCP relays TCP instead (a WebSocket daemon): the target is host:port,
 	// the proxy listens on a loopback port and Path returns its host:port.
 	TCP bool
+	// CountMethods counts the JSON-RPC requests going to the target, by
+	// method (Requests): tests prove with it what a client does not send.
+	CountMethods bool
 }
 
 // Proxy relays connections from its own socket to a target socket.
@@ -56,6 +65,8 @@ type Proxy struct {
 	closed bool
 	ln     net.Listener
 	wg     sync.WaitGroup
+
+	requests map[string]int // CountMethods: requests relayed, by method; under mu
 
 	paused atomic.Bool
 	cuts   atomic.Int64
@@ -98,6 +109,9 @@ func Start(t testing.TB, target string, opt Options) *Proxy {
 		rng:    rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5eedfa17)),
 		conns:  make(map[net.Conn]struct{}),
 	}
+	if opt.CountMethods {
+		p.requests = make(map[string]int)
+	}
 	t.Logf("fault proxy: seed %d, cuts after %d..%d bytes or %s..%s", opt.Seed, opt.MinBytes, opt.MaxBytes, opt.MinLife, opt.MaxLife)
 	network, addr := "unix", p.path
 	if opt.TCP {
@@ -118,6 +132,14 @@ func Start(t testing.TB, target string, opt Options) *Proxy {
 	p.wg.Add(1)
 	go p.accept()
 	return p
+}
+
+// Requests is how many JSON-RPC requests of method went to the target so
+// far (Options.CountMethods).
+func (p *Proxy) Requests(method string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.requests[method]
 }
 
 // Path is the proxy's socket (host:port with TCP): dial it instead of the
@@ -266,6 +288,9 @@ func (p *Proxy) relay(c net.Conn) {
 		if p.opt.Latency > 0 {
 			write, flush = p.delay(dst)
 		}
+		if p.opt.CountMethods && dst == u {
+			write = p.counting(write)
+		}
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := src.Read(buf)
@@ -298,6 +323,36 @@ func (p *Proxy) relay(c net.Conn) {
 	go pipe(c, u)
 	wg.Wait()
 	p.untrack(c, u)
+}
+
+// counting wraps a write to the target with the count of the requests
+// in what it writes, line by line (a line may come in several reads).
+func (p *Proxy) counting(write func([]byte) (int, error)) func([]byte) (int, error) {
+	var partial []byte
+	return func(b []byte) (int, error) {
+		for rest := b; len(rest) > 0; {
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				partial = append(partial, rest...)
+				break
+			}
+			line := rest[:i]
+			if len(partial) > 0 {
+				line = append(partial, line...)
+				partial = partial[:0]
+			}
+			rest = rest[i+1:]
+			var req struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(line, &req) == nil && req.Method != "" {
+				p.mu.Lock()
+				p.requests[req.Method]++
+				p.mu.Unlock()
+			}
+		}
+		return write(b)
+	}
 }
 
 // delay returns a write to dst that delivers each piece Latency after it

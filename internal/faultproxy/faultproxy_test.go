@@ -103,3 +103,37 @@ func TestPauseAndTimeCuts(t *testing.T) {
 	}
 	p.Close() // cuts what is open and waits for the relays
 }
+
+// CountMethods counts the requests going to the target by method, a line
+// split across writes included, and passes every byte on unchanged; what
+// comes back from the target is not counted.
+func TestCountsRequestsByMethod(t *testing.T) {
+	p := Start(t, echoServer(t), Options{CountMethods: true})
+	c, err := net.Dial("unix", p.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	lines := `{"jsonrpc":"2.0","id":1,"method":"server.ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"process.stdin","params":{"data":"aGkK"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"server.ping"}` + "\n" +
+		`not json` + "\n"
+	split := len(lines) / 2 // in the middle of the second request
+	for _, part := range []string{lines[:split], lines[split:]} {
+		if _, err := c.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // two reads on the proxy's side
+	}
+	got := make([]byte, len(lines))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != lines {
+		t.Fatalf("echoed %q, %v", got, err)
+	}
+	if n, m := p.Requests("server.ping"), p.Requests("process.stdin"); n != 2 || m != 1 {
+		t.Errorf("counted %d server.ping and %d process.stdin, want 2 and 1", n, m)
+	}
+	if n := p.Requests("process.spawn"); n != 0 {
+		t.Errorf("%d process.spawn counted, none sent", n)
+	}
+}
