@@ -188,13 +188,16 @@ func execRun(o *ExecOptions) error {
 	out, stopSigpipe := newStreamWriter(streams)
 	defer stopSigpipe()
 	spec := o.spawnSpec(id)
-	if spec.StdinClosed && !canCloseStdin(startCtx, conn) {
+	if spec.StdinClosed {
 		// A daemon that can close no stdin (claustrum's own): the command
 		// runs with its stdin open, and the terminal is not forwarded all
 		// the same. A command that reads stdin then waits, as before
-		// either extension.
-		fmt.Fprintln(streams.ErrOut, "sous: exec: this daemon cannot close the command's stdin (no process.stdin.close): a command that reads its stdin will wait for it")
-		spec.StdinClosed = false
+		// either extension. (A daemon whose capabilities cannot be read
+		// is left to Spawn, which says what failed.)
+		if closes, err := conn.ClosesStdin(startCtx); err == nil && !closes {
+			fmt.Fprintln(streams.ErrOut, "sous: exec: this daemon cannot close the command's stdin (no process.stdin.close): a command that reads its stdin will wait for it")
+			spec.StdinClosed = false
+		}
 	}
 	var handler client.FrameHandler
 	if !o.Detach {

@@ -7,22 +7,7 @@ import (
 	"io"
 
 	"github.com/seed5ad92d46/sous/daemon/client"
-	"github.com/seed5ad92d46/sous/daemon/wire"
 )
-
-// canCloseStdin reports whether the daemon can close a command's stdin:
-// in the spawn (process.spawn.stdin.closed), or with process.stdin's
-// close (process.stdin.close), which Spawn sends itself where the first is
-// missing. A daemon whose capabilities cannot be read is given the benefit:
-// Spawn then says what failed.
-func canCloseStdin(ctx context.Context, c *client.Conn) bool {
-	for _, feature := range []string{wire.FeatureSpawnStdinClosed, wire.FeatureStdinClose} {
-		if ok, err := c.HasFeature(ctx, feature); ok || err != nil {
-			return true
-		}
-	}
-	return false
-}
 
 // feedStdin gives a command sous follows (not --tty) sous's stdin: nothing
 // to do when the daemon passed it on as the command's own, or when it is a

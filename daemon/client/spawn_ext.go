@@ -105,16 +105,18 @@ func (c *Client) prepareSpawn(ctx context.Context, spec *SpawnSpec) (spawnExt, e
 		case spec.Mirror.Stdin != nil:
 			return ext, errors.New("spawn: StdinClosed cannot be combined with Mirror.Stdin (the child reads that file)")
 		}
-		if ok, err := c.HasFeature(ctx, wire.FeatureSpawnStdinClosed); err != nil {
+		inSpawn, ok, err := c.stdinCloser(ctx)
+		switch {
+		case err != nil:
 			return ext, err
-		} else if ok {
-			ext.params["stdinClosed"] = true
-		} else if err := c.RequireFeature(ctx, wire.FeatureStdinClose, "closing the command's stdin"); err != nil {
+		case !ok:
 			// Refused before anything starts: a command run and then
 			// stopped for want of a close would have done its work for
 			// nothing, and maybe done it halfway.
-			return ext, err
-		} else {
+			return ext, c.RequireFeature(ctx, wire.FeatureStdinClose, "closing the command's stdin")
+		case inSpawn:
+			ext.params["stdinClosed"] = true
+		default:
 			ext.closeIn = true
 		}
 	}
@@ -139,6 +141,25 @@ func (c *Client) prepareSpawn(ctx context.Context, spec *SpawnSpec) (spawnExt, e
 		ext.params["exitSignal"] = true
 	}
 	return ext, nil
+}
+
+// ClosesStdin reports whether SpawnSpec.StdinClosed can be honoured: the
+// daemon closes a child's stdin in its spawn (process.spawn.stdin.closed)
+// or on request (process.stdin.close, which Spawn then sends). A daemon
+// with neither (claustrum's own) cannot close a child's stdin at all.
+func (c *Client) ClosesStdin(ctx context.Context) (bool, error) {
+	_, ok, err := c.stdinCloser(ctx)
+	return ok, err
+}
+
+// stdinCloser says how the daemon closes a child's stdin: inSpawn, else
+// by request when ok.
+func (c *Client) stdinCloser(ctx context.Context) (inSpawn, ok bool, err error) {
+	if inSpawn, err = c.HasFeature(ctx, wire.FeatureSpawnStdinClosed); err != nil || inSpawn {
+		return inSpawn, inSpawn, err
+	}
+	ok, err = c.HasFeature(ctx, wire.FeatureStdinClose)
+	return false, ok, err
 }
 
 // newSpawnKey returns a process.spawn.key: 16 random hex digits, which no
