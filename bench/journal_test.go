@@ -137,7 +137,7 @@ func cpuOf(where string) string {
 	case strings.HasPrefix(where, "socket"):
 		return "the runner's and the daemon's"
 	case strings.Contains(where, "ssh"):
-		return "the runner's and the daemon's, not ssh's"
+		return "the runner's with its ssh client's, and the daemon's; not sshd's or the bridge's"
 	}
 	return "the runner's with its commands'"
 }
