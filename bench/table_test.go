@@ -77,10 +77,11 @@ func TestTable(t *testing.T) {
 		// the daemons it started stop and the files it wrote go when it
 		// ends, and the disk is synced before the next row starts. Rows
 		// used to share one directory and leave their daemons running to
-		// the end, so the last rows ran beside a dozen idle daemons and
-		// gigabytes of their spill files, and read worse than alone
-		// (the journal's row, last, read 1.056x in the full run of
-		// 2026-11-27 against 1.013x alone).
+		// the end, so the last rows ran beside a dozen idle daemons (the
+		// streams' spill files were gone: a daemon removes a stream's
+		// when its process goes), and read worse than alone (the
+		// journal's row, last, read 1.056x in the full run of 2026-11-27
+		// against 1.013x alone).
 		t.Run(m.name, func(t *testing.T) {
 			for _, r := range m.measure(e.forRow(t), t) {
 				rows = append(rows, r)
