@@ -14,7 +14,10 @@ import (
 
 // wrappers run the command their later arguments name. Their options are
 // not parsed: every later word that is not an option may be where the
-// command starts, which is what a deny rule wants (too broad at worst).
+// command starts, which is what a deny rule wants (too broad at worst). A
+// word that starts with "-" but holds a "/" counts as a command too: after
+// "--" (sudo -- -/rm) it is one, and /bin/rm's base-name match reaches it
+// when it stands first.
 var wrappers = map[string]bool{
 	"builtin": true, "busybox": true, "caffeinate": true, "chroot": true, "chrt": true, "command": true,
 	"doas": true, "env": true, "exec": true, "fakeroot": true, "faketime": true, "firejail": true,
@@ -101,7 +104,7 @@ func commandStarts(words []string) []int {
 		case wrappers[name]:
 			if !wrapped {
 				for j := i + 1; j < len(words); j++ {
-					reach[j] = reach[j] || !strings.HasPrefix(words[j], "-")
+					reach[j] = reach[j] || !strings.HasPrefix(words[j], "-") || strings.Contains(words[j], "/")
 				}
 				wrapped = true
 			}

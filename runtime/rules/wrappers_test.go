@@ -13,7 +13,7 @@ func TestDenyLooksThroughWrappers(t *testing.T) {
 		"FOO=1 rm -rf x", "command rm x", "command -p rm x", "env rm x", "env -i rm x", "env -i FOO=1 rm x",
 		"env -u HOME rm x", "exec rm x", "exec -a name rm x", "nohup rm x", "time rm x", "time -p rm x",
 		"nice rm x", "nice -n 5 rm x", "timeout 5 rm x", "timeout -s KILL 5 rm x", "xargs rm", "xargs -0 -I{} rm {}",
-		"sudo rm x", "sudo -u root -- rm x", "sudo env FOO=1 nice rm x", "builtin rm x", "/bin/rm x", "/usr/bin/rm -rf x",
+		"sudo rm x", "sudo -u root -- rm x", "sudo -- -/rm x", "env -i -/rm", "sudo env FOO=1 nice rm x", "builtin rm x", "/bin/rm x", "/usr/bin/rm -rf x",
 		"./rm x", `\rm x`, `r''m x`, `"rm" x`, "stdbuf -oL rm x", "setsid rm x", "doas rm x",
 		"find . -name x -exec rm {} ;", "find . -execdir rm -f {} +", "sh -c 'rm -rf x'", "bash -lc \"rm x\"",
 		"sudo sh -c 'cd /; rm -rf x'", "eval rm x", "eval 'rm x'", "ls; sudo rm x", "if true; then env rm x; fi",
