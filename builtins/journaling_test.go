@@ -9,8 +9,8 @@ import (
 
 // TestJournalingOfEveryBuiltin holds each builtin function to what a
 // durable run's journal must do with it: a call with an effect or an
-// answer from outside is journaled and replayed; a call whose answer is a
-// session or turn stays JournalLive (a resume refuses it); only calls
+// answer from outside is journaled and replayed; a session control stays
+// JournalLive (a resume refuses it); only calls
 // with neither are pure. A new files.* or git.* builtin must say which.
 func TestJournalingOfEveryBuiltin(t *testing.T) {
 	replayed := map[string]runtime.Journaling{
@@ -18,12 +18,11 @@ func TestJournalingOfEveryBuiltin(t *testing.T) {
 		"extract_tar": runtime.JournalEffect, "getenv": runtime.JournalAnswer, "dotenv": runtime.JournalAnswer,
 		"sleep": runtime.JournalAnswer,
 	}
-	live := []string{"Session.start", "Session.interrupt", "Session.set_", "Session.info", "Session.control",
-		"Session.rewind_files", "Pending."}
+	live := []string{"Session.interrupt", "Session.set_", "Session.info", "Session.control", "Session.rewind_files"}
 	// A session is taken over too (sdk_durable.go): sdk.session,
-	// Session.send and Session.close; sdk.send, a whole session in one
-	// call, is kept as its Turn.
-	for _, name := range []string{"sdk.session", "Session.send", "Session.close", "sdk.send"} {
+	// Session.send, Session.start, Pending.wait and Session.close;
+	// sdk.send, a whole session in one call, is kept as its Turn.
+	for _, name := range []string{"sdk.session", "Session.send", "Session.start", "Pending.wait", "Session.close", "sdk.send"} {
 		replayed[name] = runtime.JournalEffect
 	}
 	// A process is taken over by a resume (process_durable.go): its
@@ -44,7 +43,8 @@ func TestJournalingOfEveryBuiltin(t *testing.T) {
 		if want, ok := replayed[e.Name]; ok && e.Journal != want {
 			t.Errorf("%s: journaling %d, want %d", e.Name, e.Journal, want)
 		}
-		if strings.HasPrefix(e.Name, "Process.") && e.Journal == runtime.JournalEffect && !e.Rejoin {
+		if (strings.HasPrefix(e.Name, "Process.") || strings.HasPrefix(e.Name, "Session.") || strings.HasPrefix(e.Name, "Pending.")) &&
+			e.Journal == runtime.JournalEffect && !e.Rejoin {
 			t.Errorf("%s acts on a process: a resume must be able to take it over (Rejoin)", e.Name)
 		}
 		if strings.HasPrefix(e.Name, "files.") || strings.HasPrefix(e.Name, "git.") {

@@ -194,9 +194,18 @@ func (f *fanout) start(i int, on *poolHost) error {
 		f.finished(i, v)
 		return nil
 	}
-	if _, turn := a.(*Pending); turn {
+	if p, turn := a.(*Pending); turn {
 		if err := agentsOf(f.c.Env).turnWaitRefused(); err != nil {
 			return f.c.Errorf("%v", err)
+		}
+		// The tasks end in whatever order they end, which a resumed run
+		// could not replay: a durable run's journal records the turn as
+		// a live call, and a journal holding one is not resumed.
+		if _, err := runtime.JournalCall(&runtime.Call{Env: f.c.Env, Thread: f.c.Thread, Recv: p, Host: p.session.host},
+			&runtime.Entry{Name: "parallel (a task's turn)", Journal: runtime.JournalLive, Fn: func(*runtime.Call) (starlark.Value, error) {
+				return starlark.None, nil
+			}}); err != nil {
+			return err
 		}
 	}
 	f.running = append(f.running, &task{index: i, wait: a, on: on})
@@ -396,7 +405,9 @@ func (f *fanout) stopRunning() {
 				case *Process:
 					w.proc.KillAndWait(ctx, "TERM", stopGrace, true)
 				case *Pending:
-					w.session.s.Interrupt(ctx)
+					if w.p != nil {
+						w.session.s.Interrupt(ctx)
+					}
 				}
 				select {
 				case <-t.wait.Ready():

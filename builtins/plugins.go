@@ -37,7 +37,7 @@ func (cfg Config) Plugins() []runtime.Plugin {
 		{Name: "git", Entries: append(gitEntries(), gitFinishEntries()...)},
 		{Name: "hosts", Entries: slices.Concat(hostEntries(), poolEntries())},
 		{Name: agentsPlugin, Entries: slices.Concat(sdkEntries(), hookEntries(), approvalEntries(), toolEntries(), controlEntries(), agentDefEntries()),
-			Decoders: map[string]runtime.Decoder{sessionKind: decodeSession, turnKind: decodeTurn},
+			Decoders: map[string]runtime.Decoder{sessionKind: decodeSession, turnKind: decodeTurn, pendingKind: decodePending},
 			OnStart: func(env *runtime.Env) any {
 				a := &agents{}
 				env.Budget.OnExceeded(a.stopTurns)

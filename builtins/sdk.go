@@ -80,7 +80,7 @@ func sdkEntries() []runtime.Entry {
 				"timeout (seconds; default the session's) bounds the turn: when it passes, the turn is interrupted and " +
 				"send fails saying so. An interrupted turn (interrupt(), deny(..., interrupt=True)) returns a Turn.",
 			Fn: method(sessionSend)},
-		{Name: "Session.start", Sig: "Session.start(prompt) -> Pending",
+		{Name: "Session.start", Journal: runtime.JournalEffect, Rejoin: true, Replayed: startReplayed, Sig: "Session.start(prompt) -> Pending",
 			Doc: "Sends a user message without waiting; Pending.wait() or wait_all() gives the Turn.",
 			Fn:  method(sessionStart)},
 		{Name: "Session.interrupt", Sig: "Session.interrupt()",
@@ -95,10 +95,7 @@ func sdkEntries() []runtime.Entry {
 			Doc: "Ends the CLI and its whole process tree (SIGTERM, then SIGKILL after 3 s). Later calls fail; " +
 				"closing twice is fine.", Fn: method(sessionClose)},
 		{Name: "Pending", Sig: "Pending", Doc: "A turn under way, from Session.start. wait_all accepts it."},
-		{Name: "Pending.wait", Sig: "Pending.wait(timeout=None) -> Turn",
-			Doc: "Blocks until the turn's result. When timeout (seconds) passes first, wait fails and the turn keeps " +
-				"running; a turn that ran past the session's timeout fails as send does.",
-			Fn: method(pendingWait)},
+		pendingWaitEntry(),
 		{Name: "Turn", Sig: "Turn", Doc: "The outcome of one prompt."},
 		{Name: "Turn.text", Sig: "Turn.text -> string", Doc: `The result text ("" when the CLI gives none).`,
 			Attr: attr(func(t *Turn) starlark.Value { return starlark.String(t.t.Text) })},

@@ -36,14 +36,23 @@ import (
 //     may or may not have reached the model: the resume sends it again,
 //     with a notice, as it runs a command again.
 //
-// Session.start, Pending, interrupt, set_model, set_permission_mode,
-// info, control and rewind_files are still journaled as live calls: a
-// journal holding one is not resumed. sdk.send, a whole session in one
-// call, is kept as its Turn (sdk.go).
+// Session.start is kept as its Pending: the CLI the prompt went to and
+// that CLI's stdin mark before it. Pending.wait, and wait_all for each
+// turn in it (as a Pending.wait step of its own), are kept as the Turn. A
+// resumed run whose journal has the start but not the turn's result takes
+// the result as a send the runner died in does: from the CLI that went on
+// with it, on a daemon that outlives the runner, else by sending the
+// prompt again.
+//
+// interrupt, set_model, set_permission_mode, info, control and
+// rewind_files, and a turn handed to parallel(), are still journaled as
+// live calls: a journal holding one is not resumed. sdk.send, a whole
+// session in one call, is kept as its Turn (sdk.go).
 
 const (
 	sessionKind = "Session"
 	turnKind    = "Turn"
+	pendingKind = "Pending"
 )
 
 var (
@@ -51,7 +60,23 @@ var (
 	_ runtime.Keyed      = (*Session)(nil)
 	_ runtime.TakingOver = (*Session)(nil)
 	_ runtime.Recordable = (*Turn)(nil)
+	_ runtime.Recordable = (*Pending)(nil)
 )
+
+// turnCLI is a CLI on the daemon that may have a turn's result: its
+// process id, which of its results it is (1: its first), and its stdin
+// mark before the turn's prompt (-1: any; a CLI started for the turn).
+type turnCLI struct {
+	id    string
+	n     int
+	stdin int64
+}
+
+// replayedTurn is what a Pending rebuilt from a journal knows of the CLIs
+// that may have its result.
+type replayedTurn struct {
+	clis []turnCLI
+}
 
 // replayedSession is what a handle rebuilt from a journal knows until it
 // takes the session over.
@@ -236,11 +261,18 @@ func (s *Session) rejoinTurn(c *runtime.Call) (*Turn, error) {
 	if rs == nil || !s.host.Outlives() {
 		return nil, nil
 	}
-	for _, cand := range []struct {
-		id    string
-		n     int
-		stdin int64 // -1: any
-	}{{"sous-" + c.JournalID + "-1", 1, -1}, {rs.cli, rs.turns + 1, rs.stdin}} {
+	return s.collectFrom(c, "send", []turnCLI{{"sous-" + c.JournalID + "-1", 1, -1}, {rs.cli, rs.turns + 1, rs.stdin}})
+}
+
+// collectFrom takes a turn's result from the first of clis that has it,
+// and ends that CLI: the session's next turn resumes it in a new one. nil
+// when none has it. what names the call in the notice.
+func (s *Session) collectFrom(c *runtime.Call, what string, clis []turnCLI) (*Turn, error) {
+	rs := s.replayed
+	for _, cand := range clis {
+		if cand.id == "" {
+			continue
+		}
 		t, err := collectTurn(c, s.host, cand.id, cand.n, cand.stdin)
 		if err != nil {
 			return nil, err
@@ -251,11 +283,124 @@ func (s *Session) rejoinTurn(c *runtime.Call) (*Turn, error) {
 			// a CLI that takes it over resumes it (--resume), where one
 			// started afresh under its id would find it in use.
 			rs.cli, rs.turns, rs.talked = cand.id, cand.n, true
-			c.Notice(fmt.Sprintf("sous: session %s's CLI finished the turn the runner died in: its result is the send's", rs.sid))
+			c.Notice(fmt.Sprintf("sous: session %s's CLI finished the turn the runner died in: its result is the %s's", rs.sid, what))
 			return &Turn{t: t, env: c.Env, cli: cand.id, stdin: -1}, nil
 		}
 	}
 	return nil, nil
+}
+
+// keptPending is a Pending as the journal keeps it.
+type keptPending struct {
+	SID    string `json:"sid"`
+	CLI    string `json:"cli"`
+	Stdin  int64  `json:"stdin"`
+	Prompt string `json:"prompt"`
+}
+
+// Record implements runtime.Recordable.
+func (p *Pending) Record() (string, any, error) {
+	sid, _ := starlark.AsString(sessionID(p.session))
+	if sid == "" {
+		return "", nil, fmt.Errorf("a turn of a session whose id the CLI has not told yet (a fork)")
+	}
+	return pendingKind, keptPending{SID: sid, CLI: p.cli, Stdin: p.stdinBefore, Prompt: p.prompt}, nil
+}
+
+func decodePending(env *runtime.Env, data json.RawMessage) (starlark.Value, error) {
+	var k keptPending
+	if err := json.Unmarshal(data, &k); err != nil {
+		return nil, fmt.Errorf("a Pending: %w", err)
+	}
+	return &Pending{env: env, prompt: k.Prompt, cli: k.CLI, stdinBefore: k.Stdin, replayed: &replayedTurn{}}, nil
+}
+
+// startReplayed binds a replayed Session.start's Pending to its session
+// and counts its turn among those of the CLI it went to: the CLIs' results
+// come in the order of their prompts.
+func startReplayed(c *runtime.Call, v starlark.Value) {
+	s, ok := c.Recv.(*Session)
+	p, isPending := v.(*Pending)
+	if !ok || !isPending || p.replayed == nil {
+		return
+	}
+	p.session, p.limit = s, s.limit
+	rs := s.replayed
+	if rs == nil {
+		return
+	}
+	if p.cli == rs.cli {
+		rs.turns++
+	} else {
+		// The start resumed the session in a CLI of its own.
+		rs.cli, rs.turns = p.cli, 1
+	}
+	p.replayed.clis = []turnCLI{{p.cli, rs.turns, p.stdinBefore}}
+}
+
+// startedBeforeResume is the Pending of a Session.start the runner died
+// in: the prompt went to the session's CLI, or to one the start resumed
+// the session in, or nowhere; the wait tries them in turn.
+func (s *Session) startedBeforeResume(c *runtime.Call, prompt string) *Pending {
+	rs := s.replayed
+	rs.turns++
+	return &Pending{env: c.Env, session: s, prompt: prompt, limit: s.limit, cli: rs.cli, stdinBefore: rs.stdin,
+		replayed: &replayedTurn{clis: []turnCLI{{"sous-" + c.JournalID + "-1", 1, -1}, {rs.cli, rs.turns, rs.stdin}}}}
+}
+
+// waitReplayed keeps what a replayed Pending.wait's Turn says of the
+// session's CLI.
+func waitReplayed(c *runtime.Call, v starlark.Value) {
+	p, ok := c.Recv.(*Pending)
+	t, isTurn := v.(*Turn)
+	if !ok || !isTurn || p.session == nil || p.session.replayed == nil {
+		return
+	}
+	rs := p.session.replayed
+	if t.cli != "" && t.cli != rs.cli {
+		// The wait sent the prompt again, in a CLI it resumed the
+		// session in.
+		rs.cli, rs.turns = t.cli, 1
+	}
+	if t.stdin >= 0 {
+		rs.stdin = t.stdin
+	}
+	rs.talked = true
+}
+
+// finishReplayed takes the result of a turn started before the run was
+// resumed, which the journal does not have: from the CLI that went on
+// with it, on a daemon that outlives the runner; else (no such CLI, or the
+// embedded daemon, whose CLIs died with the runner) the prompt is sent
+// again, with a notice, in a CLI that resumes the session.
+func (p *Pending) finishReplayed(c *runtime.Call) (starlark.Value, error) {
+	s := p.session
+	if s.s == nil && s.replayed != nil && s.host.Outlives() {
+		// A CLI this wait resumed the session in, if a resume died in it
+		// before, then those the start's prompt may have gone to.
+		clis := append([]turnCLI{{"sous-" + c.JournalID + "-1", 1, -1}}, p.replayed.clis...)
+		t, err := s.collectFrom(c, "wait", clis)
+		if t != nil || err != nil {
+			return t, err
+		}
+	}
+	c.Notice(fmt.Sprintf("sous: no CLI of session %s finished the turn started with %q: it is sent again", sessionIDString(s), shortPrompt(p.prompt)))
+	if s.s == nil {
+		if err := s.restart(c); err != nil {
+			return nil, err
+		}
+	}
+	t, err := s.send(c, p.prompt, 0)
+	if err != nil {
+		return nil, err
+	}
+	t.cli, t.stdin = s.procID, s.s.StdinApplied()
+	return t, nil
+}
+
+func sessionIDString(s *Session) string {
+	sid, _ := starlark.AsString(sessionID(s))
+	return sid
 }
 
 // collectTurn reads the stdout of CLI process id from its first frame

@@ -462,13 +462,29 @@ func sessionStart(c *runtime.Call, s *Session) (starlark.Value, error) {
 	if err := bind(c, 1, req("prompt", str(&prompt))); err != nil {
 		return nil, err
 	}
+	if s.replayed != nil {
+		// A handle a resumed run rebuilt (sdk_durable.go).
+		if c.Rejoining {
+			// The runner died in this start, on a daemon that outlives
+			// it: the prompt may have reached the CLI, which then went on
+			// with the turn. Its wait finds out.
+			return s.startedBeforeResume(c, prompt), nil
+		}
+		if s.s == nil {
+			if err := s.restart(c); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := s.s.Err(); err != nil {
 		return nil, c.Errorf("%s", agentMessage(err))
 	}
 	if err := c.Env.Budget.Err(); err != nil {
 		return nil, c.Errorf("%v", err) // no new turn past the run's --max-cost
 	}
-	return &Pending{env: c.Env, session: s, prompt: prompt, p: s.s.Start(prompt), limit: s.limit}, nil
+	before := s.s.StdinApplied()
+	return &Pending{env: c.Env, session: s, prompt: prompt, p: s.s.Start(prompt), limit: s.limit,
+		cli: s.procID, stdinBefore: before}, nil
 }
 
 // control sends a control request through the loop, bounded in time.

@@ -21,16 +21,32 @@ type Pending struct {
 	env     *runtime.Env
 	session *Session
 	prompt  string
-	p       *agent.Pending
+	p       *agent.Pending // nil for a turn a resumed run rebuilt (replayed)
 	limit   time.Duration
+	// What a durable run keeps of it (sdk_durable.go): the daemon process
+	// id of the CLI the prompt went to and that CLI's stdin mark before it.
+	cli         string
+	stdinBefore int64
+	// replayed is what a turn rebuilt from a journal knows of where its
+	// result may be; nil for a live one.
+	replayed *replayedTurn
 }
 
-func (p *Pending) String() string {
-	prompt := p.prompt
+// shortPrompt is prompt cut to 40 runes, for a turn's name.
+func shortPrompt(prompt string) string {
 	if utf8Len := len([]rune(prompt)); utf8Len > 40 {
 		prompt = string([]rune(prompt)[:40]) + "…"
 	}
-	return fmt.Sprintf("<Pending turn of session %s: %q>", p.session.s.ID(), prompt)
+	return prompt
+}
+
+func (p *Pending) String() string {
+	prompt := shortPrompt(p.prompt)
+	sid := ""
+	if p.session != nil {
+		sid, _ = starlark.AsString(sessionID(p.session))
+	}
+	return fmt.Sprintf("<Pending turn of session %s: %q>", sid, prompt)
 }
 func (p *Pending) Type() string          { return "Pending" }
 func (p *Pending) Freeze()               {}
@@ -41,11 +57,28 @@ func (p *Pending) Attr(name string) (starlark.Value, error) {
 }
 func (p *Pending) AttrNames() []string { return p.env.Table.AttrNames("Pending") }
 
-// Ready implements Awaitable.
-func (p *Pending) Ready() <-chan struct{} { return p.p.Done() }
+// Ready implements Awaitable. A replayed turn is ready at once: its result
+// is taken when it is waited for (sdk_durable.go).
+func (p *Pending) Ready() <-chan struct{} {
+	if p.p == nil {
+		return closedChan
+	}
+	return p.p.Done()
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Outcome implements Awaitable.
 func (p *Pending) Outcome() (starlark.Value, error) {
+	if p.p == nil {
+		// Only parallel() asks a replayed turn this way, and a journal
+		// with a turn in parallel() is not resumed (parallel.go).
+		return nil, fmt.Errorf("%s started before the run was resumed: wait for it with wait() or wait_all()", p)
+	}
 	t, err := turnOutcome(p.env, p.p, p.limit)
 	if err != nil {
 		return nil, fmt.Errorf("turn of session %s: %w", p.session.s.ID(), err)
@@ -53,13 +86,32 @@ func (p *Pending) Outcome() (starlark.Value, error) {
 	return t, nil
 }
 
+// pendingWaitEntry is Pending.wait, which wait_all also makes for each
+// turn it waits for, so that a durable run keeps the Turn as it keeps
+// p.wait()'s (runtime.JournalCall).
+func pendingWaitEntry() runtime.Entry {
+	return runtime.Entry{Name: "Pending.wait", Journal: runtime.JournalEffect, Rejoin: true, Replayed: waitReplayed,
+		Sig: "Pending.wait(timeout=None) -> Turn",
+		Doc: "Blocks until the turn's result. When timeout (seconds) passes first, wait fails and the turn keeps " +
+			"running; a turn that ran past the session's timeout fails as send does.",
+		Fn: method(pendingWait)}
+}
+
 func pendingWait(c *runtime.Call, p *Pending) (starlark.Value, error) {
 	var timeout *time.Duration
 	if err := bind(c, 1, opt("timeout", optSeconds(&timeout))); err != nil {
 		return nil, err
 	}
+	return p.wait(c, timeout)
+}
+
+// wait gives the turn's Turn: Pending.wait, and wait_all for each turn.
+func (p *Pending) wait(c *runtime.Call, timeout *time.Duration) (starlark.Value, error) {
 	if err := agentsOf(c.Env).turnWaitRefused(); err != nil {
 		return nil, c.Errorf("%v", err)
+	}
+	if p.p == nil {
+		return p.finishReplayed(c) // sdk_durable.go
 	}
 	if err := wait(c.Env, p.p.Done(), timeout); err != nil {
 		if errors.Is(err, errTimeout) {
@@ -70,6 +122,10 @@ func pendingWait(c *runtime.Call, p *Pending) (starlark.Value, error) {
 	t, err := turnOutcome(c.Env, p.p, p.limit)
 	if err != nil {
 		return nil, c.Errorf("%v", err)
+	}
+	t.cli, t.stdin = p.cli, -1
+	if p.cli == p.session.procID {
+		t.stdin = p.session.s.StdinApplied()
 	}
 	return t, nil
 }

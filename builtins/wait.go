@@ -132,6 +132,19 @@ func waitAll(c *runtime.Call) (starlark.Value, error) {
 	}
 	out := make([]starlark.Value, len(items))
 	for i, it := range items {
+		if p, ok := it.(*Pending); ok {
+			// Each turn's Turn as its Pending.wait gives it: a durable
+			// run keeps it as it keeps p.wait()'s, and a resumed run
+			// takes a turn started before it from the CLI that went on
+			// with it (sdk_durable.go).
+			e := pendingWaitEntry()
+			v, err := runtime.JournalCall(&runtime.Call{Env: c.Env, Thread: c.Thread, Recv: p, Host: p.session.host}, &e)
+			if err != nil {
+				return nil, c.Errorf("%v", err)
+			}
+			out[i] = v
+			continue
+		}
 		v, err := it.Outcome()
 		if err != nil {
 			return nil, c.Errorf("%v", err)

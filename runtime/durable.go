@@ -38,7 +38,7 @@ import (
 type Journaling int
 
 const (
-	// JournalLive: the call returns a live object (a Pending turn) or
+	// JournalLive: the call returns a live object (a host pool) or
 	// acts on one in a way a resume cannot take over; it is recorded, but
 	// a journal holding it is not resumed. Processes and sessions are
 	// taken over: durablelive.go.
@@ -120,8 +120,8 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 		switch r.Kind {
 		case journal.KindCall:
 			if r.Call == journal.CallLive {
-				return refuse("cannot be resumed: %s called %s, whose live object (a turn in flight, "+
-					"a session control, a host pool) a resumed run does not take over yet", place(r), r.Fn)
+				return refuse("cannot be resumed: %s called %s, whose live object (a session control, "+
+					"a turn in parallel(), a host pool) a resumed run does not take over yet", place(r), r.Fn)
 			}
 			res.lastSeq = max(res.lastSeq, r.Seq)
 			if r.Within != 0 {

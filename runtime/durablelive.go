@@ -115,6 +115,18 @@ func JournalStep(c *Call, kind Journaling, fn Func) (starlark.Value, error) {
 	return c.Env.Journal.call(c, &Entry{Name: c.Name, Journal: kind, Fn: fn})
 }
 
+// JournalCall journals c as a call of entry e would be, for a builtin
+// that makes another builtin's call on the recipe's behalf (wait_all takes
+// each turn as its Pending.wait), so that the journal holds what the
+// recipe would have called. Without a journal it calls e.Fn.
+func JournalCall(c *Call, e *Entry) (starlark.Value, error) {
+	c.Name = e.Name
+	if c.Env.Journal == nil || e.Journal == JournalPure {
+		return e.Fn(c)
+	}
+	return c.Env.Journal.call(c, e)
+}
+
 // Notice writes a line on stderr about the resume (a process that runs
 // again); outside a durable run it does nothing.
 func (c *Call) Notice(msg string) {

@@ -63,13 +63,15 @@ does not hold, the session's old CLI is ended and a new one resumes the session
 by its id (--resume). A send the runner died in on a daemon that outlives it is
 finished by that CLI, whose output the resume reads up to the turn's result;
 one whose prompt never reached the CLI is sent then; on the embedded daemon it
-is sent again, with a notice.
+is sent again, with a notice. A turn started with Session.start whose Turn the
+journal lacks is taken the same way when the recipe waits for it (Pending.wait
+or wait_all).
 
 Resume refuses (exit code 2): a run that finished (ok, failed or interrupted:
 its deferred calls ran); a run whose runner is still alive (it holds the
 journal: a daemon lets go of it when the runner's connection goes); a journal
-holding Session.start, a Pending's wait, a session control (interrupt,
-set_model, ...) or a hosts() pool, which this version does not take over yet
+holding a session control (interrupt, set_model, ...), a turn handed to
+parallel() or a hosts() pool, which this version does not take over yet
 (sdk.send it does: a send the runner died in runs again on the embedded
 daemon, and stops the resume on one that outlives the runner). It
 stops (exit code 2) once the replay finds: a runner that died in a call on a

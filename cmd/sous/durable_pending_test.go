@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
+)
+
+// pendingRecipe makes sessionRecipe's two turns with Session.start: the
+// first waited for with Pending.wait, the second with wait_all.
+const pendingRecipe = `d = args["dir"]
+cli = json.decode(args["cli"])
+s = sdk.session(cli = cli, cwd = d)
+p1 = s.start("first")
+t1 = p1.wait()
+sh("echo '%s' >> %s/count/t1" % (t1.text, d))
+p2 = s.start("second")
+t2 = wait_all([p2])[0]
+sh("echo '%s' >> %s/count/t2" % (t2.text, d))
+s.close()
+print("finished")
+`
+
+// pendingRecords is how many records pendingRecipe's run journals: 1 run,
+// 2-3 sdk.session, 4-5 start, 6-7 wait, 8-9 sh, 10-11 start, 12-13 the
+// wait wait_all makes, 14-15 sh, 16-17 close, 18 print, 19 end.
+const pendingRecords = 19
+
+func (a *durableAgent) pendingDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := a.agentDir(t, name)
+	if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(pendingRecipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestDurablePendingTurnsResume kills the runner of a recipe whose turns
+// are started with Session.start and waited for with Pending.wait and
+// wait_all, right after each record of its journal, on a socket daemon
+// (whose CLI outlives the runner) and on the embedded daemon (whose CLI
+// dies with it); then while the model answers each turn. Every resume
+// exits 0, each turn's command ran once with the model's reply, and on the
+// socket daemon the model saw each prompt once: a turn the runner died in
+// is taken from the CLI that went on with it, or sent again where its
+// prompt never reached a CLI.
+func TestDurablePendingTurnsResume(t *testing.T) {
+	a := newDurableAgent(t)
+	socket := a.target
+	base := a.pendingDir(t, "base")
+	o, _ := a.sousIn(t, base, nil, a.runArgs(base)...)
+	o.expect(t, 0, "finished")
+	checkTurns(t, base)
+	if n := len(journalRecords(t, filepath.Join(base, "j"), runIDOf(t, o))); n != pendingRecords {
+		t.Fatalf("the run journaled %d records, want %d: the kill points below are off", n, pendingRecords)
+	}
+	for _, embedded := range []bool{false, true} {
+		for point := 3; point < pendingRecords-1; point++ {
+			a.reset()
+			t.Run(fmt.Sprintf("killed at record %d, embedded %t", point, embedded), func(t *testing.T) {
+				a.target = socket
+				if embedded {
+					a.embedded()
+				}
+				dir := a.pendingDir(t, fmt.Sprintf("at%d-%t", point, embedded))
+				o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", point)}, a.runArgs(dir)...)
+				if !killed {
+					t.Fatalf("not killed at %d: %d\n%s", point, o.code, o.stderr)
+				}
+				id := runIDOf(t, o)
+				o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+				o.expect(t, 0, "sous: resuming run "+id)
+				checkTurns(t, dir)
+				first, second := a.count("first"), a.count("second")
+				if !embedded && (first != 1 || second != 1) {
+					t.Errorf("the model saw first %d times, second %d times\n%s", first, second, o.stderr)
+				}
+				// The embedded daemon's CLI died with the runner: a turn
+				// it was answering is paid again, never more.
+				if embedded && (first < 1 || first > 2 || second < 1 || second > 2) {
+					t.Errorf("the model saw first %d times, second %d times\n%s", first, second, o.stderr)
+				}
+				if n := strings.Count(o.stdout+o.stderr, "finished\n"); n != 1 {
+					t.Errorf("finished shown %d times in the resume:\n%s", n, o.stdout+o.stderr)
+				}
+				if testing.Verbose() {
+					t.Logf("the resume said:\n%s", o.stderr)
+				}
+			})
+		}
+	}
+	a.target = socket
+	for _, prompt := range []string{"first", "second"} {
+		a.reset()
+		t.Run("while the model answers "+prompt, func(t *testing.T) {
+			dir := a.pendingDir(t, "during-"+prompt)
+			arrived, release := a.holdPrompt(prompt)
+			cmd := exec.Command(sousBinary(t), append(a.runArgs(dir), a.target...)...)
+			cmd.Dir, cmd.Env = dir, a.env
+			var stderr testutil.SyncBuffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-arrived:
+			case <-time.After(60 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("the prompt %q never reached the model:\n%s", prompt, stderr.String())
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			close(release) // the CLI on the daemon finishes the turn
+			id := runIDOf(t, outcome{stderr: stderr.String()})
+			o, _ := a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+			o.expect(t, 0, "CLI finished the turn the runner died in: its result is the wait's")
+			checkTurns(t, dir)
+			if a.count("first") != 1 || a.count("second") != 1 {
+				t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
+			}
+		})
+	}
+	a.reset()
+	t.Run("a turn in parallel is not resumed", func(t *testing.T) {
+		dir := a.agentDir(t, "parallel")
+		recipe := `d = args["dir"]
+cli = json.decode(args["cli"])
+s = sdk.session(cli = cli, cwd = d)
+turns = parallel(["first"], lambda p: s.start(p))
+sh("echo '%s' >> %s/count/t1" % (turns[0].text, d))
+`
+		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(recipe), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// 1 run, 2-3 sdk.session, 4-5 start, 6 the turn in parallel, 7 the
+		// sh: killed once that is recorded.
+		o, killed := a.sousIn(t, dir, []string{"SOUS_FAULT_JOURNAL=7"}, a.runArgs(dir)...)
+		if !killed {
+			t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+		}
+		id := runIDOf(t, o)
+		o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+		o.expect(t, 2, "cannot be resumed: line 4 called parallel (a task's turn)")
+	})
+}
