@@ -190,8 +190,10 @@ func newCmdDaemonServe(f *Factory, runF func(*DaemonServeOptions) error) *cobra.
 CI, containers). Prints a line containing "listening" for each address once
 it accepts connections. Without --socket it serves $SOUS_SOCKET, else
 ~/.claude/remote/rpc.sock (its directory created 0700), as start does.
-SIGTERM, SIGINT or a server.shutdown request with the token stop it and
-every child process group (unless --keep-children).
+SIGTERM, SIGINT, SIGHUP or a server.shutdown request with the token stop it
+and every child process group (unless --keep-children). Started with SIGHUP
+ignored (nohup sous daemon serve), it ignores SIGHUP, and its children still
+start with the default for it.
 
 Children inherit the daemon's environment with CLAUDE_SSH_DAEMON_CHILD=1 and,
 as claustrum's daemon gives them, the PATH of the user's login shell
@@ -296,6 +298,16 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	// SIGHUP stops the daemon as SIGTERM does, unless it was started with
+	// SIGHUP ignored (nohup): then it goes on, as asked. Either way it is
+	// taken here, because the runtime keeps an inherited SIG_IGN for SIGHUP
+	// while nobody takes it, and every child would inherit that across
+	// exec: process.kill with HUP would do nothing to them. Taken, it is
+	// the runtime's handler, which a child starts without (the default).
+	hupIgnored := signal.Ignored(syscall.SIGHUP)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
 	logger, err := newLogger(streams.ErrOut, o.LogFormat)
 	if err != nil {
 		return err
@@ -384,11 +396,23 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 	}
 
 	var serveErr error
-	select {
-	case s := <-sigs:
-		logger.Info("shutting down", "signal", s.String())
-	case <-srv.ShutdownRequested():
-	case serveErr = <-served:
+wait:
+	for {
+		select {
+		case s := <-sigs:
+			logger.Info("shutting down", "signal", s.String())
+			break wait
+		case s := <-hups:
+			if !hupIgnored {
+				logger.Info("shutting down", "signal", s.String())
+				break wait
+			}
+			logger.Info("signal ignored (the daemon was started with it ignored)", "signal", s.String())
+		case <-srv.ShutdownRequested():
+			break wait
+		case serveErr = <-served:
+			break wait
+		}
 	}
 	stopUI() // first: the page follows the daemon through a client of it
 	srv.Close()

@@ -45,11 +45,19 @@ func startServe(t *testing.T, token string, extra ...string) *serveProc {
 // which is told the socket's path.
 func startServeEnv(t *testing.T, token string, env func(socket string) []string, extra ...string) *serveProc {
 	t.Helper()
+	return startServeUnder(t, token, env, nil, extra...)
+}
+
+// startServeUnder is startServeEnv with the daemon run by the command
+// under ("nohup"), which execs it.
+func startServeUnder(t *testing.T, token string, env func(socket string) []string, under []string, extra ...string) *serveProc {
+	t.Helper()
 	bin := sousBinary(t)
 	dir := testutil.ShortTempDir(t)
 	s := &serveProc{socket: filepath.Join(dir, "d.sock"), token: token, dir: dir, log: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	args := append([]string{"daemon", "serve", "--socket", s.socket, "--token-fd", "0", "--state-dir", filepath.Join(dir, "state")}, extra...)
-	s.cmd = exec.Command(bin, args...)
+	argv := append(append(append([]string(nil), under...), bin), args...)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stdin = strings.NewReader(token + "\n")
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.cmd.Env = env(s.socket)
