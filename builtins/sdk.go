@@ -86,9 +86,9 @@ func sdkEntries() []runtime.Entry {
 		{Name: "Session.interrupt", Sig: "Session.interrupt()",
 			Doc: "Stops the running turn: its send or wait returns a Turn with subtype \"error_during_execution\".",
 			Fn:  method(sessionInterrupt)},
-		{Name: "Session.set_model", Sig: "Session.set_model(model)",
+		{Name: "Session.set_model", Journal: runtime.JournalEffect, Rejoin: true, Replayed: settingReplayed, Sig: "Session.set_model(model)",
 			Doc: "Switches the model for what follows (\"default\" resets it).", Fn: method(sessionSetModel)},
-		{Name: "Session.set_permission_mode", Sig: "Session.set_permission_mode(mode)",
+		{Name: "Session.set_permission_mode", Journal: runtime.JournalEffect, Rejoin: true, Replayed: settingReplayed, Sig: "Session.set_permission_mode(mode)",
 			Doc: "Changes the permission mode (default, acceptEdits, plan, bypassPermissions, ...; the CLI decides " +
 				"which it accepts).", Fn: method(sessionSetPermissionMode)},
 		{Name: "Session.close", Journal: runtime.JournalEffect, Rejoin: true, Sig: "Session.close()",

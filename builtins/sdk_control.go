@@ -141,7 +141,12 @@ func optString(s string) starlark.Value {
 // value (the answer never changes).
 func (s *Session) infoValue() starlark.Value {
 	if s.infoV == nil {
-		info := s.s.Info()
+		var info json.RawMessage
+		if s.s != nil {
+			info = s.s.Info()
+		} else {
+			info = s.replayed.info // a handle a resumed run rebuilt (sdk_durable.go)
+		}
 		if len(info) == 0 || string(info) == "null" {
 			s.infoV = frozen(starlark.NewDict(0)) // a CLI that answered initialize with nothing
 		} else {

@@ -44,9 +44,13 @@ import (
 // with it, on a daemon that outlives the runner, else by sending the
 // prompt again.
 //
-// interrupt, set_model, set_permission_mode, info, control and
-// rewind_files, and a turn handed to parallel(), are still journaled as
-// live calls: a journal holding one is not resumed. sdk.send, a whole
+// set_model and set_permission_mode are kept for the CLI that takes the
+// session over to start with (replayedSession.model, mode), and the CLI's
+// initialize answer with the session, for Session.info.
+//
+// interrupt, control and rewind_files, and a turn handed to parallel(),
+// are still journaled as live calls: a journal holding one is not
+// resumed. sdk.send, a whole
 // session in one call, is kept as its Turn (sdk.go).
 
 const (
@@ -96,24 +100,30 @@ type replayedSession struct {
 	// restart starts a CLI that resumes the session, into the handle.
 	restart func(c *runtime.Call, into *Session) error
 	closed  bool
+	// model and mode are what set_model and set_permission_mode last set
+	// (nil: never), which the CLI that takes the session over starts with.
+	model, mode *string
+	// info is the CLI's answer to initialize, which Session.info gives.
+	info json.RawMessage
 }
 
 type keptSession struct {
-	SID   string `json:"sid"`
-	Proc  string `json:"proc"`
-	Stdin int64  `json:"stdin"`
+	SID   string          `json:"sid"`
+	Proc  string          `json:"proc"`
+	Stdin int64           `json:"stdin"`
+	Info  json.RawMessage `json:"info,omitempty"`
 }
 
 // Record implements runtime.Recordable.
 func (s *Session) Record() (string, any, error) {
 	if s.s == nil {
-		return sessionKind, keptSession{SID: s.replayed.sid, Proc: s.replayed.cli, Stdin: s.replayed.stdin}, nil
+		return sessionKind, keptSession{SID: s.replayed.sid, Proc: s.replayed.cli, Stdin: s.replayed.stdin, Info: s.replayed.info}, nil
 	}
 	sid := s.s.ID()
 	if sid == "" {
 		return "", nil, fmt.Errorf("a session whose id the CLI has not told yet (a fork)")
 	}
-	return sessionKind, keptSession{SID: sid, Proc: s.procID, Stdin: s.s.StdinApplied()}, nil
+	return sessionKind, keptSession{SID: sid, Proc: s.procID, Stdin: s.s.StdinApplied(), Info: s.s.Info()}, nil
 }
 
 func decodeSession(env *runtime.Env, data json.RawMessage) (starlark.Value, error) {
@@ -121,7 +131,7 @@ func decodeSession(env *runtime.Env, data json.RawMessage) (starlark.Value, erro
 	if err := json.Unmarshal(data, &k); err != nil {
 		return nil, fmt.Errorf("a Session: %w", err)
 	}
-	return &Session{env: env, host: env.DefaultHost(), replayed: &replayedSession{sid: k.SID, cli: k.Proc, stdin: k.Stdin}}, nil
+	return &Session{env: env, host: env.DefaultHost(), replayed: &replayedSession{sid: k.SID, cli: k.Proc, stdin: k.Stdin, info: k.Info}}, nil
 }
 
 // JournalKey implements runtime.Keyed.
@@ -151,6 +161,15 @@ func sessionReplayed(c *runtime.Call, v starlark.Value) {
 		o.opt.Resume, o.opt.SessionID, o.opt.Fork, o.opt.Continue = rs.sid, "", false, false
 		if !rs.talked {
 			o.opt.Resume, o.opt.SessionID = "", rs.sid
+		}
+		if rs.model != nil {
+			o.opt.Model = *rs.model
+			if o.opt.Model == "default" {
+				o.opt.Model = "" // the CLI's own default, as set_model("default") asks
+			}
+		}
+		if rs.mode != nil {
+			o.opt.PermissionMode = *rs.mode
 		}
 		at := *now
 		at.Host = s.host
@@ -288,6 +307,28 @@ func (s *Session) collectFrom(c *runtime.Call, what string, clis []turnCLI) (*Tu
 		}
 	}
 	return nil, nil
+}
+
+// settingReplayed keeps what a replayed set_model or set_permission_mode
+// set, for the CLI that takes the session over to start with.
+func settingReplayed(c *runtime.Call, _ starlark.Value) {
+	s, ok := c.Recv.(*Session)
+	if !ok || s.replayed == nil {
+		return
+	}
+	s.replayed.keepSetting(c)
+}
+
+// keepSetting keeps the setting call c makes of a session not taken over.
+func (rs *replayedSession) keepSetting(c *runtime.Call) {
+	var v string
+	name, dst := "model", &rs.model
+	if c.Name == "Session.set_permission_mode" {
+		name, dst = "mode", &rs.mode
+	}
+	if bind(c, 1, req(name, str(&v))) == nil {
+		*dst = &v
+	}
 }
 
 // keptPending is a Pending as the journal keeps it.

@@ -518,6 +518,12 @@ func sessionSetModel(c *runtime.Call, s *Session) (starlark.Value, error) {
 	if err := bind(c, 1, req("model", str(&model))); err != nil {
 		return nil, err
 	}
+	if s.s == nil {
+		// A handle a resumed run rebuilt, whose runner died in this call:
+		// the CLI that takes the session over starts with it.
+		s.replayed.keepSetting(c)
+		return starlark.None, nil
+	}
 	return starlark.None, s.control(c, func(ctx context.Context) error { return s.s.SetModel(ctx, model) })
 }
 
@@ -525,6 +531,10 @@ func sessionSetPermissionMode(c *runtime.Call, s *Session) (starlark.Value, erro
 	var mode string
 	if err := bind(c, 1, req("mode", str(&mode))); err != nil {
 		return nil, err
+	}
+	if s.s == nil {
+		s.replayed.keepSetting(c) // as in sessionSetModel
+		return starlark.None, nil
 	}
 	return starlark.None, s.control(c, func(ctx context.Context) error { return s.s.SetPermissionMode(ctx, mode) })
 }

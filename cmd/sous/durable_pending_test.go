@@ -149,3 +149,66 @@ sh("echo '%s' >> %s/count/t1" % (turns[0].text, d))
 		o.expect(t, 2, "cannot be resumed: line 4 called parallel (a task's turn)")
 	})
 }
+
+// settingsRecipe changes the session's model and permission mode between
+// its turns and reads its info.
+const settingsRecipe = `d = args["dir"]
+cli = json.decode(args["cli"])
+s = sdk.session(cli = cli, cwd = d)
+t1 = s.send("first")
+s.set_model("claude-second-model")
+s.set_permission_mode("acceptEdits")
+sh("echo '%s %s' >> %s/count/t1" % (t1.text, type(s.info), d))
+t2 = s.send("second")
+sh("echo '%s' >> %s/count/t2" % (t2.text, d))
+s.close()
+`
+
+// TestDurableSessionSettingsResume kills the runner of settingsRecipe
+// after set_model and set_permission_mode are recorded or answered: the
+// CLI that takes the session over starts with the model set (the second
+// turn's request names it), Session.info reads as it did, and each turn
+// is sent once.
+func TestDurableSessionSettingsResume(t *testing.T) {
+	a := newDurableAgent(t)
+	socket := a.target
+	// 1 run, 2-3 sdk.session, 4-5 send, 6-7 set_model, 8-9
+	// set_permission_mode, 10-11 sh.
+	for _, tc := range []struct {
+		point    int
+		embedded bool
+	}{{6, false}, {7, false}, {9, false}, {11, false}, {6, true}, {9, true}} {
+		a.reset()
+		t.Run(fmt.Sprintf("killed at record %d, embedded %t", tc.point, tc.embedded), func(t *testing.T) {
+			a.target = socket
+			if tc.embedded {
+				a.embedded()
+			}
+			dir := a.agentDir(t, fmt.Sprintf("settings%d-%t", tc.point, tc.embedded))
+			if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(settingsRecipe), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", tc.point)}, a.runArgs(dir)...)
+			if !killed {
+				t.Fatalf("not killed at %d: %d\n%s", tc.point, o.code, o.stderr)
+			}
+			id := runIDOf(t, o)
+			o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+			o.expect(t, 0, "sous: resuming run "+id)
+			want := map[string]string{"t1": "reply to first dict\n", "t2": "reply to second\n"}
+			for name, w := range want {
+				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != w {
+					t.Errorf("count/%s is %q, want %q", name, data, w)
+				}
+			}
+			if a.count("first") != 1 || a.count("second") != 1 {
+				t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
+			}
+			for _, r := range a.api.Scripted() {
+				if r.Prompt() == "second" && r.Parsed.Model != "claude-second-model" {
+					t.Errorf("the second turn asked model %q: the CLI that took the session over lost set_model", r.Parsed.Model)
+				}
+			}
+		})
+	}
+}
