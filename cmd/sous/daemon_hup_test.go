@@ -1,11 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // TestDaemonUnderNohupChildrenTakeHangup: a daemon started with SIGHUP
@@ -62,4 +67,57 @@ func TestDaemonUnderNohupChildrenTakeHangup(t *testing.T) {
 			t.Errorf("its socket is still there: %v", err)
 		}
 	})
+}
+
+// TestRunUnderNohupGoesOnAfterHangup: `nohup sous run` asks the run to
+// outlive a closed terminal: a SIGHUP to sous leaves the run going (it
+// used to stop it, as Ctrl-C does, since sous takes the signal), while
+// the recipe's processes still start with SIGHUP at its default. Without
+// nohup, SIGHUP stops the run with 129.
+func TestRunUnderNohupGoesOnAfterHangup(t *testing.T) {
+	t.Parallel()
+	const recipe = `r = sh("kill -HUP $$; echo survived", check = False)
+print("child:", r.exit_code, r.stdout.strip())
+sleep(2)
+print("done")
+`
+	for _, nohup := range []bool{true, false} {
+		t.Run(fmt.Sprintf("nohup %t", nohup), func(t *testing.T) {
+			t.Parallel()
+			dir := testutil.WriteTree(t, map[string]string{"main.star": recipe})
+			argv := []string{sousBinary(t), "run", filepath.Join(dir, "main.star")}
+			if nohup {
+				argv = append([]string{"nohup"}, argv...)
+			}
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir, cmd.Env = dir, cleanEnv()
+			stdout := &testutil.SyncBuffer{}
+			cmd.Stdout, cmd.Stderr = stdout, stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(stdout.String(), "child:") {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("the recipe never got past its sh:\n%s", stdout.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			out := stdout.String()
+			if !strings.Contains(out, "child: -1 \n") {
+				t.Errorf("the recipe's process did not die of its SIGHUP:\n%s", out)
+			}
+			if nohup && (err != nil || !strings.Contains(out, "done")) {
+				t.Errorf("under nohup a SIGHUP stopped the run: %v\n%s", err, out)
+			}
+			if !nohup && (exitCode(err) != 129 || strings.Contains(out, "done")) {
+				t.Errorf("without nohup SIGHUP did not stop the run: exit %d\n%s", exitCode(err), out)
+			}
+		})
+	}
 }

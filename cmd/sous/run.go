@@ -418,10 +418,12 @@ func interruptible(parent context.Context, release bool) (ctx, cleanup context.C
 	cleanup, abandon := context.WithCancel(context.WithoutCancel(parent))
 	sigs := make(chan os.Signal, 2)
 	notified := make(chan struct{})
+	var stopHangups func()
 	go func() {
 		// SIGHUP too: a closed terminal or ssh session must stop the
-		// run's processes as Ctrl-C does, not leave them running.
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		// run's processes as Ctrl-C does, not leave them running; but
+		// not under nohup (notifyStops).
+		stopHangups = notifyStops(sigs)
 		close(notified)
 	}()
 	armed = func() { <-notified }
@@ -448,6 +450,7 @@ func interruptible(parent context.Context, release bool) (ctx, cleanup context.C
 			if release {
 				armed() // else Stop could come first and leave the signals asked for
 				signal.Stop(sigs)
+				stopHangups()
 			}
 			close(done)
 			cancel(nil)

@@ -11,11 +11,34 @@ import (
 )
 
 // catchSignals catches the signals exec and attach act on (follow) until
-// stop.
+// stop. SIGHUP is not among them for a sous started with it ignored
+// (nohup): see notifyStops.
 func catchSignals() (sigs chan os.Signal, stop func()) {
 	sigs = make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	return sigs, func() { signal.Stop(sigs) }
+	stopHangups := notifyStops(sigs)
+	return sigs, func() {
+		signal.Stop(sigs)
+		stopHangups()
+	}
+}
+
+// notifyStops asks for the signals that stop a command on sigs: SIGINT,
+// SIGTERM and SIGHUP (a closed terminal or ssh session), unless sous was
+// started with SIGHUP ignored (nohup), which asks it to go on. SIGHUP is
+// taken then all the same, on a channel nobody reads (a signal that finds
+// it full is dropped): while nobody takes it, the runtime keeps the
+// inherited SIG_IGN, and every process the embedded daemon starts would
+// inherit it across exec, so that a kill with HUP would not reach them.
+// stop gives SIGHUP back.
+func notifyStops(sigs chan<- os.Signal) (stop func()) {
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		return func() {}
+	}
+	dropped := make(chan os.Signal, 1)
+	signal.Notify(dropped, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	return func() { signal.Stop(dropped) }
 }
 
 // cancelOnSignal returns a context that the first signal on sigs (from
