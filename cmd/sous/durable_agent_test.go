@@ -263,8 +263,14 @@ func TestDurableSessionResumes(t *testing.T) {
 // duringTurn kills the runner of sessionRecipe while the model answers
 // prompt, lets the CLI on the daemon finish the turn, and resumes.
 func duringTurn(t *testing.T, a *durableAgent, prompt string) {
+	duringTurnOf(t, a, prompt, a.agentDir, "CLI finished the turn the runner died in")
+}
+
+// duringTurnOf is duringTurn for the recipe dirFor writes; the resume's
+// stderr has notice.
+func duringTurnOf(t *testing.T, a *durableAgent, prompt string, dirFor func(*testing.T, string) string, notice string) {
 	t.Run("during the turn "+prompt, func(t *testing.T) {
-		dir := a.agentDir(t, "during-"+prompt)
+		dir := dirFor(t, "during-"+prompt)
 		arrived, release := a.holdPrompt(prompt)
 		cmd := exec.Command(sousBinary(t), append(a.runArgs(dir), a.target...)...)
 		cmd.Dir, cmd.Env = dir, a.env
@@ -284,7 +290,7 @@ func duringTurn(t *testing.T, a *durableAgent, prompt string) {
 		close(release) // the CLI on the daemon finishes the turn
 		id := runIDOf(t, outcome{stderr: stderr.String()})
 		o, _ := a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
-		o.expect(t, 0, "CLI finished the turn the runner died in")
+		o.expect(t, 0, notice)
 		checkTurns(t, dir)
 		if a.count("first") != 1 || a.count("second") != 1 {
 			t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))

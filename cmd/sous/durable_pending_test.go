@@ -3,13 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
 // pendingRecipe makes sessionRecipe's two turns with Session.start: the
@@ -98,33 +94,7 @@ func TestDurablePendingTurnsResume(t *testing.T) {
 	a.target = socket
 	for _, prompt := range []string{"first", "second"} {
 		a.reset()
-		t.Run("while the model answers "+prompt, func(t *testing.T) {
-			dir := a.pendingDir(t, "during-"+prompt)
-			arrived, release := a.holdPrompt(prompt)
-			cmd := exec.Command(sousBinary(t), append(a.runArgs(dir), a.target...)...)
-			cmd.Dir, cmd.Env = dir, a.env
-			var stderr testutil.SyncBuffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-arrived:
-			case <-time.After(60 * time.Second):
-				cmd.Process.Kill()
-				t.Fatalf("the prompt %q never reached the model:\n%s", prompt, stderr.String())
-			}
-			cmd.Process.Kill()
-			cmd.Wait()
-			close(release) // the CLI on the daemon finishes the turn
-			id := runIDOf(t, outcome{stderr: stderr.String()})
-			o, _ := a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
-			o.expect(t, 0, "CLI finished the turn the runner died in: its result is the wait's")
-			checkTurns(t, dir)
-			if a.count("first") != 1 || a.count("second") != 1 {
-				t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
-			}
-		})
+		duringTurnOf(t, a, prompt, a.pendingDir, "CLI finished the turn the runner died in: its result is the wait's")
 	}
 	a.reset()
 	t.Run("a turn in parallel is not resumed", func(t *testing.T) {
