@@ -27,13 +27,13 @@ func controlEntries() []runtime.Entry {
 			Doc: "The CLI's answer to initialize, as it sent it (frozen): commands, models, output_style, " +
 				"available_output_styles, account, ... (recent CLIs also claude_code_version).",
 			Attr: attr((*Session).infoValue)},
-		{Name: "Session.control", Sig: "Session.control(subtype, **fields) -> dict",
+		{Name: "Session.control", Journal: runtime.JournalEffect, Rejoin: true, Sig: "Session.control(subtype, **fields) -> dict",
 			Doc: "Sends one control request to the CLI ({\"subtype\": subtype, **fields}, e.g. \"mcp_status\", " +
 				"\"get_context_usage\" on current CLIs) and returns its answer (a dict, frozen). A request the CLI " +
 				"refuses or does not support fails naming the subtype, the CLI's version and its message; a CLI " +
 				"that gives no answer within 30 s fails too.",
 			Fn: method(sessionControl)},
-		{Name: "Session.rewind_files", Sig: "Session.rewind_files(turn, *, dry_run=False) -> list",
+		{Name: "Session.rewind_files", Journal: runtime.JournalEffect, Rejoin: true, Sig: "Session.rewind_files(turn, *, dry_run=False) -> list",
 			Doc: "Restores the files the agent changed with Write, Edit or NotebookEdit since turn's user message " +
 				"to what they were before that turn (a file the turns created is deleted) and returns the paths it " +
 				"changed; dry_run=True changes nothing and returns the paths it would change. Needs " +
@@ -177,6 +177,9 @@ func sessionControl(c *runtime.Call, s *Session) (starlark.Value, error) {
 		}
 		fields[k] = v
 	}
+	if err := s.takeOverDiedIn(c); err != nil {
+		return nil, err
+	}
 	var resp json.RawMessage
 	err := s.control(c, func(ctx context.Context) (err error) {
 		resp, err = s.s.Control(ctx, subtype, fields)
@@ -200,6 +203,9 @@ func sessionRewindFiles(c *runtime.Call, s *Session) (starlark.Value, error) {
 	t, ok := tv.(*Turn)
 	if !ok {
 		return nil, c.Errorf("turn: want a Turn (from send or wait), got %s", tv.Type())
+	}
+	if err := s.takeOverDiedIn(c); err != nil {
+		return nil, err
 	}
 	if !s.checkpoints {
 		return nil, c.Errorf("the session has no checkpoints: start it with sdk.session(..., checkpoints=True)")

@@ -48,9 +48,13 @@ import (
 // session over to start with (replayedSession.model, mode), and the CLI's
 // initialize answer with the session, for Session.info.
 //
-// interrupt, control and rewind_files, and a turn handed to parallel(),
-// are still journaled as live calls: a journal holding one is not
-// resumed. sdk.send, a whole
+// control and rewind_files are kept with their answers; one the runner
+// died in runs again on the CLI that takes the session over. What a
+// control request set in the CLI it went to does not carry over to that
+// CLI (set_model and set_permission_mode do).
+//
+// interrupt and a turn handed to parallel() are still journaled as live
+// calls: a journal holding one is not resumed. sdk.send, a whole
 // session in one call, is kept as its Turn (sdk.go).
 
 const (
@@ -254,6 +258,17 @@ func (s *Session) restart(c *runtime.Call) error {
 	}
 	agentsOf(c.Env).adopted(s)
 	return nil
+}
+
+// takeOverDiedIn starts a CLI that resumes the session for a call on a
+// handle a resumed run rebuilt whose runner died in that call (a call
+// the journal does not hold took the session over before it was
+// recorded: TakeOver). The call then runs again on the new CLI.
+func (s *Session) takeOverDiedIn(c *runtime.Call) error {
+	if s.s != nil || s.replayed == nil {
+		return nil
+	}
+	return s.restart(c)
 }
 
 // closeReplayed closes a handle that never took its session over: the

@@ -120,7 +120,7 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 		switch r.Kind {
 		case journal.KindCall:
 			if r.Call == journal.CallLive {
-				return refuse("cannot be resumed: %s called %s, whose live object (a session control, "+
+				return refuse("cannot be resumed: %s called %s, whose live object (an interrupt, "+
 					"a turn in parallel(), a host pool) a resumed run does not take over yet", place(r), r.Fn)
 			}
 			res.lastSeq = max(res.lastSeq, r.Seq)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seed5ad92d46/sous/runtime/journal"
 )
 
 // pendingRecipe makes sessionRecipe's two turns with Session.start: the
@@ -142,22 +144,31 @@ s.close()
 func TestDurableSessionSettingsResume(t *testing.T) {
 	a := newDurableAgent(t)
 	socket := a.target
-	// 1 run, 2-3 sdk.session, 4-5 send, 6-7 set_model, 8-9
-	// set_permission_mode, 10-11 sh.
+	write := func(t *testing.T, name string) string {
+		dir := a.agentDir(t, name)
+		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(settingsRecipe), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	base := write(t, "settings-base")
+	at := a.callPositions(t, base, a.runArgs(base))
+	model, mode := at["Session.set_model"], at["Session.set_permission_mode"]
+	if model == 0 || mode == 0 {
+		t.Fatalf("the journal lacks a setting: %v", at)
+	}
+	a.reset()
 	for _, tc := range []struct {
 		point    int
 		embedded bool
-	}{{6, false}, {7, false}, {9, false}, {11, false}, {6, true}, {9, true}} {
+	}{{model, false}, {model + 1, false}, {mode + 1, false}, {mode + 3, false}, {model, true}, {mode + 1, true}} {
 		a.reset()
 		t.Run(fmt.Sprintf("killed at record %d, embedded %t", tc.point, tc.embedded), func(t *testing.T) {
 			a.target = socket
 			if tc.embedded {
 				a.embedded()
 			}
-			dir := a.agentDir(t, fmt.Sprintf("settings%d-%t", tc.point, tc.embedded))
-			if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(settingsRecipe), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			dir := write(t, fmt.Sprintf("settings%d-%t", tc.point, tc.embedded))
 			o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", tc.point)}, a.runArgs(dir)...)
 			if !killed {
 				t.Fatalf("not killed at %d: %d\n%s", tc.point, o.code, o.stderr)
@@ -178,6 +189,100 @@ func TestDurableSessionSettingsResume(t *testing.T) {
 				if r.Prompt() == "second" && r.Parsed.Model != "claude-second-model" {
 					t.Errorf("the second turn asked model %q: the CLI that took the session over lost set_model", r.Parsed.Model)
 				}
+			}
+		})
+	}
+}
+
+// callPositions runs args in dir to its end and returns where each
+// builtin's first call is in the run's journal (1: the first record): a
+// kill right after that many records is a runner that died in the call,
+// one record later (a call that makes none of its own) after its answer.
+func (a *durableAgent) callPositions(t *testing.T, dir string, args []string) map[string]int {
+	t.Helper()
+	o, _ := a.sousIn(t, dir, nil, args...)
+	o.expect(t, 0)
+	at := map[string]int{}
+	for i, r := range journalRecords(t, filepath.Join(dir, "j"), runIDOf(t, o)) {
+		if r.Kind == journal.KindCall && at[r.Fn] == 0 {
+			at[r.Fn] = i + 1
+		}
+	}
+	return at
+}
+
+// controlRecipe sends a control request and rewinds the files of its
+// first turn, which wrote one.
+const controlRecipe = `d = args["dir"]
+cli = json.decode(args["cli"])
+path = args["file"]
+s = sdk.session(cli = cli, cwd = d, policy = lambda req: approve(), checkpoints = True)
+t1 = s.send("first")
+sh("echo '%s %s' >> %s/count/t1" % (t1.text, files.read(path).strip(), d))
+st = s.control("mcp_status")
+changed = s.rewind_files(t1)
+sh("echo '%s %s %s' >> %s/count/t2" % (type(st), changed == [path], files.read(path), d))
+s.close()
+`
+
+// TestDurableControlAndRewindResume kills the runner of controlRecipe
+// around its control request and its rewind_files: each runs again on
+// the CLI that takes the session over when the runner died in it, and
+// replays its answer when it was answered. The rewind restores the file
+// the first turn wrote, with that CLI resumed from the session's
+// checkpoints.
+func TestDurableControlAndRewindResume(t *testing.T) {
+	a := newDurableAgent(t)
+	socket := a.target
+	file := filepath.Join(a.dir, "first.txt")
+	a.mu.Lock()
+	a.tool = "first"
+	a.mu.Unlock()
+	write := func(t *testing.T, name string) (string, []string) {
+		dir := a.agentDir(t, name)
+		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(controlRecipe), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir, append(a.runArgs(dir), "-a", "file="+file)
+	}
+	base, args := write(t, "base")
+	at := a.callPositions(t, base, args)
+	ctl, rew := at["Session.control"], at["Session.rewind_files"]
+	if ctl == 0 || rew == 0 {
+		t.Fatalf("the journal has no control or rewind_files call: %v", at)
+	}
+	for _, tc := range []struct {
+		point    int
+		embedded bool
+	}{{ctl - 1, false}, {ctl, false}, {ctl + 1, false}, {rew, false}, {rew + 1, false}, {ctl, true}, {rew, true}} {
+		a.reset()
+		t.Run(fmt.Sprintf("killed at record %d, embedded %t", tc.point, tc.embedded), func(t *testing.T) {
+			a.target = socket
+			if tc.embedded {
+				a.embedded()
+			}
+			os.Remove(file)
+			dir, args := write(t, fmt.Sprintf("control%d-%t", tc.point, tc.embedded))
+			o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", tc.point)}, args...)
+			if !killed {
+				t.Fatalf("not killed at %d: %d\n%s", tc.point, o.code, o.stderr)
+			}
+			id := runIDOf(t, o)
+			o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+			o.expect(t, 0, "sous: resuming run "+id)
+			if testing.Verbose() {
+				t.Logf("the resume said:\n%s", o.stderr)
+			}
+			for name, want := range map[string]string{"t1": "reply to first x\n", "t2": "dict True None\n"} {
+				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
+					t.Errorf("count/%s is %q, want %q\n%s", name, data, want, o.stderr)
+				}
+			}
+			if _, err := os.Stat(file); !os.IsNotExist(err) {
+				t.Errorf("the file the first turn wrote is still there: %v", err)
+			}
+			if n := a.count("first"); n != 2 { // the tool use, then its result
+				t.Errorf("the model saw first in %d requests, want 2", n)
 			}
 		})
 	}

@@ -34,11 +34,10 @@ STATE is "running" (its runner is alive: it holds the journal), "finished
 STATUS" (ok, failed, error or interrupted: nothing to resume), "resumable"
 (its runner died: sous resume ID continues it, with the same target or
 --journal) or "stopped (...)" (its runner died after a call a resume does not
-take over yet: Session.interrupt, control or rewind_files, a turn in
-parallel() or hosts(),
+take over yet: Session.interrupt, a turn in parallel() or hosts(),
 "stopped (line N called Session.interrupt)"). A run with processes and sessions
 (sdk.session, Session.send, Session.start, Pending.wait, wait_all, set_model,
-set_permission_mode, sdk.send) is resumable: see sous resume --help. A resumable
+set_permission_mode, control, rewind_files, sdk.send) is resumable: see sous resume --help. A resumable
 run may still stop when resumed, with exit code 2, at a point only the replay
 finds: a call on a daemon that outlives the runner that the runner died in and
 a resume cannot take over, a process of the embedded daemon the run had used,

@@ -87,8 +87,23 @@ func (r *Request) ToolResults() []ToolResult {
 	return out
 }
 
+// cliContext reports whether a user message's text block is context the
+// CLI adds on its own rather than what it was sent: a <system-reminder>,
+// and the record of a local command such as the /model a set_model
+// control request makes (<local-command-caveat>, <command-name>,
+// <local-command-stdout>).
+func cliContext(text string) bool {
+	t := strings.TrimSpace(text)
+	for _, p := range []string{"<system-reminder>", "<local-command-", "<command-name>", "<command-message>"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // UserText is the text of the request's last user message, with the CLI's
-// <system-reminder> blocks left out.
+// own context blocks left out (cliContext).
 func (r *Request) UserText() string {
 	for i := len(r.Parsed.Messages) - 1; i >= 0; i-- {
 		m := r.Parsed.Messages[i]
@@ -97,7 +112,7 @@ func (r *Request) UserText() string {
 		}
 		var parts []string
 		for _, b := range m.Blocks() {
-			if b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
+			if b.Type == "text" && !cliContext(b.Text) {
 				parts = append(parts, b.Text)
 			}
 		}
@@ -108,8 +123,8 @@ func (r *Request) UserText() string {
 
 // Prompt is the text of the conversation's latest prompt: the last user
 // message that carries text and no tool results (the CLI answers a tool
-// use with a user message of tool results), without the CLI's
-// <system-reminder> blocks. Every request of one agent turn has the same
+// use with a user message of tool results), without the CLI's own context
+// blocks (cliContext). Every request of one agent turn has the same
 // prompt: the one the turn was sent.
 func (r *Request) Prompt() string {
 	for i := len(r.Parsed.Messages) - 1; i >= 0; i-- {
@@ -123,7 +138,7 @@ func (r *Request) Prompt() string {
 			switch {
 			case b.Type == "tool_result":
 				results = true
-			case b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
+			case b.Type == "text" && !cliContext(b.Text):
 				parts = append(parts, b.Text)
 			}
 		}
