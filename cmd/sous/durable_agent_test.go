@@ -299,8 +299,9 @@ func duringTurnOf(t *testing.T, a *durableAgent, prompt string, dirFor func(*tes
 }
 
 // faultRecipe is the issue's fault test: spawns, stdin writes with
-// offsets, lines(), a worktree, an extract_tar and two agent turns, on a
-// socket daemon. Every command appends to a counter file of its own.
+// offsets, lines(), a worktree, an extract_tar and two agent turns (one
+// sent, one started and waited for with wait_all), on a socket daemon.
+// Every command appends to a counter file of its own.
 const faultRecipe = `d = args["dir"]
 cli = json.decode(args["cli"])
 def step(name):
@@ -320,7 +321,7 @@ step("b")
 q = spawn("sh", ["-c", "echo q >> %s/count/q; echo x; echo y" % d], echo = False)
 for l in q.lines():
     sh("echo %s >> %s/count/line-%s" % (l, d, l))
-t2 = s.send("second")
+t2 = wait_all([s.start("second")])[0]
 s.close()
 sh("echo '%s|%s|%s|%d|%s' > %s/final" % (",".join(got), t1.text, t2.text, n, wt.branch, d))
 print("finished")
