@@ -194,6 +194,16 @@ func (f *fanout) start(i int, on *poolHost) error {
 		f.finished(i, v)
 		return nil
 	}
+	if p, ok := a.(*Process); ok {
+		// A handle a resumed run rebuilt follows its process first, as
+		// in wait_all (process_durable.go): else it never ends.
+		if err := p.ensureLive(f.c, false); err != nil {
+			if on != nil {
+				on.running--
+			}
+			return err
+		}
+	}
 	if p, turn := a.(*Pending); turn {
 		if err := agentsOf(f.c.Env).turnWaitRefused(); err != nil {
 			return f.c.Errorf("%v", err)
@@ -403,7 +413,9 @@ func (f *fanout) stopRunning() {
 			wg.Go(func() {
 				switch w := t.wait.(type) {
 				case *Process:
-					w.proc.KillAndWait(ctx, "TERM", stopGrace, true)
+					if w.proc != nil {
+						w.proc.KillAndWait(ctx, "TERM", stopGrace, true)
+					}
 				case *Pending:
 					if w.p != nil {
 						w.session.s.Interrupt(ctx)
