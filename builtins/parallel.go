@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,6 +77,11 @@ type fanout struct {
 	reported runtime.ProgressInfo
 	// lostNow are the pool's hosts lost since the last report.
 	lostNow []*runtime.LostHost
+	// journalTurns says the tasks' turns are journaled when every task
+	// ended, in item order (a durable run, without fail_fast or a pool);
+	// turns are the items whose task was a turn.
+	journalTurns bool
+	turns        []*task
 }
 
 func parallel(c *runtime.Call) (starlark.Value, error) {
@@ -89,7 +95,7 @@ func parallel(c *runtime.Call) (starlark.Value, error) {
 		return nil, err
 	}
 	f := &fanout{c: c, fn: fn, items: items, results: make([]starlark.Value, len(items)), failFast: failFast,
-		pool: pool, stop: make(chan struct{})}
+		pool: pool, stop: make(chan struct{}), journalTurns: c.Env.Journal != nil && !failFast && pool == nil}
 	defer close(f.stop)
 	for i := range items {
 		f.results[i] = starlark.None
@@ -110,6 +116,9 @@ func parallel(c *runtime.Call) (starlark.Value, error) {
 		running = int(*limit)
 	}
 	if err := f.run(running); err != nil {
+		return nil, err
+	}
+	if err := f.takeTurns(); err != nil {
 		return nil, err
 	}
 	if len(f.errs) > 0 {
@@ -208,10 +217,14 @@ func (f *fanout) start(i int, on *poolHost) error {
 		if err := agentsOf(f.c.Env).turnWaitRefused(); err != nil {
 			return f.c.Errorf("%v", err)
 		}
-		// The tasks end in whatever order they end, which a resumed run
-		// could not replay: a durable run's journal records the turn as
-		// a live call, and a journal holding one is not resumed.
-		if _, err := runtime.JournalCall(&runtime.Call{Env: f.c.Env, Thread: f.c.Thread, Recv: p, Host: p.session.host},
+		// With fail_fast or a pool, which task starts next depends on
+		// which ended first, which a resumed run could not replay: a
+		// durable run's journal records the turn as a live call, and a
+		// journal holding one is not resumed. (Without them, see
+		// takeTurns.)
+		if f.journalTurns {
+			// Taken when every task ended (takeTurns).
+		} else if _, err := runtime.JournalCall(&runtime.Call{Env: f.c.Env, Thread: f.c.Thread, Recv: p, Host: p.session.host},
 			&runtime.Entry{Name: "parallel (a task's turn)", Journal: runtime.JournalLive, Fn: func(*runtime.Call) (starlark.Value, error) {
 				return starlark.None, nil
 			}}); err != nil {
@@ -244,6 +257,11 @@ func (f *fanout) collect() {
 		if t.on != nil {
 			t.on.running--
 		}
+		if _, turn := t.wait.(*Pending); turn && f.journalTurns {
+			f.done++
+			f.turns = append(f.turns, t)
+			continue
+		}
 		v, err := t.wait.Outcome()
 		if err != nil && f.moved(t.index, t.on) {
 			continue
@@ -256,6 +274,33 @@ func (f *fanout) collect() {
 		f.finished(t.index, v)
 	}
 	f.running = still
+}
+
+// takeTurns takes the Turn of each task that was a turn, in item order,
+// as the turn's own Pending.wait (wait_all does the same): a durable run
+// journals them so, whichever task ended first, and a resumed run
+// replays them, or takes a turn the journal lacks from the CLI that went
+// on with it (sdk_durable.go). Without journalTurns there are none.
+func (f *fanout) takeTurns() error {
+	slices.SortFunc(f.turns, func(a, b *task) int { return a.index - b.index })
+	for _, t := range f.turns {
+		p := t.wait.(*Pending)
+		e := pendingWaitEntry()
+		v, err := runtime.JournalCall(&runtime.Call{Env: f.c.Env, Thread: f.c.Thread, Recv: p, Host: p.session.host}, &e)
+		var stopped *runtime.ResumeStopped
+		switch {
+		case f.c.Env.Ctx.Err() != nil:
+			return f.c.Errorf("%v", errInterrupted)
+		case errors.As(err, &stopped):
+			return err // the resume stops: nothing more runs
+		case err != nil:
+			f.fail(t.index, err.Error())
+		default:
+			f.finished(t.index, v)
+		}
+	}
+	f.report()
+	return nil
 }
 
 // fail records a failure that fails the call: an error of fn or a lost

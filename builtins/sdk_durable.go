@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,8 +54,10 @@ import (
 // control request set in the CLI it went to does not carry over to that
 // CLI (set_model and set_permission_mode do).
 //
-// interrupt and a turn handed to parallel() are still journaled as live
-// calls: a journal holding one is not resumed. sdk.send, a whole
+// parallel() journals its tasks' turns as wait_all does once every task
+// ended, in item order (parallel.go). interrupt, and a turn handed to
+// parallel() with fail_fast or a pool, are still journaled as live calls:
+// a journal holding one is not resumed. sdk.send, a whole
 // session in one call, is kept as its Turn (sdk.go).
 
 const (
@@ -178,6 +181,13 @@ func sessionReplayed(c *runtime.Call, v starlark.Value) {
 		at := *now
 		at.Host = s.host
 		_, err = startSession(&at, o, into)
+		if err != nil && !rs.talked && strings.Contains(err.Error(), "already in use") {
+			// No turn of the session is in the journal, but a prompt
+			// reached a CLI that died before its turn ended: that CLI
+			// made the session, so the new one resumes it.
+			o.opt.Resume, o.opt.SessionID = rs.sid, ""
+			_, err = startSession(&at, o, into)
+		}
 		return err
 	}
 	agentsOf(c.Env).orphan(s)

@@ -121,7 +121,7 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 		case journal.KindCall:
 			if r.Call == journal.CallLive {
 				return refuse("cannot be resumed: %s called %s, whose live object (an interrupt, "+
-					"a turn in parallel(), a host pool) a resumed run does not take over yet", place(r), r.Fn)
+					"a turn in a fail_fast or pooled parallel(), a host pool) a resumed run does not take over yet", place(r), r.Fn)
 			}
 			res.lastSeq = max(res.lastSeq, r.Seq)
 			if r.Within != 0 {

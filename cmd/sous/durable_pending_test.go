@@ -98,21 +98,86 @@ func TestDurablePendingTurnsResume(t *testing.T) {
 		a.reset()
 		duringTurnOf(t, a, prompt, a.pendingDir, "CLI finished the turn the runner died in: its result is the wait's")
 	}
-	a.reset()
-	t.Run("a turn in parallel is not resumed", func(t *testing.T) {
-		dir := a.agentDir(t, "parallel")
-		recipe := `d = args["dir"]
+}
+
+// parallelTurnsRecipe starts a turn in each of two sessions through
+// parallel(), one at a time, and writes each turn's text.
+const parallelTurnsRecipe = `d = args["dir"]
 cli = json.decode(args["cli"])
-s = sdk.session(cli = cli, cwd = d)
-turns = parallel(["first"], lambda p: s.start(p))
+ss = {p: sdk.session(cli = cli, cwd = d) for p in ["first", "second"]}
+turns = parallel(["first", "second"], lambda p: ss[p].start(p), limit = LIMIT)
 sh("echo '%s' >> %s/count/t1" % (turns[0].text, d))
+sh("echo '%s' >> %s/count/t2" % (turns[1].text, d))
+for s in ss.values():
+    s.close()
 `
+
+// TestDurableParallelTurnsResume kills the runner of a parallel() of turns
+// after each record of its journal, on a socket daemon and on the embedded
+// one: the turns are journaled when both ended, in item order, as their
+// own Pending.wait, so every resume exits 0, each turn's command ran once
+// with the model's reply, and on the socket daemon the model saw each
+// prompt once. With fail_fast, which task starts next depends on which
+// ended first: such a run is refused at resume, naming the line.
+func TestDurableParallelTurnsResume(t *testing.T) {
+	a := newDurableAgent(t)
+	socket := a.target
+	write := func(t *testing.T, name, limit string) string {
+		dir := a.agentDir(t, name)
+		recipe := strings.Replace(parallelTurnsRecipe, "LIMIT", limit, 1)
 		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(recipe), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		// 1 run, 2-3 sdk.session, 4-5 start, 6 the turn in parallel, 7 the
-		// sh: killed once that is recorded.
-		o, killed := a.sousIn(t, dir, []string{"SOUS_FAULT_JOURNAL=7"}, a.runArgs(dir)...)
+		return dir
+	}
+	base := write(t, "parallel-base", "1")
+	o, _ := a.sousIn(t, base, nil, a.runArgs(base)...)
+	o.expect(t, 0)
+	checkTurns(t, base)
+	total := len(journalRecords(t, filepath.Join(base, "j"), runIDOf(t, o)))
+	for _, embedded := range []bool{false, true} {
+		for point := 4; point < total-1; point++ {
+			a.reset()
+			t.Run(fmt.Sprintf("killed at record %d, embedded %t", point, embedded), func(t *testing.T) {
+				a.target = socket
+				if embedded {
+					a.embedded()
+				}
+				dir := write(t, fmt.Sprintf("parallel%d-%t", point, embedded), "1")
+				o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", point)}, a.runArgs(dir)...)
+				if !killed {
+					t.Fatalf("not killed at %d: %d\n%s", point, o.code, o.stderr)
+				}
+				id := runIDOf(t, o)
+				o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+				o.expect(t, 0, "sous: resuming run "+id)
+				checkTurns(t, dir)
+				first, second := a.count("first"), a.count("second")
+				if !embedded && (first != 1 || second != 1) || first < 1 || first > 2 || second < 1 || second > 2 {
+					t.Errorf("the model saw first %d times, second %d times\n%s", first, second, o.stderr)
+				}
+			})
+		}
+	}
+	a.target = socket
+	a.reset()
+	t.Run("fail_fast is not resumed", func(t *testing.T) {
+		dir := a.agentDir(t, "fail-fast")
+		recipe := strings.Replace(parallelTurnsRecipe, "limit = LIMIT", "fail_fast = True", 1)
+		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(recipe), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		at := a.callPositions(t, dir, a.runArgs(dir))
+		live := at["parallel (a task's turn)"]
+		if live == 0 {
+			t.Fatalf("no turn of parallel() journaled as a live call: %v", at)
+		}
+		a.reset()
+		dir = a.agentDir(t, "fail-fast-killed")
+		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(recipe), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", live)}, a.runArgs(dir)...)
 		if !killed {
 			t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
 		}
@@ -120,78 +185,6 @@ sh("echo '%s' >> %s/count/t1" % (turns[0].text, d))
 		o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
 		o.expect(t, 2, "cannot be resumed: line 4 called parallel (a task's turn)")
 	})
-}
-
-// settingsRecipe changes the session's model and permission mode between
-// its turns and reads its info.
-const settingsRecipe = `d = args["dir"]
-cli = json.decode(args["cli"])
-s = sdk.session(cli = cli, cwd = d)
-t1 = s.send("first")
-s.set_model("claude-second-model")
-s.set_permission_mode("acceptEdits")
-sh("echo '%s %s' >> %s/count/t1" % (t1.text, type(s.info), d))
-t2 = s.send("second")
-sh("echo '%s' >> %s/count/t2" % (t2.text, d))
-s.close()
-`
-
-// TestDurableSessionSettingsResume kills the runner of settingsRecipe
-// after set_model and set_permission_mode are recorded or answered: the
-// CLI that takes the session over starts with the model set (the second
-// turn's request names it), Session.info reads as it did, and each turn
-// is sent once.
-func TestDurableSessionSettingsResume(t *testing.T) {
-	a := newDurableAgent(t)
-	socket := a.target
-	write := func(t *testing.T, name string) string {
-		dir := a.agentDir(t, name)
-		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(settingsRecipe), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	base := write(t, "settings-base")
-	at := a.callPositions(t, base, a.runArgs(base))
-	model, mode := at["Session.set_model"], at["Session.set_permission_mode"]
-	if model == 0 || mode == 0 {
-		t.Fatalf("the journal lacks a setting: %v", at)
-	}
-	a.reset()
-	for _, tc := range []struct {
-		point    int
-		embedded bool
-	}{{model, false}, {model + 1, false}, {mode + 1, false}, {mode + 3, false}, {model, true}, {mode + 1, true}} {
-		a.reset()
-		t.Run(fmt.Sprintf("killed at record %d, embedded %t", tc.point, tc.embedded), func(t *testing.T) {
-			a.target = socket
-			if tc.embedded {
-				a.embedded()
-			}
-			dir := write(t, fmt.Sprintf("settings%d-%t", tc.point, tc.embedded))
-			o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", tc.point)}, a.runArgs(dir)...)
-			if !killed {
-				t.Fatalf("not killed at %d: %d\n%s", tc.point, o.code, o.stderr)
-			}
-			id := runIDOf(t, o)
-			o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
-			o.expect(t, 0, "sous: resuming run "+id)
-			want := map[string]string{"t1": "reply to first dict\n", "t2": "reply to second\n"}
-			for name, w := range want {
-				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != w {
-					t.Errorf("count/%s is %q, want %q", name, data, w)
-				}
-			}
-			if a.count("first") != 1 || a.count("second") != 1 {
-				t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
-			}
-			for _, r := range a.api.Scripted() {
-				if r.Prompt() == "second" && r.Parsed.Model != "claude-second-model" {
-					t.Errorf("the second turn asked model %q: the CLI that took the session over lost set_model", r.Parsed.Model)
-				}
-			}
-		})
-	}
 }
 
 // callPositions runs args in dir to its end and returns where each
