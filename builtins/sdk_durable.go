@@ -469,9 +469,20 @@ func sessionIDString(s *Session) string {
 	return sid
 }
 
+// freshTurnGrace bounds how long a resume waits for a CLI whose stdin mark
+// before the prompt it does not know (one a call started for the turn, a
+// resume before this one) to begin the turn. A CLI that got the prompt
+// says it began within moments (system/init, before it asks the model);
+// one that did not, because that resume died between the CLI's start and
+// the prompt, never will, and without a bound the resume would wait for
+// it forever.
+const freshTurnGrace = 20 * time.Second
+
 // collectTurn reads the stdout of CLI process id from its first frame
 // until its n-th result message, and makes that turn's Turn; nil when the
-// daemon has no such process or it ended before.
+// daemon has no such process or it ended before, or, for stdin -1, when
+// the CLI did not begin its n-th turn within freshTurnGrace (it is ended
+// then: nobody will write to it).
 func collectTurn(c *runtime.Call, host *runtime.Host, id string, n int, stdin int64) (*agent.Turn, error) {
 	d, err := hostClient(c, host)
 	if err != nil {
@@ -482,6 +493,8 @@ func collectTurn(c *runtime.Call, host *runtime.Host, id string, n int, stdin in
 		pending []byte
 		msgs    []json.RawMessage
 		results int
+		begun   int  // the turns the CLI said it began (system/init)
+		gaveUp  bool // the n-th turn did not begin in freshTurnGrace
 		turn    *agent.Turn
 		perr    error
 		done    = make(chan struct{})
@@ -503,10 +516,14 @@ func collectTurn(c *runtime.Call, host *runtime.Host, id string, n int, stdin in
 			line := bytes.TrimSpace(pending[:i])
 			pending = pending[i+1:]
 			var head struct {
-				Type string `json:"type"`
+				Type    string `json:"type"`
+				Subtype string `json:"subtype"`
 			}
 			if json.Unmarshal(line, &head) != nil {
 				continue
+			}
+			if head.Type == "system" && head.Subtype == "init" {
+				begun++
 			}
 			switch head.Type {
 			case "control_request", "control_response", "control_cancel_request", "keep_alive":
@@ -537,15 +554,31 @@ func collectTurn(c *runtime.Call, host *runtime.Host, id string, n int, stdin in
 		// No such CLI, or the prompt never reached it.
 		return nil, nil
 	}
+	if stdin < 0 {
+		t := time.AfterFunc(freshTurnGrace, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if begun < n && turn == nil && perr == nil {
+				gaveUp = true
+				finish()
+			}
+		})
+		defer t.Stop()
+	}
 	if err := waitEither(c.Env, done, proc.Done()); err != nil {
 		return nil, c.Errorf("%v", err)
 	}
 	mu.Lock()
-	defer mu.Unlock()
-	if perr != nil {
-		return nil, c.Errorf("%v", perr)
+	got, err, idle := turn, perr, gaveUp
+	mu.Unlock()
+	switch {
+	case err != nil:
+		return nil, c.Errorf("%v", err)
+	case idle:
+		endOrphanCLI(c, host, id)
+		return nil, nil
 	}
-	return turn, nil
+	return got, nil
 }
 
 // endOrphanCLI kills the CLI process id on host, if it is still there: a

@@ -26,6 +26,7 @@ import (
 type durableAgent struct {
 	*agentWorld
 	target []string
+	srv    *daemon.Server // the socket daemon
 
 	mu       sync.Mutex
 	requests map[string]int
@@ -59,7 +60,8 @@ func newDurableAgent(t *testing.T) *durableAgent {
 	}})
 	// With a state dir: a run without --journal has its journal kept by
 	// the daemon (the fault test uses both).
-	sock, _ := socketDaemon(t, "tok", daemon.Config{Env: a.env, StateDir: t.TempDir()})
+	sock, srv := socketDaemon(t, "tok", daemon.Config{Env: a.env, StateDir: t.TempDir()})
+	a.srv = srv
 	a.target = []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}
 	return a
 }

@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/seed5ad92d46/sous/internal/testutil"
 	"github.com/seed5ad92d46/sous/runtime/journal"
 )
 
@@ -279,4 +282,59 @@ func TestDurableControlAndRewindResume(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDurableResumeDiedStartingACLI: a resume that sends again a turn no
+// CLI had (its prompt never left the runner) starts a CLI for it, and
+// dies before the prompt reaches that CLI. The next resume finds the CLI
+// alive and idle, with no mark of the prompt: it waits a bounded time for
+// the turn to begin (it waited forever), ends that CLI, sends the prompt
+// once and exits 0.
+func TestDurableResumeDiedStartingACLI(t *testing.T) {
+	a := newDurableAgent(t)
+	dir := a.agentDir(t, "fresh-cli")
+	// Killed once the second send is recorded, before it writes.
+	o, killed := a.sousIn(t, dir, []string{"SOUS_FAULT_JOURNAL=8"}, a.runArgs(dir)...)
+	if !killed {
+		t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
+	}
+	id := runIDOf(t, o)
+	before := map[string]bool{}
+	for _, p := range a.srv.Registry().List() {
+		before[p.ID] = true
+	}
+	resume := exec.Command(sousBinary(t), append([]string{"resume", "--journal", "j", id}, a.target...)...)
+	resume.Dir, resume.Env = dir, a.env
+	var stderr testutil.SyncBuffer
+	resume.Stderr = &stderr
+	if err := resume.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The CLI the resume starts for the turn appears on the daemon well
+	// before it has started up and been sent anything.
+	started := ""
+	for deadline := time.Now().Add(60 * time.Second); started == ""; time.Sleep(2 * time.Millisecond) {
+		for _, p := range a.srv.Registry().List() {
+			if !before[p.ID] && strings.HasPrefix(p.ID, "sous-"+id+"-") {
+				started = p.ID
+			}
+		}
+		if time.Now().After(deadline) {
+			resume.Process.Kill()
+			t.Fatalf("the resume started no CLI:\n%s", stderr.String())
+		}
+	}
+	resume.Process.Kill()
+	resume.Wait()
+	if a.count("second") != 0 {
+		t.Fatalf("the prompt reached the model before the kill: the test did not kill where it meant to")
+	}
+	began := time.Now()
+	o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+	o.expect(t, 0, "sous: resuming run "+id)
+	checkTurns(t, dir)
+	if a.count("first") != 1 || a.count("second") != 1 {
+		t.Errorf("the model saw first %d times, second %d times\n%s", a.count("first"), a.count("second"), o.stderr)
+	}
+	t.Logf("the second resume took %v (the CLI %s left idle by the first)", time.Since(began).Round(time.Millisecond), started)
 }
