@@ -217,17 +217,7 @@ func (f *fanout) start(i int, on *poolHost) error {
 		if err := agentsOf(f.c.Env).turnWaitRefused(); err != nil {
 			return f.c.Errorf("%v", err)
 		}
-		// With fail_fast or a pool, which task starts next depends on
-		// which ended first, which a resumed run could not replay: a
-		// durable run's journal records the turn as a live call, and a
-		// journal holding one is not resumed. (Without them, see
-		// takeTurns.)
-		if f.journalTurns {
-			// Taken when every task ended (takeTurns).
-		} else if _, err := runtime.JournalCall(&runtime.Call{Env: f.c.Env, Thread: f.c.Thread, Recv: p, Host: p.session.host},
-			&runtime.Entry{Name: "parallel (a task's turn)", Journal: runtime.JournalLive, Fn: func(*runtime.Call) (starlark.Value, error) {
-				return starlark.None, nil
-			}}); err != nil {
+		if err := f.liveTurn(p); err != nil {
 			return err
 		}
 	}
@@ -274,6 +264,22 @@ func (f *fanout) collect() {
 		f.finished(t.index, v)
 	}
 	f.running = still
+}
+
+// liveTurn journals a task's turn as a live call in a durable run with
+// fail_fast or a pool: there, which task starts next depends on which
+// ended first, which a resumed run could not replay, and a journal holding
+// a live call is not resumed. Elsewhere the turn is taken when every task
+// ended (takeTurns), or there is no journal.
+func (f *fanout) liveTurn(p *Pending) error {
+	if f.journalTurns || f.c.Env.Journal == nil {
+		return nil
+	}
+	_, err := runtime.JournalCall(&runtime.Call{Env: f.c.Env, Thread: f.c.Thread, Recv: p, Host: p.session.host},
+		&runtime.Entry{Name: "parallel (a task's turn)", Journal: runtime.JournalLive, Fn: func(*runtime.Call) (starlark.Value, error) {
+			return starlark.None, nil
+		}})
+	return err
 }
 
 // takeTurns takes the Turn of each task that was a turn, in item order,
