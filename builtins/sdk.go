@@ -83,7 +83,7 @@ func sdkEntries() []runtime.Entry {
 		{Name: "Session.start", Journal: runtime.JournalEffect, Rejoin: true, Replayed: startReplayed, Sig: "Session.start(prompt) -> Pending",
 			Doc: "Sends a user message without waiting; Pending.wait() or wait_all() gives the Turn.",
 			Fn:  method(sessionStart)},
-		{Name: "Session.interrupt", Sig: "Session.interrupt()",
+		{Name: "Session.interrupt", Journal: runtime.JournalEffect, Rejoin: true, Replayed: interruptReplayed, Sig: "Session.interrupt()",
 			Doc: "Stops the running turn: its send or wait returns a Turn with subtype \"error_during_execution\".",
 			Fn:  method(sessionInterrupt)},
 		{Name: "Session.set_model", Journal: runtime.JournalEffect, Rejoin: true, Replayed: settingReplayed, Sig: "Session.set_model(model)",

@@ -3,8 +3,10 @@ package builtins
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,10 +56,14 @@ import (
 // control request set in the CLI it went to does not carry over to that
 // CLI (set_model and set_permission_mode do).
 //
+// interrupt is kept too: a replayed one marks the session's pending turns
+// interrupted, and one not replayed reaches the CLI that has them
+// (interruptReplayed).
+//
 // parallel() journals its tasks' turns as wait_all does once every task
-// ended, in item order (parallel.go). interrupt, and a turn handed to
-// parallel() with fail_fast or a pool, are still journaled as live calls:
-// a journal holding one is not resumed. sdk.send, a whole
+// ended, in item order (parallel.go). A turn handed to parallel() with
+// fail_fast or a pool is still journaled as a live call: a journal holding
+// one is not resumed. sdk.send, a whole
 // session in one call, is kept as its Turn (sdk.go).
 
 const (
@@ -112,6 +118,14 @@ type replayedSession struct {
 	model, mode *string
 	// info is the CLI's answer to initialize, which Session.info gives.
 	info json.RawMessage
+	// pending are the session's turns the journal has the start of and
+	// not the Turn, oldest first.
+	pending []*Pending
+}
+
+// done forgets p among the session's pending turns: its Turn is known.
+func (rs *replayedSession) done(p *Pending) {
+	rs.pending = slices.DeleteFunc(rs.pending, func(q *Pending) bool { return q == p })
 }
 
 type keptSession struct {
@@ -216,7 +230,7 @@ func turnReplayed(c *runtime.Call, v starlark.Value) {
 // journal has it.
 func (s *Session) TakeOver(c *runtime.Call) error {
 	rs := s.replayed
-	if rs == nil || s.s != nil || c.Name == "Session.close" || c.Name == "Session.resume" {
+	if rs == nil || s.s != nil || c.Name == "Session.close" || c.Name == "Session.resume" || c.Name == "Session.interrupt" {
 		return nil
 	}
 	step := &runtime.Call{Env: c.Env, Thread: c.Thread, Name: "Session.resume", Recv: s}
@@ -356,6 +370,54 @@ func (rs *replayedSession) keepSetting(c *runtime.Call) {
 	}
 }
 
+// interruptReplayed keeps a replayed Session.interrupt: the session's
+// pending turns were interrupted.
+func interruptReplayed(c *runtime.Call, _ starlark.Value) {
+	if s, ok := c.Recv.(*Session); ok && s.replayed != nil {
+		for _, p := range s.replayed.pending {
+			p.interrupted = true
+		}
+	}
+}
+
+// interruptReplayed interrupts the session's turns from a handle that has
+// not taken the session over: a runner that died in Session.interrupt, or
+// a resumed run that interrupts turns its runner had started. They are
+// marked, and on a daemon that outlives the runner the interrupt goes to
+// the CLI that has them, as a control request on its stdin: their results
+// are then the CLI's interrupted ones. A session with no turn under way
+// has nothing to interrupt.
+func (s *Session) interruptReplayed(c *runtime.Call) {
+	rs := s.replayed
+	if len(rs.pending) == 0 {
+		return
+	}
+	for _, p := range rs.pending {
+		p.interrupted = true
+	}
+	if !s.host.Outlives() {
+		return // the CLIs died with the runner
+	}
+	d, err := hostClient(c, s.host)
+	if err != nil {
+		return
+	}
+	line := fmt.Sprintf(`{"type":"control_request","request_id":"sous-%s-interrupt","request":{"subtype":"interrupt"}}`+"\n", c.JournalID)
+	data := base64.StdEncoding.EncodeToString([]byte(line))
+	sent := map[string]bool{}
+	for _, p := range rs.pending {
+		if p.cli == "" || sent[p.cli] {
+			continue
+		}
+		sent[p.cli] = true
+		_ = block(c.Env, c.Env.Ctx, func(ctx context.Context) error {
+			// Best effort: a CLI that is gone has no turn to interrupt.
+			var res wire.StdinResult
+			return d.Call(ctx, "process.stdin", map[string]any{"id": p.cli, "data": data}, &res)
+		})
+	}
+}
+
 // keptPending is a Pending as the journal keeps it.
 type keptPending struct {
 	SID    string `json:"sid"`
@@ -402,6 +464,7 @@ func startReplayed(c *runtime.Call, v starlark.Value) {
 		rs.cli, rs.turns = p.cli, 1
 	}
 	p.replayed.clis = []turnCLI{{p.cli, rs.turns, p.stdinBefore}}
+	rs.pending = append(rs.pending, p)
 }
 
 // startedBeforeResume is the Pending of a Session.start the runner died
@@ -410,8 +473,10 @@ func startReplayed(c *runtime.Call, v starlark.Value) {
 func (s *Session) startedBeforeResume(c *runtime.Call, prompt string) *Pending {
 	rs := s.replayed
 	rs.turns++
-	return &Pending{env: c.Env, session: s, prompt: prompt, limit: s.limit, cli: rs.cli, stdinBefore: rs.stdin,
+	p := &Pending{env: c.Env, session: s, prompt: prompt, limit: s.limit, cli: rs.cli, stdinBefore: rs.stdin,
 		replayed: &replayedTurn{clis: []turnCLI{{"sous-" + c.JournalID + "-1", 1, -1}, {rs.cli, rs.turns, rs.stdin}}}}
+	rs.pending = append(rs.pending, p)
+	return p
 }
 
 // waitReplayed keeps what a replayed Pending.wait's Turn says of the
@@ -423,6 +488,7 @@ func waitReplayed(c *runtime.Call, v starlark.Value) {
 		return
 	}
 	rs := p.session.replayed
+	rs.done(p)
 	if t.cli != "" && t.cli != rs.cli {
 		// The wait sent the prompt again, in a CLI it resumed the
 		// session in.
@@ -441,6 +507,9 @@ func waitReplayed(c *runtime.Call, v starlark.Value) {
 // again, with a notice, in a CLI that resumes the session.
 func (p *Pending) finishReplayed(c *runtime.Call) (starlark.Value, error) {
 	s := p.session
+	if s.replayed != nil {
+		defer s.replayed.done(p)
+	}
 	if s.s == nil && s.replayed != nil && s.host.Outlives() {
 		// A CLI this wait resumed the session in, if a resume died in it
 		// before, then those the start's prompt may have gone to.
@@ -450,17 +519,46 @@ func (p *Pending) finishReplayed(c *runtime.Call) (starlark.Value, error) {
 			return t, err
 		}
 	}
-	c.Notice(fmt.Sprintf("sous: no CLI of session %s finished the turn started with %q: it is sent again", sessionIDString(s), shortPrompt(p.prompt)))
+	again := "it is sent again"
+	if p.interrupted {
+		again = "it is sent again and interrupted at once, as the run had interrupted it"
+	}
+	c.Notice(fmt.Sprintf("sous: no CLI of session %s finished the turn started with %q: %s", sessionIDString(s), shortPrompt(p.prompt), again))
 	if s.s == nil {
 		if err := s.restart(c); err != nil {
 			return nil, err
 		}
 	}
-	t, err := s.send(c, p.prompt, 0)
+	var t *Turn
+	var err error
+	if p.interrupted {
+		t, err = s.sendInterrupted(c, p.prompt)
+	} else {
+		t, err = s.send(c, p.prompt, 0)
+	}
 	if err != nil {
 		return nil, err
 	}
 	t.cli, t.stdin = s.procID, s.s.StdinApplied()
+	return t, nil
+}
+
+// sendInterrupted sends prompt and interrupts its turn at once: the CLI
+// reads the interrupt after the prompt, so the turn ends as interrupted,
+// unless it ended before the interrupt arrived, as a live interrupt can
+// come too late.
+func (s *Session) sendInterrupted(c *runtime.Call, prompt string) (*Turn, error) {
+	ap := s.s.Start(prompt)
+	if err := s.control(c, s.s.Interrupt); err != nil {
+		return nil, err
+	}
+	if err := wait(c.Env, ap.Done(), nil); err != nil {
+		return nil, c.Errorf("%v", err)
+	}
+	t, err := turnOutcome(c.Env, ap, s.limit)
+	if err != nil {
+		return nil, c.Errorf("%v", err)
+	}
 	return t, nil
 }
 

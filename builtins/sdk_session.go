@@ -510,6 +510,11 @@ func sessionInterrupt(c *runtime.Call, s *Session) (starlark.Value, error) {
 	if err := bind(c, 0); err != nil {
 		return nil, err
 	}
+	if s.s == nil {
+		// A handle a resumed run rebuilt (sdk_durable.go).
+		s.interruptReplayed(c)
+		return starlark.None, nil
+	}
 	return starlark.None, s.control(c, s.s.Interrupt)
 }
 

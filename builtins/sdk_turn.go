@@ -30,6 +30,9 @@ type Pending struct {
 	// replayed is what a turn rebuilt from a journal knows of where its
 	// result may be; nil for a live one.
 	replayed *replayedTurn
+	// interrupted says the run interrupted the replayed turn: its result
+	// is the CLI's, or none (sdk_durable.go).
+	interrupted bool
 }
 
 // shortPrompt is prompt cut to 40 runes, for a turn's name.

@@ -120,8 +120,8 @@ func OpenResume(store journal.Store, run string) (*Resumed, error) {
 		switch r.Kind {
 		case journal.KindCall:
 			if r.Call == journal.CallLive {
-				return refuse("cannot be resumed: %s called %s, whose live object (an interrupt, "+
-					"a turn in a fail_fast or pooled parallel(), a host pool) a resumed run does not take over yet", place(r), r.Fn)
+				return refuse("cannot be resumed: %s called %s, whose live object (a host pool, "+
+					"a turn in a fail_fast or pooled parallel()) a resumed run does not take over yet", place(r), r.Fn)
 			}
 			res.lastSeq = max(res.lastSeq, r.Seq)
 			if r.Within != 0 {

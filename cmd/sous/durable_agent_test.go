@@ -31,8 +31,8 @@ type durableAgent struct {
 	mu       sync.Mutex
 	requests map[string]int
 	tool     string        // the prompt whose turn first asks to write a file (toolPrompt)
-	hold     string        // the prompt whose request waits for release
-	arrived  chan struct{} // closed when it came
+	hold     string        // the prompt whose requests wait for release
+	arrived  chan struct{} // closed when the first came
 	release  chan struct{}
 }
 
@@ -49,11 +49,15 @@ func newDurableAgent(t *testing.T) *durableAgent {
 		}
 		var arrived, release chan struct{}
 		if prompt == a.hold {
+			// Every request of the prompt waits; the first says it came.
 			arrived, release = a.arrived, a.release
+			a.arrived = nil
 		}
 		a.mu.Unlock()
 		if arrived != nil {
 			close(arrived)
+		}
+		if release != nil {
 			<-release
 		}
 		return fakemodel.Text("reply to " + prompt)

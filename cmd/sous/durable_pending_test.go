@@ -338,3 +338,77 @@ func TestDurableResumeDiedStartingACLI(t *testing.T) {
 	}
 	t.Logf("the second resume took %v (the CLI %s left idle by the first)", time.Since(began).Round(time.Millisecond), started)
 }
+
+// interruptRecipe interrupts a turn the model holds, then sends another.
+const interruptRecipe = `d = args["dir"]
+cli = json.decode(args["cli"])
+s = sdk.session(cli = cli, cwd = d)
+p = s.start("first")
+sleep(1)
+s.interrupt()
+t1 = p.wait()
+sh("echo '%s' >> %s/count/t1" % (t1.subtype, d))
+t2 = s.send("second")
+sh("echo '%s' >> %s/count/t2" % (t2.text, d))
+s.close()
+`
+
+// TestDurableInterruptResumes kills the runner of interruptRecipe, whose
+// first turn the model holds until the test ends, as Session.interrupt is
+// recorded, once it is answered and as the wait is recorded; on a socket
+// daemon and on the embedded one. On the socket daemon a resume that died
+// in the interrupt sends it to the CLI that has the turn, and the wait
+// takes that CLI's interrupted result; on the embedded daemon, whose CLI
+// died with the runner, the turn is sent again and interrupted at once.
+// Every resume exits 0 with the turn interrupted and the next turn sent
+// once.
+func TestDurableInterruptResumes(t *testing.T) {
+	a := newDurableAgent(t)
+	socket := a.target
+	_, release := a.holdPrompt("first")
+	defer close(release)
+	write := func(t *testing.T, name string) string {
+		dir := a.agentDir(t, name)
+		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(interruptRecipe), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	base := write(t, "interrupt-base")
+	at := a.callPositions(t, base, a.runArgs(base))
+	in, wait := at["Session.interrupt"], at["Pending.wait"]
+	if in == 0 || wait == 0 {
+		t.Fatalf("the journal lacks the interrupt or the wait: %v", at)
+	}
+	for _, tc := range []struct {
+		point    int
+		embedded bool
+	}{{in, false}, {in + 1, false}, {wait, false}, {in, true}, {in + 1, true}, {wait, true}} {
+		a.reset()
+		t.Run(fmt.Sprintf("killed at record %d, embedded %t", tc.point, tc.embedded), func(t *testing.T) {
+			a.target = socket
+			if tc.embedded {
+				a.embedded()
+			}
+			dir := write(t, fmt.Sprintf("interrupt%d-%t", tc.point, tc.embedded))
+			o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", tc.point)}, a.runArgs(dir)...)
+			if !killed {
+				t.Fatalf("not killed at %d: %d\n%s", tc.point, o.code, o.stderr)
+			}
+			id := runIDOf(t, o)
+			o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+			o.expect(t, 0, "sous: resuming run "+id)
+			if testing.Verbose() {
+				t.Logf("the resume said:\n%s", o.stderr)
+			}
+			for name, want := range map[string]string{"t1": "error_during_execution\n", "t2": "reply to second\n"} {
+				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
+					t.Errorf("count/%s is %q, want %q\n%s", name, data, want, o.stderr)
+				}
+			}
+			if a.count("second") != 1 {
+				t.Errorf("the model saw second %d times", a.count("second"))
+			}
+		})
+	}
+}

@@ -70,8 +70,8 @@ or wait_all).
 Resume refuses (exit code 2): a run that finished (ok, failed or interrupted:
 its deferred calls ran); a run whose runner is still alive (it holds the
 journal: a daemon lets go of it when the runner's connection goes); a journal
-holding Session.interrupt, a turn handed to parallel() with fail_fast or
-hosts=, or a hosts() pool, which this version does not take over yet
+holding a turn handed to parallel() with fail_fast or hosts=, or a
+hosts() pool, which this version does not take over yet
 (sdk.send it does: a send the runner died in runs again on the embedded
 daemon, and stops the resume on one that outlives the runner). It
 stops (exit code 2) once the replay finds: a runner that died in a call on a

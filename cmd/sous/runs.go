@@ -34,11 +34,10 @@ STATE is "running" (its runner is alive: it holds the journal), "finished
 STATUS" (ok, failed, error or interrupted: nothing to resume), "resumable"
 (its runner died: sous resume ID continues it, with the same target or
 --journal) or "stopped (...)" (its runner died after a call a resume does not
-take over yet: Session.interrupt, a turn in parallel() with fail_fast or
-hosts=, or hosts(),
-"stopped (line N called Session.interrupt)"). A run with processes and sessions
+take over yet: a turn in parallel() with fail_fast or hosts=, or hosts(),
+"stopped (line N called hosts)"). A run with processes and sessions
 (sdk.session, Session.send, Session.start, Pending.wait, wait_all and
-parallel() of turns, set_model,
+parallel() of turns, interrupt, set_model,
 set_permission_mode, control, rewind_files, sdk.send) is resumable: see sous resume --help. A resumable
 run may still stop when resumed, with exit code 2, at a point only the replay
 finds: a call on a daemon that outlives the runner that the runner died in and

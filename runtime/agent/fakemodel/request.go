@@ -124,7 +124,8 @@ func (r *Request) UserText() string {
 // Prompt is the text of the conversation's latest prompt: the last user
 // message that carries text and no tool results (the CLI answers a tool
 // use with a user message of tool results), without the CLI's own context
-// blocks (cliContext). Every request of one agent turn has the same
+// blocks (cliContext) and, in a message that merges an interrupted turn's
+// prompt with the next, only what follows the "[Request interrupted" mark. Every request of one agent turn has the same
 // prompt: the one the turn was sent.
 func (r *Request) Prompt() string {
 	for i := len(r.Parsed.Messages) - 1; i >= 0; i-- {
@@ -138,6 +139,10 @@ func (r *Request) Prompt() string {
 			switch {
 			case b.Type == "tool_result":
 				results = true
+			case b.Type == "text" && strings.HasPrefix(b.Text, "[Request interrupted"):
+				// The CLI merges an interrupted turn's prompt with the
+				// next one: the prompt is what follows the mark.
+				parts = parts[:0]
 			case b.Type == "text" && !cliContext(b.Text):
 				parts = append(parts, b.Text)
 			}
