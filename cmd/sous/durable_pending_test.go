@@ -35,11 +35,34 @@ const pendingRecords = 19
 
 func (a *durableAgent) pendingDir(t *testing.T, name string) string {
 	t.Helper()
+	return a.recipeDir(t, name, pendingRecipe)
+}
+
+// recipeDir is agentDir with recipe as its main.star.
+func (a *durableAgent) recipeDir(t *testing.T, name, recipe string) string {
+	t.Helper()
 	dir := a.agentDir(t, name)
-	if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(pendingRecipe), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(recipe), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// killedAndResumed runs args in dir, killed once point records are in
+// its journal, resumes the run and returns the resume, which exited 0.
+func (a *durableAgent) killedAndResumed(t *testing.T, dir string, args []string, point int) outcome {
+	t.Helper()
+	o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", point)}, args...)
+	if !killed {
+		t.Fatalf("not killed at %d: %d\n%s", point, o.code, o.stderr)
+	}
+	id := runIDOf(t, o)
+	o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
+	o.expect(t, 0, "sous: resuming run "+id)
+	if testing.Verbose() {
+		t.Logf("the resume said:\n%s", o.stderr)
+	}
+	return o
 }
 
 // TestDurablePendingTurnsResume kills the runner of a recipe whose turns
@@ -70,13 +93,7 @@ func TestDurablePendingTurnsResume(t *testing.T) {
 					a.embedded()
 				}
 				dir := a.pendingDir(t, fmt.Sprintf("at%d-%t", point, embedded))
-				o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", point)}, a.runArgs(dir)...)
-				if !killed {
-					t.Fatalf("not killed at %d: %d\n%s", point, o.code, o.stderr)
-				}
-				id := runIDOf(t, o)
-				o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
-				o.expect(t, 0, "sous: resuming run "+id)
+				o := a.killedAndResumed(t, dir, a.runArgs(dir), point)
 				checkTurns(t, dir)
 				first, second := a.count("first"), a.count("second")
 				if !embedded && (first != 1 || second != 1) {
@@ -126,12 +143,7 @@ func TestDurableParallelTurnsResume(t *testing.T) {
 	a := newDurableAgent(t)
 	socket := a.target
 	write := func(t *testing.T, name, limit string) string {
-		dir := a.agentDir(t, name)
-		recipe := strings.Replace(parallelTurnsRecipe, "LIMIT", limit, 1)
-		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(recipe), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return dir
+		return a.recipeDir(t, name, strings.Replace(parallelTurnsRecipe, "LIMIT", limit, 1))
 	}
 	base := write(t, "parallel-base", "1")
 	o, _ := a.sousIn(t, base, nil, a.runArgs(base)...)
@@ -147,13 +159,7 @@ func TestDurableParallelTurnsResume(t *testing.T) {
 					a.embedded()
 				}
 				dir := write(t, fmt.Sprintf("parallel%d-%t", point, embedded), "1")
-				o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", point)}, a.runArgs(dir)...)
-				if !killed {
-					t.Fatalf("not killed at %d: %d\n%s", point, o.code, o.stderr)
-				}
-				id := runIDOf(t, o)
-				o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
-				o.expect(t, 0, "sous: resuming run "+id)
+				o := a.killedAndResumed(t, dir, a.runArgs(dir), point)
 				checkTurns(t, dir)
 				first, second := a.count("first"), a.count("second")
 				if !embedded && (first != 1 || second != 1) || first < 1 || first > 2 || second < 1 || second > 2 {
@@ -165,21 +171,15 @@ func TestDurableParallelTurnsResume(t *testing.T) {
 	a.target = socket
 	a.reset()
 	t.Run("fail_fast is not resumed", func(t *testing.T) {
-		dir := a.agentDir(t, "fail-fast")
 		recipe := strings.Replace(parallelTurnsRecipe, "limit = LIMIT", "fail_fast = True", 1)
-		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(recipe), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		dir := a.recipeDir(t, "fail-fast", recipe)
 		at := a.callPositions(t, dir, a.runArgs(dir))
 		live := at["parallel (a task's turn)"]
 		if live == 0 {
 			t.Fatalf("no turn of parallel() journaled as a live call: %v", at)
 		}
 		a.reset()
-		dir = a.agentDir(t, "fail-fast-killed")
-		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(recipe), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		dir = a.recipeDir(t, "fail-fast-killed", recipe)
 		o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", live)}, a.runArgs(dir)...)
 		if !killed {
 			t.Fatalf("not killed: %d\n%s", o.code, o.stderr)
@@ -188,6 +188,65 @@ func TestDurableParallelTurnsResume(t *testing.T) {
 		o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
 		o.expect(t, 2, "cannot be resumed: line 4 called parallel (a task's turn)")
 	})
+}
+
+// settingsRecipe changes the session's model and permission mode between
+// its turns and reads its info.
+const settingsRecipe = `d = args["dir"]
+cli = json.decode(args["cli"])
+s = sdk.session(cli = cli, cwd = d)
+t1 = s.send("first")
+s.set_model("claude-second-model")
+s.set_permission_mode("acceptEdits")
+sh("echo '%s %s' >> %s/count/t1" % (t1.text, type(s.info), d))
+t2 = s.send("second")
+sh("echo '%s' >> %s/count/t2" % (t2.text, d))
+s.close()
+`
+
+// TestDurableSessionSettingsResume kills the runner of settingsRecipe
+// after set_model and set_permission_mode are recorded or answered: the
+// CLI that takes the session over starts with the model set (the second
+// turn's request names it), Session.info reads as it did, and each turn
+// is sent once.
+func TestDurableSessionSettingsResume(t *testing.T) {
+	a := newDurableAgent(t)
+	socket := a.target
+	base := a.recipeDir(t, "settings-base", settingsRecipe)
+	at := a.callPositions(t, base, a.runArgs(base))
+	model, mode := at["Session.set_model"], at["Session.set_permission_mode"]
+	if model == 0 || mode == 0 {
+		t.Fatalf("the journal lacks a setting: %v", at)
+	}
+	a.reset()
+	for _, tc := range []struct {
+		point    int
+		embedded bool
+	}{{model, false}, {model + 1, false}, {mode + 1, false}, {mode + 3, false}, {model, true}, {mode + 1, true}} {
+		a.reset()
+		t.Run(fmt.Sprintf("killed at record %d, embedded %t", tc.point, tc.embedded), func(t *testing.T) {
+			a.target = socket
+			if tc.embedded {
+				a.embedded()
+			}
+			dir := a.recipeDir(t, fmt.Sprintf("settings%d-%t", tc.point, tc.embedded), settingsRecipe)
+			a.killedAndResumed(t, dir, a.runArgs(dir), tc.point)
+			want := map[string]string{"t1": "reply to first dict\n", "t2": "reply to second\n"}
+			for name, w := range want {
+				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != w {
+					t.Errorf("count/%s is %q, want %q", name, data, w)
+				}
+			}
+			if a.count("first") != 1 || a.count("second") != 1 {
+				t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
+			}
+			for _, r := range a.api.Scripted() {
+				if r.Prompt() == "second" && r.Parsed.Model != "claude-second-model" {
+					t.Errorf("the second turn asked model %q: the CLI that took the session over lost set_model", r.Parsed.Model)
+				}
+			}
+		})
+	}
 }
 
 // callPositions runs args in dir to its end and returns where each
@@ -235,10 +294,7 @@ func TestDurableControlAndRewindResume(t *testing.T) {
 	a.tool = "first"
 	a.mu.Unlock()
 	write := func(t *testing.T, name string) (string, []string) {
-		dir := a.agentDir(t, name)
-		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(controlRecipe), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		dir := a.recipeDir(t, name, controlRecipe)
 		return dir, append(a.runArgs(dir), "-a", "file="+file)
 	}
 	base, args := write(t, "base")
@@ -259,16 +315,7 @@ func TestDurableControlAndRewindResume(t *testing.T) {
 			}
 			os.Remove(file)
 			dir, args := write(t, fmt.Sprintf("control%d-%t", tc.point, tc.embedded))
-			o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", tc.point)}, args...)
-			if !killed {
-				t.Fatalf("not killed at %d: %d\n%s", tc.point, o.code, o.stderr)
-			}
-			id := runIDOf(t, o)
-			o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
-			o.expect(t, 0, "sous: resuming run "+id)
-			if testing.Verbose() {
-				t.Logf("the resume said:\n%s", o.stderr)
-			}
+			o := a.killedAndResumed(t, dir, args, tc.point)
 			for name, want := range map[string]string{"t1": "reply to first x\n", "t2": "dict True None\n"} {
 				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
 					t.Errorf("count/%s is %q, want %q\n%s", name, data, want, o.stderr)
@@ -367,14 +414,7 @@ func TestDurableInterruptResumes(t *testing.T) {
 	socket := a.target
 	_, release := a.holdPrompt("first")
 	defer close(release)
-	write := func(t *testing.T, name string) string {
-		dir := a.agentDir(t, name)
-		if err := os.WriteFile(filepath.Join(dir, "main.star"), []byte(interruptRecipe), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	base := write(t, "interrupt-base")
+	base := a.recipeDir(t, "interrupt-base", interruptRecipe)
 	at := a.callPositions(t, base, a.runArgs(base))
 	in, wait := at["Session.interrupt"], at["Pending.wait"]
 	if in == 0 || wait == 0 {
@@ -390,17 +430,8 @@ func TestDurableInterruptResumes(t *testing.T) {
 			if tc.embedded {
 				a.embedded()
 			}
-			dir := write(t, fmt.Sprintf("interrupt%d-%t", tc.point, tc.embedded))
-			o, killed := a.sousIn(t, dir, []string{fmt.Sprintf("SOUS_FAULT_JOURNAL=%d", tc.point)}, a.runArgs(dir)...)
-			if !killed {
-				t.Fatalf("not killed at %d: %d\n%s", tc.point, o.code, o.stderr)
-			}
-			id := runIDOf(t, o)
-			o, _ = a.sousIn(t, dir, nil, "resume", "--journal", "j", id)
-			o.expect(t, 0, "sous: resuming run "+id)
-			if testing.Verbose() {
-				t.Logf("the resume said:\n%s", o.stderr)
-			}
+			dir := a.recipeDir(t, fmt.Sprintf("interrupt%d-%t", tc.point, tc.embedded), interruptRecipe)
+			o := a.killedAndResumed(t, dir, a.runArgs(dir), tc.point)
 			for name, want := range map[string]string{"t1": "error_during_execution\n", "t2": "reply to second\n"} {
 				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
 					t.Errorf("count/%s is %q, want %q\n%s", name, data, want, o.stderr)
