@@ -290,9 +290,7 @@ func (f *fanout) liveTurn(p *Pending) error {
 func (f *fanout) takeTurns() error {
 	slices.SortFunc(f.turns, func(a, b *task) int { return a.index - b.index })
 	for _, t := range f.turns {
-		p := t.wait.(*Pending)
-		e := pendingWaitEntry()
-		v, err := runtime.JournalCall(&runtime.Call{Env: f.c.Env, Thread: f.c.Thread, Recv: p, Host: p.session.host}, &e)
+		v, err := t.wait.(*Pending).waitStep(f.c)
 		var stopped *runtime.ResumeStopped
 		switch {
 		case f.c.Env.Ctx.Err() != nil:

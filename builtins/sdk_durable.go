@@ -285,9 +285,10 @@ func (s *Session) restart(c *runtime.Call) error {
 }
 
 // takeOverDiedIn starts a CLI that resumes the session for a call on a
-// handle a resumed run rebuilt whose runner died in that call (a call
-// the journal does not hold took the session over before it was
-// recorded: TakeOver). The call then runs again on the new CLI.
+// handle a resumed run rebuilt, not journaled as a step of its own: a
+// call the runner died in (one the journal does not hold took the session
+// over before it was recorded: TakeOver), or a wait that sends a turn
+// again. The call then goes on with the new CLI.
 func (s *Session) takeOverDiedIn(c *runtime.Call) error {
 	if s.s != nil || s.replayed == nil {
 		return nil
@@ -374,27 +375,30 @@ func (rs *replayedSession) keepSetting(c *runtime.Call) {
 // pending turns were interrupted.
 func interruptReplayed(c *runtime.Call, _ starlark.Value) {
 	if s, ok := c.Recv.(*Session); ok && s.replayed != nil {
-		for _, p := range s.replayed.pending {
-			p.interrupted = true
-		}
+		s.replayed.markInterrupted()
 	}
 }
 
-// interruptReplayed interrupts the session's turns from a handle that has
+// markInterrupted marks the session's pending turns interrupted.
+func (rs *replayedSession) markInterrupted() {
+	for _, p := range rs.pending {
+		p.interrupted = true
+	}
+}
+
+// interruptAcrossResume interrupts the session's turns from a handle that has
 // not taken the session over: a runner that died in Session.interrupt, or
 // a resumed run that interrupts turns its runner had started. They are
 // marked, and on a daemon that outlives the runner the interrupt goes to
 // the CLI that has them, as a control request on its stdin: their results
 // are then the CLI's interrupted ones. A session with no turn under way
 // has nothing to interrupt.
-func (s *Session) interruptReplayed(c *runtime.Call) {
+func (s *Session) interruptAcrossResume(c *runtime.Call) {
 	rs := s.replayed
 	if len(rs.pending) == 0 {
 		return
 	}
-	for _, p := range rs.pending {
-		p.interrupted = true
-	}
+	rs.markInterrupted()
 	if !s.host.Outlives() {
 		return // the CLIs died with the runner
 	}
@@ -524,10 +528,8 @@ func (p *Pending) finishReplayed(c *runtime.Call) (starlark.Value, error) {
 		again = "it is sent again and interrupted at once, as the run had interrupted it"
 	}
 	c.Notice(fmt.Sprintf("sous: no CLI of session %s finished the turn started with %q: %s", sessionIDString(s), shortPrompt(p.prompt), again))
-	if s.s == nil {
-		if err := s.restart(c); err != nil {
-			return nil, err
-		}
+	if err := s.takeOverDiedIn(c); err != nil {
+		return nil, err
 	}
 	var t *Turn
 	var err error

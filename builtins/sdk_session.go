@@ -393,12 +393,10 @@ func sessionSend(c *runtime.Call, s *Session) (starlark.Value, error) {
 			}
 			c.Notice(fmt.Sprintf("sous: no CLI of session %s finished the turn the runner died in: it is sent again", s.replayed.sid))
 		}
-		if s.s == nil {
-			// Not journaled as a step: the send's record is in the
-			// journal already (sdk_durable.go).
-			if err := s.restart(c); err != nil {
-				return nil, err
-			}
+		// Not journaled as a step: the send's record is in the journal
+		// already (sdk_durable.go).
+		if err := s.takeOverDiedIn(c); err != nil {
+			return nil, err
 		}
 	}
 	t, err := s.send(c, prompt, limit)
@@ -470,10 +468,8 @@ func sessionStart(c *runtime.Call, s *Session) (starlark.Value, error) {
 			// with the turn. Its wait finds out.
 			return s.startedBeforeResume(c, prompt), nil
 		}
-		if s.s == nil {
-			if err := s.restart(c); err != nil {
-				return nil, err
-			}
+		if err := s.takeOverDiedIn(c); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.s.Err(); err != nil {
@@ -512,7 +508,7 @@ func sessionInterrupt(c *runtime.Call, s *Session) (starlark.Value, error) {
 	}
 	if s.s == nil {
 		// A handle a resumed run rebuilt (sdk_durable.go).
-		s.interruptReplayed(c)
+		s.interruptAcrossResume(c)
 		return starlark.None, nil
 	}
 	return starlark.None, s.control(c, s.s.Interrupt)

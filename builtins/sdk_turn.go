@@ -100,6 +100,14 @@ func pendingWaitEntry() runtime.Entry {
 		Fn: method(pendingWait)}
 }
 
+// waitStep takes p's Turn for a builtin that waits for turns on the
+// recipe's behalf (wait_all, parallel): as a Pending.wait of its own, so a
+// durable run journals it as it journals p.wait().
+func (p *Pending) waitStep(c *runtime.Call) (starlark.Value, error) {
+	e := pendingWaitEntry()
+	return runtime.JournalCall(&runtime.Call{Env: c.Env, Thread: c.Thread, Recv: p, Host: p.session.host}, &e)
+}
+
 func pendingWait(c *runtime.Call, p *Pending) (starlark.Value, error) {
 	var timeout *time.Duration
 	if err := bind(c, 1, opt("timeout", optSeconds(&timeout))); err != nil {

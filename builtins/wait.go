@@ -137,8 +137,7 @@ func waitAll(c *runtime.Call) (starlark.Value, error) {
 			// run keeps it as it keeps p.wait()'s, and a resumed run
 			// takes a turn started before it from the CLI that went on
 			// with it (sdk_durable.go).
-			e := pendingWaitEntry()
-			v, err := runtime.JournalCall(&runtime.Call{Env: c.Env, Thread: c.Thread, Recv: p, Host: p.session.host}, &e)
+			v, err := p.waitStep(c)
 			if err != nil {
 				return nil, c.Errorf("%v", err)
 			}

@@ -158,5 +158,5 @@ func isNotRunning(err error) bool {
 		return true
 	}
 	var we *wire.Error
-	return errors.As(err, &we) && (we.Message == wire.MsgProcessNotRunning || we.Message == wire.MsgProcessNotFound)
+	return wire.IsNotRunning(err) || errors.As(err, &we) && we.Message == wire.MsgProcessNotFound
 }
