@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -295,19 +294,13 @@ func serveDaemon(ctx context.Context, o *DaemonServeOptions, token string) error
 	// Taken first, so that a signal during start-up (the login shell may
 	// take seconds) still runs the deferred clean-up of the state dir; it
 	// stops the daemon as soon as it serves.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 	// SIGHUP stops the daemon as SIGTERM does, unless it was started with
-	// SIGHUP ignored (nohup): then it goes on, as asked. Either way it is
-	// taken here, because the runtime keeps an inherited SIG_IGN for SIGHUP
-	// while nobody takes it, and every child would inherit that across
-	// exec: process.kill with HUP would do nothing to them. Taken, it is
-	// the runtime's handler, which a child starts without (the default).
-	hupIgnored := signal.Ignored(syscall.SIGHUP)
-	hups := make(chan os.Signal, 1)
-	signal.Notify(hups, syscall.SIGHUP)
-	defer signal.Stop(hups)
+	// SIGHUP ignored (nohup): then it goes on, as asked, and its children
+	// still start with SIGHUP's default (notifyStops).
+	sigs := make(chan os.Signal, 1)
+	hups, stopHangups := notifyStops(sigs)
+	defer signal.Stop(sigs)
+	defer stopHangups()
 	logger, err := newLogger(streams.ErrOut, o.LogFormat)
 	if err != nil {
 		return err
@@ -403,10 +396,6 @@ wait:
 			logger.Info("shutting down", "signal", s.String())
 			break wait
 		case s := <-hups:
-			if !hupIgnored {
-				logger.Info("shutting down", "signal", s.String())
-				break wait
-			}
 			logger.Info("signal ignored (the daemon was started with it ignored)", "signal", s.String())
 		case <-srv.ShutdownRequested():
 			break wait

@@ -423,7 +423,7 @@ func interruptible(parent context.Context, release bool) (ctx, cleanup context.C
 		// SIGHUP too: a closed terminal or ssh session must stop the
 		// run's processes as Ctrl-C does, not leave them running; but
 		// not under nohup (notifyStops).
-		stopHangups = notifyStops(sigs)
+		_, stopHangups = notifyStops(sigs)
 		close(notified)
 	}()
 	armed = func() { <-notified }

@@ -15,7 +15,7 @@ import (
 // (nohup): see notifyStops.
 func catchSignals() (sigs chan os.Signal, stop func()) {
 	sigs = make(chan os.Signal, 4)
-	stopHangups := notifyStops(sigs)
+	_, stopHangups := notifyStops(sigs)
 	return sigs, func() {
 		signal.Stop(sigs)
 		stopHangups()
@@ -29,16 +29,17 @@ func catchSignals() (sigs chan os.Signal, stop func()) {
 // it full is dropped): while nobody takes it, the runtime keeps the
 // inherited SIG_IGN, and every process the embedded daemon starts would
 // inherit it across exec, so that a kill with HUP would not reach them.
-// stop gives SIGHUP back.
-func notifyStops(sigs chan<- os.Signal) (stop func()) {
+// ignored receives those SIGHUPs for a caller that says so (nil when
+// SIGHUP stops); stop gives SIGHUP back.
+func notifyStops(sigs chan<- os.Signal) (ignored <-chan os.Signal, stop func()) {
 	if !signal.Ignored(syscall.SIGHUP) {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-		return func() {}
+		return nil, func() {}
 	}
 	dropped := make(chan os.Signal, 1)
 	signal.Notify(dropped, syscall.SIGHUP)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	return func() { signal.Stop(dropped) }
+	return dropped, func() { signal.Stop(dropped) }
 }
 
 // cancelOnSignal returns a context that the first signal on sigs (from
