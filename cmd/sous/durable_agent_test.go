@@ -31,6 +31,7 @@ type durableAgent struct {
 	mu       sync.Mutex
 	requests map[string]int
 	tool     string        // the prompt whose turn first asks to write a file (toolPrompt)
+	slow     string        // the prompt whose requests take slowFor
 	hold     string        // the prompt whose requests wait for release
 	arrived  chan struct{} // closed when the first came
 	release  chan struct{}
@@ -47,6 +48,7 @@ func newDurableAgent(t *testing.T) *durableAgent {
 			a.mu.Unlock()
 			return fakemodel.ToolUse("Write", map[string]any{"file_path": filepath.Join(a.dir, prompt+".txt"), "content": "x\n"})
 		}
+		slow := prompt == a.slow
 		var arrived, release chan struct{}
 		if prompt == a.hold {
 			// Every request of the prompt waits; the first says it came.
@@ -60,6 +62,9 @@ func newDurableAgent(t *testing.T) *durableAgent {
 		if release != nil {
 			<-release
 		}
+		if slow {
+			time.Sleep(slowFor)
+		}
 		return fakemodel.Text("reply to " + prompt)
 	}})
 	// With a state dir: a run without --journal has its journal kept by
@@ -69,6 +74,9 @@ func newDurableAgent(t *testing.T) *durableAgent {
 	a.target = []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}
 	return a
 }
+
+// slowFor is how long a request of durableAgent.slow takes.
+const slowFor = 1500 * time.Millisecond
 
 // embedded makes the runs that follow use the embedded daemon, whose
 // CLIs die with the runner.

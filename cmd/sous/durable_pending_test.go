@@ -121,7 +121,7 @@ func TestDurablePendingTurnsResume(t *testing.T) {
 }
 
 // parallelTurnsRecipe starts a turn in each of two sessions through
-// parallel(), one at a time, and writes each turn's text.
+// parallel() and writes each turn's text.
 const parallelTurnsRecipe = `d = args["dir"]
 cli = json.decode(args["cli"])
 ss = {p: sdk.session(cli = cli, cwd = d) for p in ["first", "second"]}
@@ -132,20 +132,23 @@ for s in ss.values():
     s.close()
 `
 
-// TestDurableParallelTurnsResume kills the runner of a parallel() of turns
-// after each record of its journal, on a socket daemon and on the embedded
-// one: the turns are journaled when both ended, in item order, as their
-// own Pending.wait, so every resume exits 0, each turn's command ran once
+// TestDurableParallelTurnsResume kills the runner of a parallel() of two
+// turns at once, the first slower than the second, after each record of
+// its journal, on a socket daemon and on the embedded one: the turns are
+// journaled when both ended, in item order (not the order they ended in,
+// which a resume, whose replayed turns are all done at once, would not
+// make again), as their own Pending.wait, so every resume exits 0, each turn's command ran once
 // with the model's reply, and on the socket daemon the model saw each
 // prompt once. With fail_fast, which task starts next depends on which
 // ended first: such a run is refused at resume, naming the line.
 func TestDurableParallelTurnsResume(t *testing.T) {
 	a := newDurableAgent(t)
+	a.slow = "first"
 	socket := a.target
 	write := func(t *testing.T, name, limit string) string {
 		return a.recipeDir(t, name, strings.Replace(parallelTurnsRecipe, "LIMIT", limit, 1))
 	}
-	base := write(t, "parallel-base", "1")
+	base := write(t, "parallel-base", "2")
 	o, _ := a.sousIn(t, base, nil, a.runArgs(base)...)
 	o.expect(t, 0)
 	checkTurns(t, base)
@@ -158,7 +161,7 @@ func TestDurableParallelTurnsResume(t *testing.T) {
 				if embedded {
 					a.embedded()
 				}
-				dir := write(t, fmt.Sprintf("parallel%d-%t", point, embedded), "1")
+				dir := write(t, fmt.Sprintf("parallel%d-%t", point, embedded), "2")
 				o := a.killedAndResumed(t, dir, a.runArgs(dir), point)
 				checkTurns(t, dir)
 				first, second := a.count("first"), a.count("second")
