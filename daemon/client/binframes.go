@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -76,21 +77,40 @@ func (d *lineDispatcher) awaitingData() bool { return d.pending }
 
 // startBinary takes the header of a binary frame whose n data bytes follow
 // it on a byte stream: the id is copied (the line is read over by the data)
-// and the data buffer made ready for readData.
+// and readData told how many bytes to read.
 func (d *lineDispatcher) startBinary(id []byte, n int) {
 	d.id = append(d.id[:0], id...)
-	if cap(d.frame.Data) < n {
-		d.frame.Data = make([]byte, n, wire.MaxFrameData)
-	}
-	d.frame.Data = d.frame.Data[:n]
-	d.have, d.pending = 0, true
+	d.want, d.have, d.pending = n, 0, true
 }
 
-// readData reads the data of the binary frame whose header was dispatched
-// straight into the frame's buffer, and dispatches the frame. A read cut
-// short (a deadline: see readUntil) keeps what it got for the next call;
-// a stream that ends within the data is a lost connection.
+// readData reads the data of the binary frame whose header was dispatched,
+// and dispatches the frame. Data that is in the link's read buffer, or
+// fits there, is delivered from it, as a WebSocket message's is (frames
+// are valid only during the call): copying every byte once more was about
+// a tenth of a protocol client's CPU on a child's bulk output. Otherwise,
+// or once a read was cut short (a deadline: see readUntil), the data is
+// gathered in the frame's own buffer, keeping what a cut read got for the
+// next call. A stream that ends within the data is a lost connection.
 func (d *lineDispatcher) readData(l link, recv receiver, r io.Reader) error {
+	if br, ok := r.(*bufio.Reader); ok && d.have == 0 && d.want <= br.Size() {
+		data, err := br.Peek(d.want)
+		if err == nil {
+			own := d.frame.Data
+			d.frame.Data = data
+			d.pending = false
+			d.deliver(l, recv, d.id)
+			d.frame.Data = own[:0]
+			_, err = br.Discard(d.want)
+			return err
+		}
+		// Cut short: what Peek read stays buffered for the copy below.
+	}
+	if d.have == 0 {
+		if cap(d.frame.Data) < d.want {
+			d.frame.Data = make([]byte, d.want, wire.MaxFrameData)
+		}
+		d.frame.Data = d.frame.Data[:d.want]
+	}
 	n, err := io.ReadFull(r, d.frame.Data[d.have:])
 	d.have += n
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strconv"
 	"testing"
 
@@ -237,5 +238,70 @@ func TestBinaryMessageRefused(t *testing.T) {
 		if err := d.dispatchBinary(nil, rec, []byte(msg)); err == nil || rec.n != 0 {
 			t.Errorf("%q: %v, %d frames", msg, err, rec.n)
 		}
+	}
+}
+
+// stutterReader hands out r's bytes a few at a time and fails every third
+// read with a deadline, as a caller's context ending does (readUntil): the
+// link is read again after each.
+type stutterReader struct {
+	r     io.Reader
+	reads int
+}
+
+func (s *stutterReader) Read(p []byte) (int, error) {
+	s.reads++
+	if s.reads%3 == 0 {
+		return 0, os.ErrDeadlineExceeded
+	}
+	return s.r.Read(p[:min(len(p), 1+s.reads%7000)])
+}
+
+// Binary frames whose data is in the link's read buffer are delivered from
+// it, without a copy into the dispatcher's own buffer; a read cut short
+// within a frame's data keeps what it got, and the frame comes whole when
+// the link is read again.
+func TestBinaryFrameDataFromTheBuffer(t *testing.T) {
+	data := make([]byte, 3*wire.MaxFrameData)
+	for i := range data {
+		data[i] = byte(i * 13)
+	}
+	id := wire.QuoteID("p")
+	var stream []byte
+	var want []wire.Frame
+	for i := int64(1); i <= 40; i++ {
+		n := int(i*7919) % wire.MaxFrameData
+		f := wire.Frame{Seq: i, Stream: wire.Stdout, Data: data[i : i+int64(n)]}
+		stream = wire.AppendBinaryFrame(stream, id, &f)
+		want = append(want, f)
+	}
+
+	rec := &frameRecorder{}
+	l := readerOf(bytes.NewReader(stream), rec)
+	var err error
+	for err == nil {
+		err = l.step()
+	}
+	if !errors.Is(err, io.EOF) || !sameFrames(rec.got, want) {
+		t.Fatalf("read %d of %d frames (%v)", len(rec.got), len(want), err)
+	}
+	if c := cap(l.d.frame.Data); c != 0 {
+		t.Errorf("the dispatcher's own buffer grew to %d bytes: frames were copied out of the read buffer", c)
+	}
+
+	rec = &frameRecorder{}
+	l = readerOf(&stutterReader{r: bytes.NewReader(stream)}, rec)
+	for {
+		err := l.step()
+		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("after %d frames: %v", len(rec.got), err)
+		}
+		break
+	}
+	if !sameFrames(rec.got, want) {
+		t.Fatalf("read %d frames through short reads and deadlines, some differ from the %d sent", len(rec.got), len(want))
 	}
 }

@@ -81,11 +81,12 @@ type lineDispatcher struct {
 	one   [1]wire.Frame
 
 	// A binary frame read from a byte stream (binframes.go): its header
-	// was dispatched, and its data, have of len(frame.Data) bytes read so
-	// far, is still to be read (pending) before it is delivered for id.
-	pending bool
-	have    int
-	id      []byte
+	// was dispatched, and its data, want bytes of which have are in
+	// frame.Data so far, is still to be read (pending) before it is
+	// delivered for id.
+	pending    bool
+	want, have int
+	id         []byte
 }
 
 // dispatch handles one line (its line end, if any, is ignored). An error
