@@ -406,8 +406,8 @@ func (s *Session) interruptAcrossResume(c *runtime.Call) {
 	if err != nil {
 		return
 	}
-	line := fmt.Sprintf(`{"type":"control_request","request_id":"sous-%s-interrupt","request":{"subtype":"interrupt"}}`+"\n", c.JournalID)
-	data := base64.StdEncoding.EncodeToString([]byte(line))
+	line := agent.ControlRequestLine("sous-"+c.JournalID+"-interrupt", "interrupt")
+	data := base64.StdEncoding.EncodeToString(line)
 	sent := map[string]bool{}
 	for _, p := range rs.pending {
 		if p.cli == "" || sent[p.cli] {

@@ -203,15 +203,16 @@ s.set_model("claude-second-model")
 s.set_permission_mode("acceptEdits")
 sh("echo '%s %s' >> %s/count/t1" % (t1.text, type(s.info), d))
 t2 = s.send("second")
-sh("echo '%s' >> %s/count/t2" % (t2.text, d))
+modes = [m.get("permissionMode") for m in t2.messages if m.get("type") == "system" and m.get("subtype") == "init"]
+sh("echo '%s %s' >> %s/count/t2" % (t2.text, modes, d))
 s.close()
 `
 
 // TestDurableSessionSettingsResume kills the runner of settingsRecipe
 // after set_model and set_permission_mode are recorded or answered: the
-// CLI that takes the session over starts with the model set (the second
-// turn's request names it), Session.info reads as it did, and each turn
-// is sent once.
+// CLI that takes the session over starts with the model and the mode set
+// (the second turn's request names the model, its system/init the mode),
+// Session.info reads as it did, and each turn is sent once.
 func TestDurableSessionSettingsResume(t *testing.T) {
 	a := newDurableAgent(t)
 	socket := a.target
@@ -234,7 +235,8 @@ func TestDurableSessionSettingsResume(t *testing.T) {
 			}
 			dir := a.recipeDir(t, fmt.Sprintf("settings%d-%t", tc.point, tc.embedded), settingsRecipe)
 			a.killedAndResumed(t, dir, a.runArgs(dir), tc.point)
-			want := map[string]string{"t1": "reply to first dict\n", "t2": "reply to second\n"}
+			// The second turn's system/init says the mode the CLI runs in.
+			want := map[string]string{"t1": "reply to first dict\n", "t2": "reply to second [\"acceptEdits\"]\n"}
 			for name, w := range want {
 				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != w {
 					t.Errorf("count/%s is %q, want %q", name, data, w)

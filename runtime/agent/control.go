@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 )
 
@@ -54,10 +55,6 @@ func (s *Session) sendInterrupt() {
 // request_id in controlResponse), the session's end, or ctx.
 func (s *Session) control(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
 	rid := "sous-" + strconv.FormatUint(s.reqSeq.Add(1), 10)
-	req := map[string]any{"subtype": subtype}
-	for k, v := range fields {
-		req[k] = v
-	}
 	ch := make(chan controlResult, 1)
 	s.mu.Lock()
 	if s.dead != nil {
@@ -72,7 +69,7 @@ func (s *Session) control(ctx context.Context, subtype string, fields map[string
 		delete(s.controls, rid)
 		s.mu.Unlock()
 	}()
-	s.enqueue(map[string]any{"type": "control_request", "request_id": rid, "request": req}, outMeta{kind: outControl, requestID: rid})
+	s.enqueue(controlRequest(rid, subtype, fields), outMeta{kind: outControl, requestID: rid})
 	select {
 	case r := <-ch:
 		if r.err != nil {
@@ -113,4 +110,23 @@ func (s *Session) controlResponse(raw json.RawMessage) {
 		return
 	}
 	ch <- controlResult{response: r.Response}
+}
+
+// controlRequest is a control request as the CLI reads it on its stdin.
+func controlRequest(requestID, subtype string, fields map[string]any) map[string]any {
+	req := map[string]any{"subtype": subtype}
+	maps.Copy(req, fields)
+	return map[string]any{"type": "control_request", "request_id": requestID, "request": req}
+}
+
+// ControlRequestLine is the stdin line of a control request that carries
+// nothing but its subtype ("interrupt"), for a CLI no Session here drives:
+// one a resumed run's runner started, reached through process.stdin. The
+// CLI's answer goes to whoever reads its output.
+func ControlRequestLine(requestID, subtype string) []byte {
+	b, err := json.Marshal(controlRequest(requestID, subtype, nil))
+	if err != nil {
+		panic(fmt.Sprintf("agent: a control request of strings: %v", err)) // cannot happen
+	}
+	return append(b, '\n')
 }
