@@ -166,6 +166,13 @@ func pairedRatios(n int, a, b func() time.Duration) (ratios []float64, ta, tb ti
 	return ratios, median(as), median(bs)
 }
 
+// rate is n bytes over the median of times, in MB/s: a row's own speed,
+// and its baseline's beside it (the pipe ran anywhere from 1.8 to 4.5 GB/s
+// between runs here, which moves a ratio to it more than sous does).
+func rate(n int64, times []time.Duration) float64 {
+	return float64(n) / median(times).Seconds() / 1e6
+}
+
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
@@ -260,9 +267,10 @@ func (e *env) execStream(t *testing.T, socket bool) row {
 	// Each repeat times the three back to back and contributes its own
 	// ratios: a burst of noise then skews one repeat, not one side.
 	var viaRatios, relayRatios, noSpillRatios, diskRatios []float64
-	var viaTimes []time.Duration
+	var viaTimes, pipeTimes []time.Duration
 	for range e.repeats {
 		tb := timeShell(t, base)
+		pipeTimes = append(pipeTimes, tb)
 		tr := timeShell(t, relay)
 		ts := timeShell(t, via, extra...)
 		viaRatios = append(viaRatios, tb.Seconds()/ts.Seconds())
@@ -276,8 +284,8 @@ func (e *env) execStream(t *testing.T, socket bool) row {
 		}
 	}
 	ratio := medianFloat(viaRatios)
-	r.result = fmt.Sprintf("%.2fx of the pipe (%.0f MB/s); a C relay (`cat`) in its place: %.2fx", ratio,
-		float64(e.bytes)/median(viaTimes).Seconds()/1e6, medianFloat(relayRatios))
+	r.result = fmt.Sprintf("%.2fx of the pipe (%.0f MB/s; the pipe %.0f MB/s); a C relay (`cat`) in its place: %.2fx", ratio,
+		rate(e.bytes, viaTimes), rate(e.bytes, pipeTimes), medianFloat(relayRatios))
 	if noSpill != "" {
 		r.result += fmt.Sprintf("; `--replay-disk-limit 0` (no spill): %.2fx", medianFloat(noSpillRatios))
 	}
