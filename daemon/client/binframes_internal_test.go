@@ -101,22 +101,12 @@ func TestBinaryFrameReadAllocations(t *testing.T) {
 // (io.ErrUnexpectedEOF), never a frame.
 func TestBinaryFrameStreamRead(t *testing.T) {
 	stream, want := binaryStream([]byte("some output\x00\n with a newline and NUL"), 0)
-	rec := &frameRecorder{}
-	l := readerOf(bytes.NewReader(stream), rec)
-	var err error
-	for err == nil {
-		err = l.step()
-	}
+	rec, _, err := readStream(bytes.NewReader(stream))
 	if !errors.Is(err, io.EOF) || !sameFrames(rec.got, want) {
 		t.Fatalf("read %d frames (%v), want %d", len(rec.got), err, len(want))
 	}
 	for cut := range stream {
-		rec := &frameRecorder{}
-		l := readerOf(bytes.NewReader(stream[:cut]), rec)
-		var err error
-		for err == nil {
-			err = l.step()
-		}
+		rec, l, err := readStream(bytes.NewReader(stream[:cut]))
 		if len(rec.got) > len(want) || !sameFrames(rec.got, want[:len(rec.got)]) {
 			t.Fatalf("cut at %d: read %d frames that differ from what was sent", cut, len(rec.got))
 		}
@@ -276,12 +266,7 @@ func TestBinaryFrameDataFromTheBuffer(t *testing.T) {
 		want = append(want, f)
 	}
 
-	rec := &frameRecorder{}
-	l := readerOf(bytes.NewReader(stream), rec)
-	var err error
-	for err == nil {
-		err = l.step()
-	}
+	rec, l, err := readStream(bytes.NewReader(stream))
 	if !errors.Is(err, io.EOF) || !sameFrames(rec.got, want) {
 		t.Fatalf("read %d of %d frames (%v)", len(rec.got), len(want), err)
 	}
@@ -289,19 +274,21 @@ func TestBinaryFrameDataFromTheBuffer(t *testing.T) {
 		t.Errorf("the dispatcher's own buffer grew to %d bytes: frames were copied out of the read buffer", c)
 	}
 
-	rec = &frameRecorder{}
-	l = readerOf(&stutterReader{r: bytes.NewReader(stream)}, rec)
-	for {
-		err := l.step()
-		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			continue
-		}
-		if !errors.Is(err, io.EOF) {
-			t.Fatalf("after %d frames: %v", len(rec.got), err)
-		}
-		break
+	rec, _, err = readStream(&stutterReader{r: bytes.NewReader(stream)})
+	if !errors.Is(err, io.EOF) || !sameFrames(rec.got, want) {
+		t.Fatalf("read %d of %d frames through short reads and deadlines (%v), or some differ", len(rec.got), len(want), err)
 	}
-	if !sameFrames(rec.got, want) {
-		t.Fatalf("read %d frames through short reads and deadlines, some differ from the %d sent", len(rec.got), len(want))
+}
+
+// readStream steps a link reading r until the stream fails, reading on
+// after a deadline as a caller whose context ended leaves the link, and
+// returns what it got and how it ended.
+func readStream(r io.Reader) (*frameRecorder, *streamLink, error) {
+	rec := &frameRecorder{}
+	l := readerOf(r, rec)
+	for {
+		if err := l.step(); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return rec, l, err
+		}
 	}
 }
