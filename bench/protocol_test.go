@@ -22,8 +22,11 @@ import (
 // before it they were base64 in JSON lines.
 
 // socketFrames times `sous exec --socket` into /dev/null and into a file:
-// neither can be teed to, so every byte comes over the socket as frames and
-// exec writes it out. Each through a daemon with the default flags (replay
+// the daemon writes the child's output to exec's stdout itself
+// (process.spawn.mirror.files), and exec gets its frames marked, without
+// data. (Before that extension every byte came over the socket as a frame
+// and exec wrote it out: the protocol client's row measures that path.)
+// Each through a daemon with the default flags (replay
 // past the 4 MiB memory window spilled to disk) and one with
 // --replay-disk-limit 0, against the pipe, `head -c` writing the same file
 // itself and the disk's direct write, all timed back to back in each repeat.
@@ -58,7 +61,7 @@ func (e *env) socketFrames(t *testing.T) row {
 	}
 	ratio := min(medianFloat(null), medianFloat(file))
 	return row{
-		figure:   "`sous exec --socket` streaming " + human(e.bytes) + " into /dev/null and into a file: binary frames (a JSON header line, then the raw bytes) over the socket, exec writes them",
+		figure:   "`sous exec --socket` streaming " + human(e.bytes) + " into /dev/null and into a file: the daemon writes the output to exec's stdout itself (`process.spawn.mirror.files`), exec's frames marked without data",
 		baseline: "`head -c` into a pipe",
 		target:   ">= 0.5 of the pipe; spilling at most 15% over `--replay-disk-limit 0`",
 		result: fmt.Sprintf("/dev/null %.2fx (%.0f MB/s; the pipe %.0f MB/s), a file %.2fx (default flags); with `--replay-disk-limit 0`: %.2fx, %.2fx; "+

@@ -158,13 +158,15 @@ func (pf *passedFiles) closeUnclaimed() {
 
 // mirrorKinds says which kinds of passed descriptor a spawn may use: a
 // stdin (process.spawn.mirror.stdin), output that is the child's own
-// (process.spawn.mirror.direct).
-type mirrorKinds struct{ stdin, direct bool }
+// (process.spawn.mirror.direct), output files the daemon writes
+// (process.spawn.mirror.files).
+type mirrorKinds struct{ stdin, direct, files bool }
 
 // passedMirror builds a spawn's mirror from the descriptors passed with its
 // request, one per name in streams: a pipe for "stdout" and "stderr" (with
-// direct, a pipe or regular file open for writing), a pipe or regular file
-// open for reading for "stdin". The caller owns the result's files
+// direct, a pipe or regular file open for writing; with files, also a
+// regular file open for writing or the null device), a pipe or regular
+// file open for reading for "stdin". The caller owns the result's files
 // (closeMirror).
 func passedMirror(ctx context.Context, streams []string, direct bool, kinds mirrorKinds) (mirror.Spec, error) {
 	files := claimPassedFiles(ctx)
@@ -217,8 +219,11 @@ func mirrorOf(files []*os.File, streams []string, direct bool, kinds mirrorKinds
 			if !passableFile(files[i], unix.O_RDONLY) {
 				return mirror.Spec{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe or regular file open for writing", name))
 			}
-		case !mirror.IsPipe(files[i]):
+		case mirror.IsPipe(files[i]):
+		case !kinds.files:
 			return mirror.Spec{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe", name))
+		case !mirror.IsFileOrNull(files[i]) || !openNot(files[i], unix.O_RDONLY):
+			return mirror.Spec{}, wire.InvalidParams(fmt.Sprintf("mirror: the descriptor for %s is not a pipe, a regular file open for writing or the null device", name))
 		}
 		*slot = files[i]
 	}
@@ -252,9 +257,12 @@ func closeMirror(m mirror.Spec) {
 // as it is (mirror.IsPipeOrRegular), not open with the access mode wrongMode
 // (O_WRONLY for a stdin, O_RDONLY for an output).
 func passableFile(f *os.File, wrongMode int) bool {
-	if !mirror.IsPipeOrRegular(f) {
-		return false
-	}
+	return mirror.IsPipeOrRegular(f) && openNot(f, wrongMode)
+}
+
+// openNot reports whether f is open with an access mode other than
+// wrongMode.
+func openNot(f *os.File, wrongMode int) bool {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return false

@@ -199,7 +199,8 @@ func TestSpawnMirrorRefusals(t *testing.T) {
 	}{
 		{"no descriptors", `["stdout"]`, nil, "mirror: 1 streams named but 0 descriptors passed with the request (they travel as SCM_RIGHTS over a Unix socket)"},
 		{"fewer than named", `["stdout","stderr"]`, []*os.File{w}, "mirror: 2 streams named but 1 descriptors passed with the request (they travel as SCM_RIGHTS over a Unix socket)"},
-		{"not a pipe", `["stdout"]`, []*os.File{file}, "mirror: the descriptor for stdout is not a pipe"},
+		{"a socket", `["stdout"]`, []*os.File{sock}, "mirror: the descriptor for stdout is not a pipe, a regular file open for writing or the null device"},
+		{"a read-only file", `["stderr"]`, []*os.File{readOnly}, "mirror: the descriptor for stderr is not a pipe, a regular file open for writing or the null device"},
 		{"unknown stream", `["exit"]`, []*os.File{w}, `mirror: unknown stream "exit" (want stdout, stderr or stdin)`},
 		{"twice", `["stdout","stdout"]`, []*os.File{w, w}, "mirror: stdout named twice"},
 		{"four", `["stdout","stderr","stdin","stdout"]`, []*os.File{w, w, w, w}, "mirror: at most stdout, stderr and stdin"},
@@ -339,6 +340,23 @@ func TestSpawnMirrorStdinDisabled(t *testing.T) {
 	}
 	if got := c.result("process.list", `{}`); strings.Contains(got, `"in"`) {
 		t.Errorf("the refused spawn started: %s", got)
+	}
+}
+
+// Without process.spawn.mirror.files, a regular file is refused as output
+// to mirror, as before the extension: only a pipe can be teed to.
+func TestSpawnMirrorFilesDisabled(t *testing.T) {
+	d := startDaemon(t, Config{DisableFeatures: []string{wire.FeatureSpawnMirrorFiles}})
+	c := d.dial()
+	file, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	resp := c.requestPassing("process.spawn", `{"id":"f","command":"true","mirror":["stdout"]}`, file)
+	want := "mirror: the descriptor for stdout is not a pipe"
+	if !bytes.Contains(resp, []byte(`"code":-32602`)) || !bytes.Contains(resp, wire.QuoteID(want)) {
+		t.Errorf("got %s, want -32602 %q", resp, want)
 	}
 }
 

@@ -27,7 +27,7 @@ var extensionMethods = append(append(append([]string{"process.list", "process.re
 // features advertised in server.capabilities.
 var features = []string{wire.FeatureStdinOffset, wire.FeatureStdinClose, wire.FeatureStdinOrdered, wire.FeatureProcessList, wire.FeatureProcessGone,
 	wire.FeatureSpawnPipeline, wire.FeatureSpawnTimeout, wire.FeatureSpawnExitSignal, wire.FeatureSpawnEnvUnset, wire.FeatureSpawnTTY, wire.FeatureSpawnMirror,
-	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect, wire.FeatureSpawnKey, wire.FeatureSpawnStdinClosed,
+	wire.FeatureSpawnMirrorStdin, wire.FeatureSpawnMirrorDirect, wire.FeatureSpawnMirrorFiles, wire.FeatureSpawnKey, wire.FeatureSpawnStdinClosed,
 	wire.FeatureWorktreeRemoveStrict, wire.FeatureWorktreeCreateNewBranch,
 	wire.FeatureExtractOptions,
 	wire.FeatureGitDiff, wire.FeatureGitCommit, wire.FeatureGitMerge, wire.FeatureGitPush,
@@ -203,7 +203,8 @@ func processSpawn(ctx context.Context, se *Session, raw json.RawMessage) (any, f
 	// the descriptors are closed and the frames carry their data.
 	mirrored := len(p.Mirror) > 0 && se.s.enabled(wire.FeatureSpawnMirror)
 	if mirrored {
-		kinds := mirrorKinds{stdin: se.s.enabled(wire.FeatureSpawnMirrorStdin), direct: se.s.enabled(wire.FeatureSpawnMirrorDirect)}
+		kinds := mirrorKinds{stdin: se.s.enabled(wire.FeatureSpawnMirrorStdin), direct: se.s.enabled(wire.FeatureSpawnMirrorDirect),
+			files: se.s.enabled(wire.FeatureSpawnMirrorFiles)}
 		if spec.Mirror, err = passedMirror(ctx, p.Mirror, p.Direct, kinds); err != nil {
 			return nil, nil, err
 		}

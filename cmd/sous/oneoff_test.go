@@ -397,8 +397,8 @@ func TestAttachReaderGoneLeavesTheProcess(t *testing.T) {
 
 // sous exec's output is byte-exact whether its stdout and stderr are pipes
 // or files, on either kind of daemon: the embedded daemon's command writes
-// both itself (mirror.Spec.Direct); a socket daemon tees into the pipes,
-// and sous writes the frames to the files.
+// both itself (mirror.Spec.Direct); a socket daemon tees into the pipes
+// and writes to the files itself (process.spawn.mirror.files).
 func TestExecStreamsExact(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)

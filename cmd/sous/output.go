@@ -47,15 +47,19 @@ func newStreamWriter(streams *IO) (w *streamWriter, stop func()) {
 }
 
 // outputFile returns w if a daemon can take it as a child's output: a pipe
-// to tee into, or with direct a pipe or regular file to be the child's own
-// (see mirror.Spec); else nil. A terminal is never passed: the command
-// would find a terminal where sous gives it a pipe (use --tty for that).
+// to tee into, a regular file or the null device to write to itself, or
+// with direct a pipe or regular file to be the child's own (see
+// mirror.Spec); else nil. A terminal is never passed: the command would
+// find a terminal where sous gives it a pipe (use --tty for that).
 func outputFile(w io.Writer, direct bool) *os.File {
 	f, ok := w.(*os.File)
-	if !ok || !mirror.IsPipe(f) && !(direct && mirror.IsPipeOrRegular(f)) {
+	switch {
+	case !ok:
 		return nil
+	case direct && mirror.IsPipeOrRegular(f), !direct && (mirror.IsPipe(f) || mirror.IsFileOrNull(f)):
+		return f
 	}
-	return f
+	return nil
 }
 
 // inputFile returns r if it can be a child's stdin as it is (a pipe or a

@@ -29,7 +29,7 @@ type passed struct {
 	files  []*os.File // with the request, in the order of params' "mirror"
 	stdin  bool       // a stdin is among them
 	direct bool       // the output among them is the child's own
-	tee    bool       // output pipes among them, for the daemon to tee into
+	tee    bool       // output among them that the daemon tees or writes to
 }
 
 // mirror arranges spec.Mirror for the spawn whose params are given: the
@@ -38,7 +38,9 @@ type passed struct {
 // daemon and a daemon on a Unix socket can take them; over other links, or
 // once a relay dropped them (noPassing), the spawn is unmirrored and its
 // stdin the daemon's pipe. Without .direct, output is teed to the pipes
-// among Stdout and Stderr, and other files are not passed.
+// among Stdout and Stderr, and written by the daemon to the regular files
+// and null devices among them where it offers .files; other files are not
+// passed.
 func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]any) passed {
 	if spec.Mirror == (mirror.Spec{}) || c.noPassing.Load() {
 		return passed{}
@@ -71,8 +73,9 @@ func (c *Client) mirror(ctx context.Context, spec SpawnSpec, params map[string]a
 				continue // written through process.stdin as usual
 			}
 			p.stdin = true
-		case !p.direct && !mirror.IsPipe(m.f):
-			continue // a tee needs a pipe; the frames carry this stream
+		case p.direct || mirror.IsPipe(m.f):
+		case !mirror.IsFileOrNull(m.f) || !has(wire.FeatureSpawnMirrorFiles):
+			continue // neither teed nor written by the daemon: the frames carry this stream
 		}
 		names = append(names, m.name)
 		p.files = append(p.files, m.f)

@@ -53,8 +53,11 @@ type SpawnSpec struct {
 	// (pipes or regular files) are the child's own stdout and stderr
 	// (process.spawn.mirror.direct): no frames, no replay of them, for
 	// whoever follows the process; whether they were is Proc.OutputPassed.
-	// Without that extension they are teed to as above (pipes only). None
-	// is passed to a terminal's child.
+	// Without that extension they are teed to as above (pipes only). A
+	// regular file or the null device among Stdout and Stderr, without
+	// Direct, the daemon writes itself as it reads the output, marked as a
+	// tee's (process.spawn.mirror.files); without that extension the
+	// frames carry it. None is passed to a terminal's child.
 	Mirror mirror.Spec
 }
 

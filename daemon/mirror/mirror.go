@@ -9,18 +9,24 @@ package mirror
 import (
 	"os"
 	"slices"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
-// Spec names pipes that a child's output is written to as the daemon
-// reads it, ahead of its frames, which are logged and delivered as always
-// but marked Frame.Mirrored. It is how `sous exec` streams a child to its
-// own stdout (process.spawn.mirror): tee(2) shares the pipe's pages with
-// the mirror, so the bytes are not copied on the way, and there is no
-// hand-over between goroutines. Only pipes can be mirrored to: output
-// that tee cannot take (a terminal's, or after the mirror's reader went
-// away) simply arrives unmarked, for the caller to write as usual.
+// Spec names pipes and files that a child's output is written to as the
+// daemon reads it, ahead of its frames, which are logged and delivered as
+// always but marked Frame.Mirrored. It is how `sous exec` streams a child
+// to its own stdout (process.spawn.mirror): tee(2) shares the pipe's pages
+// with the mirror, so the bytes are not copied on the way, and there is no
+// hand-over between goroutines. A regular file or the null device the
+// daemon writes to itself (process.spawn.mirror.files): one copy, where
+// frames and the spawner's write would make three more. Output that
+// cannot be mirrored (a terminal's, after the mirror's reader went away,
+// or past a write to a file that fell short) simply arrives unmarked, for
+// the caller to write as usual.
 //
 // Stdin is not a mirror but rides along with one: a pipe or file the
 // spawner passed to be the child's stdin itself, as a shell's redirection
@@ -54,7 +60,8 @@ func (m Spec) ChildOwn() []*os.File {
 // the child's own it closes as soon as the child has them).
 func (m Spec) Tees() bool { return m.TeeOf(wire.Stdout) != nil || m.TeeOf(wire.Stderr) != nil }
 
-// TeeOf is the pipe stream s is teed to, if any.
+// TeeOf is the pipe stream s is teed to, or the file it is written to, if
+// any.
 func (m Spec) TeeOf(s wire.Stream) *os.File {
 	if m.Direct {
 		return nil
@@ -74,6 +81,24 @@ func (m Spec) TeeOf(s wire.Stream) *os.File {
 func IsPipe(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
+}
+
+// IsFileOrNull reports whether f is what a daemon writes a stream to itself
+// (process.spawn.mirror.files): a regular file, or the null device.
+func IsFileOrNull(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular() || IsNull(f)
+}
+
+// IsNull reports whether f is the null device (/dev/null, character
+// device 1:3), wherever it was opened from.
+func IsNull(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3
 }
 
 // IsPipeOrRegular reports whether f can be a child's stdio as it is, a

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
 )
 
@@ -42,8 +43,11 @@ type pipeReader struct {
 	big  bool // the pipe was grown (it holds a slot of r.bigPipes)
 
 	// mirror is the pipe that what is read is first teed to (Spec.Mirror),
-	// until that fails; nil: none.
+	// until that fails; nil: none. toFile is instead a file (or the null
+	// device) that what is read is written to (process.spawn.mirror.files),
+	// until a write fails or falls short.
 	mirror  syscall.RawConn
+	toFile  syscall.RawConn
 	scratch [2]int          // a pipe of our own that mirrored output passes through (see consume)
 	done    <-chan struct{} // closed when the process is discarded: stop waiting for the mirror
 	iov     [][]byte        // reused: the part of bufs a scratch read fills
@@ -91,6 +95,10 @@ func (pr *pipeReader) mirrorTo(m *os.File) {
 	if err != nil {
 		return
 	}
+	if !mirror.IsPipe(m) {
+		pr.toFile = rc // a file the daemon writes (writeFile): no tee, no scratch pipe
+		return
+	}
 	if err := unix.Pipe2(pr.scratch[:], unix.O_CLOEXEC); err != nil {
 		pr.scratch = [2]int{-1, -1}
 		return
@@ -103,10 +111,11 @@ func (pr *pipeReader) mirrorTo(m *os.File) {
 
 // read waits for output and returns it as frame-sized chunks appended to
 // chunks; each chunk is the caller's (a buffer handed over whole, or a copy
-// of a small read). mirrored says the output was written to the mirror
-// too. io.EOF once the pipe is closed and drained; a deadline set on f ends
-// the wait with os.ErrDeadlineExceeded.
-func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, err error) {
+// of a small read). The first mirrored of the n bytes were written to the
+// mirror too (all of them, or none, but for a file mirror's last write).
+// io.EOF once the pipe is closed and drained; a deadline set on f ends the
+// wait with os.ErrDeadlineExceeded.
+func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n, mirrored int, err error) {
 	var rerr error
 	err = pr.rc.Read(func(fd uintptr) bool {
 		if pr.mirror != nil {
@@ -123,7 +132,7 @@ func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, e
 				// the pipe went to the mirror already.
 				pr.fill()
 				n, rerr = pr.consume(int(fd), t)
-				mirrored = n > 0
+				mirrored = max(n, 0)
 				return true
 			}
 			// t == 0: end of file, which the read below reports.
@@ -147,7 +156,10 @@ func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, e
 		if err == nil {
 			err = io.EOF
 		}
-		return chunks, 0, false, err
+		return chunks, 0, 0, err
+	}
+	if pr.toFile != nil {
+		mirrored = pr.writeFile(n)
 	}
 	full := n == len(pr.bufs)*wire.MaxFrameData
 	for i, left := 0, n; left > 0; i++ {
@@ -165,6 +177,47 @@ func (pr *pipeReader) read(chunks [][]byte) (_ [][]byte, n int, mirrored bool, e
 		pr.grow()
 	}
 	return chunks, n, mirrored, err
+}
+
+// writeFile writes the n bytes just read to the file mirror and returns
+// how many it took. A write that fails or falls short (a full disk, a file
+// size limit, the spawner gone and the mirror closed) ends the mirror: what
+// it did not take goes in frames with data, for the spawner to write, and
+// to report, as it would without a mirror.
+func (pr *pipeReader) writeFile(n int) int {
+	pr.iov = pr.iov[:0]
+	for i, left := 0, n; left > 0; i++ {
+		k := min(left, wire.MaxFrameData)
+		pr.iov = append(pr.iov, pr.bufs[i][:k])
+		left -= k
+	}
+	wrote := 0
+	err := pr.toFile.Control(func(fd uintptr) {
+		for iov := pr.iov; wrote < n; {
+			m, werr := unix.Writev(int(fd), iov)
+			if werr == unix.EINTR {
+				continue
+			}
+			if werr != nil || m <= 0 {
+				return
+			}
+			wrote += m
+			for m > 0 { // past what was written
+				if m >= len(iov[0]) {
+					m -= len(iov[0])
+					iov = iov[1:]
+					continue
+				}
+				iov[0] = iov[0][m:]
+				m = 0
+			}
+		}
+	})
+	clear(pr.iov)
+	if err != nil || wrote < n {
+		pr.toFile = nil
+	}
+	return wrote
 }
 
 // tee copies up to a read's worth of the pipe's content to the mirror

@@ -218,21 +218,15 @@ func readMirrored(t *testing.T, pr *pipeReader) (mirrored, plain []byte) {
 	var chunks [][]byte
 	for {
 		var (
-			n   int
-			m   bool
-			err error
+			n, m int
+			err  error
 		)
 		chunks, n, m, err = pr.read(chunks[:0])
-		if n > 0 && m && len(plain) > 0 {
+		if n > 0 && m > 0 && len(plain) > 0 {
 			t.Fatalf("a mirrored read after %d unmirrored bytes", len(plain))
 		}
-		for _, c := range chunks {
-			if m {
-				mirrored = append(mirrored, c...)
-			} else {
-				plain = append(plain, c...)
-			}
-		}
+		all := bytes.Join(chunks, nil)
+		mirrored, plain = append(mirrored, all[:m]...), append(plain, all[m:]...)
 		if err == io.EOF {
 			return mirrored, plain
 		}

@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"bytes"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -87,17 +89,23 @@ func (r *Registry) readPipe(p *Process, o output) {
 		frames []wire.Frame
 	)
 	for {
-		var (
-			n        int
-			mirrored bool
-		)
+		var n, mirrored int
 		chunks, n, mirrored, err = pr.read(chunks[:0])
 		if n > 0 && r.opt.OnOutput != nil {
 			r.opt.OnOutput(n)
 		}
 		frames = frames[:0]
-		for _, data := range chunks {
-			frames = append(frames, wire.Frame{Stream: o.stream, Stage: o.stage, Data: data, Mirrored: mirrored})
+		for i := 0; i < len(chunks); i++ {
+			data := chunks[i]
+			if 0 < mirrored && mirrored < len(data) {
+				// A file mirror took only the start of this chunk: the
+				// rest is a frame of its own, with data (a copy, so that
+				// no two frames hold one pooled buffer).
+				chunks = slices.Insert(chunks, i+1, bytes.Clone(data[mirrored:]))
+				data, chunks[i] = data[:mirrored], data[:mirrored]
+			}
+			frames = append(frames, wire.Frame{Stream: o.stream, Stage: o.stage, Data: data, Mirrored: mirrored > 0})
+			mirrored = max(mirrored-len(data), 0)
 		}
 		if k, aerr := p.Log.AppendAll(p.ctx, frames); aerr != nil {
 			for _, rest := range chunks[k:] {

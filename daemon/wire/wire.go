@@ -169,6 +169,14 @@ const (
 	// spawner nobody else can follow the process through (sous exec on its
 	// embedded daemon). A terminal's child cannot take them.
 	FeatureSpawnMirrorDirect = "process.spawn.mirror.direct"
+	// process.spawn {"mirror": [...]} without "direct": the descriptor
+	// passed for "stdout" or "stderr" may also be a regular file open for
+	// writing, or the null device, which the daemon writes the output to
+	// itself as it reads it (one copy, where the frames to the spawner and
+	// its own write would be three), ahead of the frames, marked mirrored
+	// as a tee's are. A write that fails or falls short ends the mirror:
+	// what it did not write comes with data, unmarked.
+	FeatureSpawnMirrorFiles = "process.spawn.mirror.files"
 	// process.spawn {"spawnKey": k}: a spawn whose id names a process the
 	// daemon still has (running or exited) that was spawned with the same
 	// key starts nothing: it answers as that spawn did and follows that
