@@ -250,7 +250,8 @@ func (o *ExecOptions) spawnSpec(id string) client.SpawnSpec {
 		// On the embedded daemon nobody else can follow the command, so
 		// its output needs no frames: it gets sous's stdout and stderr as
 		// a shell would give them (Mirror.Direct). A socket daemon keeps
-		// the frames for attach and replay, and tees into pipes.
+		// the frames for attach and replay, tees into pipes and writes to
+		// files itself (process.spawn.mirror.files).
 		direct := client.IsEmbedded(o.url)
 		spec.Mirror = mirror.Spec{Stdout: outputFile(streams.Out, direct), Stderr: outputFile(streams.ErrOut, direct),
 			Stdin: inputFile(streams.In), Direct: direct}
