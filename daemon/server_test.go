@@ -37,7 +37,7 @@ func TestServerMethods(t *testing.T) {
 	}
 	c.wantResult("server.capabilities", `{"x":1}`,
 		`{"version":"v1.2.3","methods":[`+methods+`],"features":["process.stdin.offset","process.stdin.close","process.stdin.ordered","process.list","process.gone",`+
-			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.exitsignal","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct","process.spawn.key","process.spawn.stdin.closed",`+
+			`"process.spawn.pipeline","process.spawn.timeout","process.spawn.exitsignal","process.spawn.env.unset","process.spawn.tty","process.spawn.mirror","process.spawn.mirror.stdin","process.spawn.mirror.direct","process.spawn.mirror.files","process.spawn.key","process.spawn.stdin.closed",`+
 			`"git.worktree_remove.strict","git.worktree_create.newbranch","files.extract_tar.options",`+
 			`"git.diff","git.commit","git.merge","git.push","git.worktree_create.include","approval.queue","run.journal","connection.binaryFrames","connection.stdio"`+sandboxFeature+`]}`)
 	// Every advertised method exists (none answers -32601).

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed5ad92d46/sous/internal/testutil"
 )
 
@@ -752,22 +754,13 @@ func TestExecInterruptedWhileStarting(t *testing.T) {
 			dir := t.TempDir()
 			pidFile := filepath.Join(dir, "pid")
 			t.Cleanup(func() { killPidFile(pidFile) })
-			// Files, not pipes: exec would pass pipes to the daemon, which
-			// this relay cannot carry.
-			out, err := os.Create(filepath.Join(dir, "out"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer out.Close()
-			errPath := filepath.Join(dir, "err")
-			errFile, err := os.Create(errPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer errFile.Close()
+			// Sockets, not pipes or files: exec would pass those to the
+			// daemon (a tee, or files it writes), which this relay cannot
+			// carry.
+			out, _ := socketOutput(t)
+			errOut, stderr := socketOutput(t)
 			cmd := d.sousCmd(t, d.clientEnv(), "exec", "--socket", h.path, "--", "sh", "-c", "echo $$ > "+pidFile+"; exec sleep 60")
-			cmd.Stdout, cmd.Stderr = out, errFile
-			stderr := func() string { b, _ := os.ReadFile(errPath); return string(b) }
+			cmd.Stdout, cmd.Stderr = out, errOut
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -793,13 +786,13 @@ func TestExecInterruptedWhileStarting(t *testing.T) {
 			}
 			cmd.Process.Signal(syscall.SIGINT)
 			select {
-			case err = <-done:
+			case err := <-done:
+				if code := exitCode(err); code != 130 {
+					t.Fatalf("exit %v (code %d), want code 130; stderr:\n%s", err, code, stderr())
+				}
 			case <-time.After(10 * time.Second):
 				cmd.Process.Kill()
 				t.Fatalf("exec still waits 10 s after Ctrl-C; stderr:\n%s", stderr())
-			}
-			if code := exitCode(err); code != 130 {
-				t.Fatalf("exit %v (code %d), want code 130; stderr:\n%s", err, code, stderr())
 			}
 			if pid != 0 && !strings.Contains(stderr(), "stop it with: sous kill ") {
 				// The kill's answer is held up too: exec cannot know it worked.
@@ -921,4 +914,34 @@ p.wait()
 		}
 		waitGone(t, grandchild, 5*time.Second)
 	}
+}
+
+// socketOutput returns one end of a socket pair, for a command's output
+// that sous exec cannot pass to a daemon, and what has come out of the
+// other end so far.
+func socketOutput(t *testing.T) (w *os.File, read func() string) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, r := os.NewFile(uintptr(fds[0]), "output"), os.NewFile(uintptr(fds[1]), "output-reader")
+	t.Cleanup(func() { w.Close(); r.Close() })
+	var (
+		mu  sync.Mutex
+		got []byte
+	)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			mu.Lock()
+			got = append(got, buf[:n]...)
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w, func() string { mu.Lock(); defer mu.Unlock(); return string(got) }
 }
