@@ -125,11 +125,19 @@ func TestSocketSpawnMirrors(t *testing.T) {
 				name, nMarked[i], len(marked[i]), len(unmarked[i]))
 		}
 	}
+	reattachedWhole(t, sock, "m", want)
+}
+
+// reattachedWhole follows process id from its first frame through a
+// client of its own, which passed no mirror: every frame must come whole
+// and unmarked, and both streams must be want.
+func reattachedWhole(t *testing.T, sock, id string, want []byte) {
+	t.Helper()
 	other := dialProxy(t, sock)
 	var got [2][]byte
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, _, err := other.Reattach(ctx, "m", 0, func(f *wire.Frame) {
+	p, _, err := other.Reattach(ctx, id, 0, func(f *wire.Frame) {
 		if f.Mirrored {
 			t.Errorf("frame %d marked mirrored for a client that passed no mirror", f.Seq)
 		}

@@ -85,29 +85,7 @@ func TestSocketSpawnWritesFiles(t *testing.T) {
 		}
 	}
 
-	other := dialProxy(t, sock)
-	var got [2][]byte
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, _, err := other.Reattach(ctx, "f", 0, func(f *wire.Frame) {
-		if f.Mirrored {
-			t.Errorf("frame %d marked mirrored for a client that passed no mirror", f.Seq)
-		}
-		if f.Stream == wire.Stdout || f.Stream == wire.Stderr {
-			got[f.Stream-wire.Stdout] = append(got[f.Stream-wire.Stdout], f.Data...)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i := range got {
-		if !bytes.Equal(got[i], want) {
-			t.Errorf("reattached stream %d: %d bytes, want %d", i, len(got[i]), len(want))
-		}
-	}
+	reattachedWhole(t, sock, "f", want)
 }
 
 // A daemon without process.spawn.mirror.files is not passed a file: the
