@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/proc"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/iovec"
 )
 
 // The bridge's descriptors (extension connection.stdio, docs/PROTOCOL.md
@@ -217,7 +218,7 @@ func (sio *stdioIO) writev(parts [][]byte) error {
 		full := false
 		err := sio.outRaw.Write(func(fd uintptr) bool {
 			for len(parts) > 0 {
-				n, err := unix.Writev(int(fd), parts[:min(len(parts), maxIovecs)])
+				n, err := unix.Writev(int(fd), parts[:min(len(parts), iovec.Max)])
 				switch {
 				case err == unix.EAGAIN:
 					if sio.napOnFull {
@@ -231,7 +232,7 @@ func (sio *stdioIO) writev(parts [][]byte) error {
 					werr = err
 					return true
 				}
-				parts = consumed(parts, n)
+				parts = iovec.Consumed(parts, n)
 			}
 			return true
 		})
@@ -243,21 +244,6 @@ func (sio *stdioIO) writev(parts [][]byte) error {
 		}
 		time.Sleep(fullNap)
 	}
-}
-
-// maxIovecs is the kernel's IOV_MAX.
-const maxIovecs = 1024
-
-// consumed drops the first n bytes of parts.
-func consumed(parts [][]byte, n int) [][]byte {
-	for len(parts) > 0 && n >= len(parts[0]) {
-		n -= len(parts[0])
-		parts = parts[1:]
-	}
-	if len(parts) > 0 {
-		parts[0] = parts[0][n:]
-	}
-	return parts
 }
 
 // peerClosed reports whether whoever reads the passed output is gone (ssh's

@@ -86,8 +86,8 @@ func (d *lineDispatcher) startBinary(id []byte, n int) {
 // readData reads the data of the binary frame whose header was dispatched,
 // and dispatches the frame. Data that is in the link's read buffer, or
 // fits there, is delivered from it, as a WebSocket message's is (frames
-// are valid only during the call): copying every byte once more was about
-// a tenth of a protocol client's CPU on a child's bulk output. Otherwise,
+// are valid only during the call): copying every byte once more was a tenth
+// to a fifth of a protocol client's CPU on a child's bulk output. Otherwise,
 // or once a read was cut short (a deadline: see readUntil), the data is
 // gathered in the frame's own buffer, keeping what a cut read got for the
 // next call. A stream that ends within the data is a lost connection.

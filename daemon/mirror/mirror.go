@@ -87,18 +87,14 @@ func IsPipe(f *os.File) bool {
 // (process.spawn.mirror.files): a regular file, or the null device.
 func IsFileOrNull(f *os.File) bool {
 	fi, err := f.Stat()
-	return err == nil && fi.Mode().IsRegular() || IsNull(f)
+	return err == nil && (fi.Mode().IsRegular() || isNullDevice(fi))
 }
 
-// IsNull reports whether f is the null device (/dev/null, character
-// device 1:3), wherever it was opened from.
-func IsNull(f *os.File) bool {
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
+// isNullDevice reports whether fi is the null device's (/dev/null,
+// character device 1:3), wherever it was opened from.
+func isNullDevice(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3
+	return ok && fi.Mode()&os.ModeCharDevice != 0 && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3
 }
 
 // IsPipeOrRegular reports whether f can be a child's stdio as it is, a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed5ad92d46/sous/daemon/mirror"
 	"github.com/seed5ad92d46/sous/daemon/wire"
+	"github.com/seed5ad92d46/sous/internal/iovec"
 )
 
 const (
@@ -202,15 +203,7 @@ func (pr *pipeReader) writeFile(n int) int {
 				return
 			}
 			wrote += m
-			for m > 0 { // past what was written
-				if m >= len(iov[0]) {
-					m -= len(iov[0])
-					iov = iov[1:]
-					continue
-				}
-				iov[0] = iov[0][m:]
-				m = 0
-			}
+			iov = iovec.Consumed(iov, m)
 		}
 	})
 	clear(pr.iov)
