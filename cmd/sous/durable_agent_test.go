@@ -25,7 +25,8 @@ import (
 // request until the test lets it go.
 type durableAgent struct {
 	*agentWorld
-	target []string
+	target []string       // where runs go: socket, or nil for the embedded daemon
+	socket []string       // the socket daemon's flags
 	srv    *daemon.Server // the socket daemon
 
 	mu       sync.Mutex
@@ -71,7 +72,8 @@ func newDurableAgent(t *testing.T) *durableAgent {
 	// the daemon (the fault test uses both).
 	sock, srv := socketDaemon(t, "tok", daemon.Config{Env: a.env, StateDir: t.TempDir()})
 	a.srv = srv
-	a.target = []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}
+	a.socket = []string{"--socket", sock, "--token-file", tokenFile(t, "tok")}
+	a.target = a.socket
 	return a
 }
 

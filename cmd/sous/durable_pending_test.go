@@ -65,6 +65,43 @@ func (a *durableAgent) killedAndResumed(t *testing.T, dir string, args []string,
 	return o
 }
 
+// killPoint is a run killed right after its journal's at-th record, on the
+// socket daemon, whose CLIs outlive the runner, or on the embedded one.
+type killPoint struct {
+	at       int
+	embedded bool
+}
+
+// everyKill is each record from..to-1 as a kill point, on the socket
+// daemon and then on the embedded one.
+func everyKill(from, to int) []killPoint {
+	var ks []killPoint
+	for _, embedded := range []bool{false, true} {
+		for at := from; at < to; at++ {
+			ks = append(ks, killPoint{at, embedded})
+		}
+	}
+	return ks
+}
+
+// killedAt runs check as a subtest for each kill point, the model's counts
+// reset and the runner on the daemon the point names; the socket daemon is
+// the target again after.
+func (a *durableAgent) killedAt(t *testing.T, points []killPoint, check func(t *testing.T, k killPoint)) {
+	t.Helper()
+	for _, k := range points {
+		a.reset()
+		t.Run(fmt.Sprintf("killed at record %d, embedded %t", k.at, k.embedded), func(t *testing.T) {
+			a.target = a.socket
+			if k.embedded {
+				a.embedded()
+			}
+			check(t, k)
+		})
+	}
+	a.target = a.socket
+}
+
 // TestDurablePendingTurnsResume kills the runner of a recipe whose turns
 // are started with Session.start and waited for with Pending.wait and
 // wait_all, right after each record of its journal, on a socket daemon
@@ -76,7 +113,6 @@ func (a *durableAgent) killedAndResumed(t *testing.T, dir string, args []string,
 // prompt never reached a CLI.
 func TestDurablePendingTurnsResume(t *testing.T) {
 	a := newDurableAgent(t)
-	socket := a.target
 	base := a.pendingDir(t, "base")
 	o, _ := a.sousIn(t, base, nil, a.runArgs(base)...)
 	o.expect(t, 0, "finished")
@@ -84,36 +120,26 @@ func TestDurablePendingTurnsResume(t *testing.T) {
 	if n := len(journalRecords(t, filepath.Join(base, "j"), runIDOf(t, o))); n != pendingRecords {
 		t.Fatalf("the run journaled %d records, want %d: the kill points below are off", n, pendingRecords)
 	}
-	for _, embedded := range []bool{false, true} {
-		for point := 3; point < pendingRecords-1; point++ {
-			a.reset()
-			t.Run(fmt.Sprintf("killed at record %d, embedded %t", point, embedded), func(t *testing.T) {
-				a.target = socket
-				if embedded {
-					a.embedded()
-				}
-				dir := a.pendingDir(t, fmt.Sprintf("at%d-%t", point, embedded))
-				o := a.killedAndResumed(t, dir, a.runArgs(dir), point)
-				checkTurns(t, dir)
-				first, second := a.count("first"), a.count("second")
-				if !embedded && (first != 1 || second != 1) {
-					t.Errorf("the model saw first %d times, second %d times\n%s", first, second, o.stderr)
-				}
-				// The embedded daemon's CLI died with the runner: a turn
-				// it was answering is paid again, never more.
-				if embedded && (first < 1 || first > 2 || second < 1 || second > 2) {
-					t.Errorf("the model saw first %d times, second %d times\n%s", first, second, o.stderr)
-				}
-				if n := strings.Count(o.stdout+o.stderr, "finished\n"); n != 1 {
-					t.Errorf("finished shown %d times in the resume:\n%s", n, o.stdout+o.stderr)
-				}
-				if testing.Verbose() {
-					t.Logf("the resume said:\n%s", o.stderr)
-				}
-			})
+	a.killedAt(t, everyKill(3, pendingRecords-1), func(t *testing.T, k killPoint) {
+		dir := a.pendingDir(t, fmt.Sprintf("at%d-%t", k.at, k.embedded))
+		o := a.killedAndResumed(t, dir, a.runArgs(dir), k.at)
+		checkTurns(t, dir)
+		first, second := a.count("first"), a.count("second")
+		if !k.embedded && (first != 1 || second != 1) {
+			t.Errorf("the model saw first %d times, second %d times\n%s", first, second, o.stderr)
 		}
-	}
-	a.target = socket
+		// The embedded daemon's CLI died with the runner: a turn
+		// it was answering is paid again, never more.
+		if k.embedded && (first < 1 || first > 2 || second < 1 || second > 2) {
+			t.Errorf("the model saw first %d times, second %d times\n%s", first, second, o.stderr)
+		}
+		if n := strings.Count(o.stdout+o.stderr, "finished\n"); n != 1 {
+			t.Errorf("finished shown %d times in the resume:\n%s", n, o.stdout+o.stderr)
+		}
+		if testing.Verbose() {
+			t.Logf("the resume said:\n%s", o.stderr)
+		}
+	})
 	for _, prompt := range []string{"first", "second"} {
 		a.reset()
 		duringTurnOf(t, a, prompt, a.pendingDir, "CLI finished the turn the runner died in: its result is the wait's")
@@ -144,7 +170,6 @@ for s in ss.values():
 func TestDurableParallelTurnsResume(t *testing.T) {
 	a := newDurableAgent(t)
 	a.slow = "first"
-	socket := a.target
 	write := func(t *testing.T, name, limit string) string {
 		return a.recipeDir(t, name, strings.Replace(parallelTurnsRecipe, "LIMIT", limit, 1))
 	}
@@ -153,25 +178,15 @@ func TestDurableParallelTurnsResume(t *testing.T) {
 	o.expect(t, 0)
 	checkTurns(t, base)
 	total := len(journalRecords(t, filepath.Join(base, "j"), runIDOf(t, o)))
-	for _, embedded := range []bool{false, true} {
-		for point := 4; point < total-1; point++ {
-			a.reset()
-			t.Run(fmt.Sprintf("killed at record %d, embedded %t", point, embedded), func(t *testing.T) {
-				a.target = socket
-				if embedded {
-					a.embedded()
-				}
-				dir := write(t, fmt.Sprintf("parallel%d-%t", point, embedded), "2")
-				o := a.killedAndResumed(t, dir, a.runArgs(dir), point)
-				checkTurns(t, dir)
-				first, second := a.count("first"), a.count("second")
-				if !embedded && (first != 1 || second != 1) || first < 1 || first > 2 || second < 1 || second > 2 {
-					t.Errorf("the model saw first %d times, second %d times\n%s", first, second, o.stderr)
-				}
-			})
+	a.killedAt(t, everyKill(4, total-1), func(t *testing.T, k killPoint) {
+		dir := write(t, fmt.Sprintf("parallel%d-%t", k.at, k.embedded), "2")
+		o := a.killedAndResumed(t, dir, a.runArgs(dir), k.at)
+		checkTurns(t, dir)
+		first, second := a.count("first"), a.count("second")
+		if !k.embedded && (first != 1 || second != 1) || first < 1 || first > 2 || second < 1 || second > 2 {
+			t.Errorf("the model saw first %d times, second %d times\n%s", first, second, o.stderr)
 		}
-	}
-	a.target = socket
+	})
 	a.reset()
 	t.Run("fail_fast is not resumed", func(t *testing.T) {
 		recipe := strings.Replace(parallelTurnsRecipe, "limit = LIMIT", "fail_fast = True", 1)
@@ -215,7 +230,6 @@ s.close()
 // Session.info reads as it did, and each turn is sent once.
 func TestDurableSessionSettingsResume(t *testing.T) {
 	a := newDurableAgent(t)
-	socket := a.target
 	base := a.recipeDir(t, "settings-base", settingsRecipe)
 	at := a.callPositions(t, base, a.runArgs(base))
 	model, mode := at["Session.set_model"], at["Session.set_permission_mode"]
@@ -223,35 +237,25 @@ func TestDurableSessionSettingsResume(t *testing.T) {
 		t.Fatalf("the journal lacks a setting: %v", at)
 	}
 	a.reset()
-	for _, tc := range []struct {
-		point    int
-		embedded bool
-	}{{model, false}, {model + 1, false}, {mode + 1, false}, {mode + 3, false}, {model, true}, {mode + 1, true}} {
-		a.reset()
-		t.Run(fmt.Sprintf("killed at record %d, embedded %t", tc.point, tc.embedded), func(t *testing.T) {
-			a.target = socket
-			if tc.embedded {
-				a.embedded()
+	a.killedAt(t, []killPoint{{model, false}, {model + 1, false}, {mode + 1, false}, {mode + 3, false}, {model, true}, {mode + 1, true}}, func(t *testing.T, k killPoint) {
+		dir := a.recipeDir(t, fmt.Sprintf("settings%d-%t", k.at, k.embedded), settingsRecipe)
+		a.killedAndResumed(t, dir, a.runArgs(dir), k.at)
+		// The second turn's system/init says the mode the CLI runs in.
+		want := map[string]string{"t1": "reply to first dict\n", "t2": "reply to second [\"acceptEdits\"]\n"}
+		for name, w := range want {
+			if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != w {
+				t.Errorf("count/%s is %q, want %q", name, data, w)
 			}
-			dir := a.recipeDir(t, fmt.Sprintf("settings%d-%t", tc.point, tc.embedded), settingsRecipe)
-			a.killedAndResumed(t, dir, a.runArgs(dir), tc.point)
-			// The second turn's system/init says the mode the CLI runs in.
-			want := map[string]string{"t1": "reply to first dict\n", "t2": "reply to second [\"acceptEdits\"]\n"}
-			for name, w := range want {
-				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != w {
-					t.Errorf("count/%s is %q, want %q", name, data, w)
-				}
+		}
+		if a.count("first") != 1 || a.count("second") != 1 {
+			t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
+		}
+		for _, r := range a.api.Scripted() {
+			if r.Prompt() == "second" && r.Parsed.Model != "claude-second-model" {
+				t.Errorf("the second turn asked model %q: the CLI that took the session over lost set_model", r.Parsed.Model)
 			}
-			if a.count("first") != 1 || a.count("second") != 1 {
-				t.Errorf("the model saw first %d times, second %d times", a.count("first"), a.count("second"))
-			}
-			for _, r := range a.api.Scripted() {
-				if r.Prompt() == "second" && r.Parsed.Model != "claude-second-model" {
-					t.Errorf("the second turn asked model %q: the CLI that took the session over lost set_model", r.Parsed.Model)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // callPositions runs args in dir to its end and returns where each
@@ -293,7 +297,6 @@ s.close()
 // checkpoints.
 func TestDurableControlAndRewindResume(t *testing.T) {
 	a := newDurableAgent(t)
-	socket := a.target
 	file := filepath.Join(a.dir, "first.txt")
 	a.mu.Lock()
 	a.tool = "first"
@@ -308,32 +311,22 @@ func TestDurableControlAndRewindResume(t *testing.T) {
 	if ctl == 0 || rew == 0 {
 		t.Fatalf("the journal has no control or rewind_files call: %v", at)
 	}
-	for _, tc := range []struct {
-		point    int
-		embedded bool
-	}{{ctl - 1, false}, {ctl, false}, {ctl + 1, false}, {rew, false}, {rew + 1, false}, {ctl, true}, {rew, true}} {
-		a.reset()
-		t.Run(fmt.Sprintf("killed at record %d, embedded %t", tc.point, tc.embedded), func(t *testing.T) {
-			a.target = socket
-			if tc.embedded {
-				a.embedded()
+	a.killedAt(t, []killPoint{{ctl - 1, false}, {ctl, false}, {ctl + 1, false}, {rew, false}, {rew + 1, false}, {ctl, true}, {rew, true}}, func(t *testing.T, k killPoint) {
+		os.Remove(file)
+		dir, args := write(t, fmt.Sprintf("control%d-%t", k.at, k.embedded))
+		o := a.killedAndResumed(t, dir, args, k.at)
+		for name, want := range map[string]string{"t1": "reply to first x\n", "t2": "dict True None\n"} {
+			if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
+				t.Errorf("count/%s is %q, want %q\n%s", name, data, want, o.stderr)
 			}
-			os.Remove(file)
-			dir, args := write(t, fmt.Sprintf("control%d-%t", tc.point, tc.embedded))
-			o := a.killedAndResumed(t, dir, args, tc.point)
-			for name, want := range map[string]string{"t1": "reply to first x\n", "t2": "dict True None\n"} {
-				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
-					t.Errorf("count/%s is %q, want %q\n%s", name, data, want, o.stderr)
-				}
-			}
-			if _, err := os.Stat(file); !os.IsNotExist(err) {
-				t.Errorf("the file the first turn wrote is still there: %v", err)
-			}
-			if n := a.count("first"); n != 2 { // the tool use, then its result
-				t.Errorf("the model saw first in %d requests, want 2", n)
-			}
-		})
-	}
+		}
+		if _, err := os.Stat(file); !os.IsNotExist(err) {
+			t.Errorf("the file the first turn wrote is still there: %v", err)
+		}
+		if n := a.count("first"); n != 2 { // the tool use, then its result
+			t.Errorf("the model saw first in %d requests, want 2", n)
+		}
+	})
 }
 
 // TestDurableResumeDiedStartingACLI: a resume that sends again a turn no
@@ -416,7 +409,6 @@ s.close()
 // once.
 func TestDurableInterruptResumes(t *testing.T) {
 	a := newDurableAgent(t)
-	socket := a.target
 	_, release := a.holdPrompt("first")
 	defer close(release)
 	base := a.recipeDir(t, "interrupt-base", interruptRecipe)
@@ -425,26 +417,16 @@ func TestDurableInterruptResumes(t *testing.T) {
 	if in == 0 || wait == 0 {
 		t.Fatalf("the journal lacks the interrupt or the wait: %v", at)
 	}
-	for _, tc := range []struct {
-		point    int
-		embedded bool
-	}{{in, false}, {in + 1, false}, {wait, false}, {in, true}, {in + 1, true}, {wait, true}} {
-		a.reset()
-		t.Run(fmt.Sprintf("killed at record %d, embedded %t", tc.point, tc.embedded), func(t *testing.T) {
-			a.target = socket
-			if tc.embedded {
-				a.embedded()
+	a.killedAt(t, []killPoint{{in, false}, {in + 1, false}, {wait, false}, {in, true}, {in + 1, true}, {wait, true}}, func(t *testing.T, k killPoint) {
+		dir := a.recipeDir(t, fmt.Sprintf("interrupt%d-%t", k.at, k.embedded), interruptRecipe)
+		o := a.killedAndResumed(t, dir, a.runArgs(dir), k.at)
+		for name, want := range map[string]string{"t1": "error_during_execution\n", "t2": "reply to second\n"} {
+			if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
+				t.Errorf("count/%s is %q, want %q\n%s", name, data, want, o.stderr)
 			}
-			dir := a.recipeDir(t, fmt.Sprintf("interrupt%d-%t", tc.point, tc.embedded), interruptRecipe)
-			o := a.killedAndResumed(t, dir, a.runArgs(dir), tc.point)
-			for name, want := range map[string]string{"t1": "error_during_execution\n", "t2": "reply to second\n"} {
-				if data, _ := os.ReadFile(filepath.Join(dir, "count", name)); string(data) != want {
-					t.Errorf("count/%s is %q, want %q\n%s", name, data, want, o.stderr)
-				}
-			}
-			if a.count("second") != 1 {
-				t.Errorf("the model saw second %d times", a.count("second"))
-			}
-		})
-	}
+		}
+		if a.count("second") != 1 {
+			t.Errorf("the model saw second %d times", a.count("second"))
+		}
+	})
 }
