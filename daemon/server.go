@@ -152,6 +152,11 @@ type Stats struct {
 	StdinBytes      atomic.Int64 // stdin bytes accepted
 	Refused         atomic.Int64 // requests refused for auth
 	RefusedSpawns   atomic.Int64 // spawns refused: a command not in AllowCommands
+	// MirroredBytes counts the output bytes of StreamBytes that the daemon
+	// teed or wrote into a pipe or file its spawner passed
+	// (process.spawn.mirror, .mirror.files): output that reached the
+	// spawner without crossing the connection.
+	MirroredBytes atomic.Int64
 	// FramePumps counts the goroutines started to deliver a
 	// subscription's frames (subscribe.go): a socket's frames are written
 	// where they are made while the socket takes them at once
@@ -232,7 +237,12 @@ func New(cfg Config) (*Server, error) {
 		RetainFor:       cfg.RetainFor,
 		ReplayDiskTotal: cfg.ReplayDiskTotal,
 		ReplayMemTotal:  cfg.ReplayMemTotal,
-		OnOutput:        func(n int) { s.stats.StreamBytes.Add(int64(n)) },
+		OnOutput: func(n, mirrored int) {
+			s.stats.StreamBytes.Add(int64(n))
+			if mirrored > 0 {
+				s.stats.MirroredBytes.Add(int64(mirrored))
+			}
+		},
 
 		TimeoutGrace:  cfg.TimeoutGrace,
 		DieWithDaemon: cfg.DieWithDaemon,

@@ -398,11 +398,12 @@ func TestAttachReaderGoneLeavesTheProcess(t *testing.T) {
 // sous exec's output is byte-exact whether its stdout and stderr are pipes
 // or files, on either kind of daemon: the embedded daemon's command writes
 // both itself (mirror.Spec.Direct); a socket daemon tees into the pipes
-// and writes to the files itself (process.spawn.mirror.files).
+// and writes to the files itself (process.spawn.mirror.files), which its
+// count of mirrored bytes shows: every byte, none of them through frames.
 func TestExecStreamsExact(t *testing.T) {
 	t.Parallel()
 	bin := sousBinary(t)
-	sock, _ := socketDaemon(t, "tok", daemonConfig(t))
+	sock, srv := socketDaemon(t, "tok", daemonConfig(t))
 	dir := t.TempDir()
 	src, data := randomDataFile(t, dir, 5<<20+3)
 	for _, target := range [][]string{nil, {"--socket", sock}} {
@@ -424,7 +425,11 @@ func TestExecStreamsExact(t *testing.T) {
 				}
 				cmd.Stdout, cmd.Stderr = files[0], files[1]
 			}
+			mirroredBefore := srv.Stats().MirroredBytes.Load()
 			err := cmd.Run()
+			if mirrored := srv.Stats().MirroredBytes.Load() - mirroredBefore; target != nil && mirrored != 2*int64(len(data)) {
+				t.Errorf("socket daemon, files %v: the daemon mirrored %d bytes, want all %d of both streams", toFiles, mirrored, 2*len(data))
+			}
 			if toFiles {
 				for i, b := range []*bytes.Buffer{&stdout, &stderr} {
 					got, rerr := os.ReadFile(files[i].Name())

@@ -49,6 +49,7 @@ var known = map[string]metric{
 	"Exits":             {"exits_total", "Spawned processes that exited.", false},
 	"Reattaches":        {"reattaches_total", "process.reattach calls.", false},
 	"StreamBytes":       {"stream_bytes_total", "Bytes of child output read (stdout and stderr).", false},
+	"MirroredBytes":     {"mirrored_bytes_total", "Bytes of child output the daemon teed or wrote into a pipe or file its spawner passed (of stream_bytes_total), which did not cross the connection.", false},
 	"StdinBytes":        {"stdin_bytes_total", "Bytes of stdin accepted for children.", false},
 	"Refused":           {"refused_requests_total", "Requests refused for a bad or missing auth token (-32001).", false},
 	"RefusedSpawns":     {"refused_spawns_total", "Spawns refused because the command is not in --allow-command.", false},

@@ -66,6 +66,7 @@ func TestHandlerReadsStatsAtScrapeTime(t *testing.T) {
 	st.StreamBytes.Add(1 << 40)
 	st.ConnectionsOpen.Add(2)
 	st.FramePumps.Add(5)
+	st.MirroredBytes.Add(7)
 	body := get()
 	for _, want := range []string{
 		"# TYPE sous_daemon_spawns_total counter\nsous_daemon_spawns_total 3\n",
@@ -73,6 +74,7 @@ func TestHandlerReadsStatsAtScrapeTime(t *testing.T) {
 		"# TYPE sous_daemon_connections_open gauge\nsous_daemon_connections_open 2\n",
 		"# HELP sous_daemon_refused_requests_total ",
 		"# TYPE sous_daemon_frame_pumps_total counter\nsous_daemon_frame_pumps_total 5\n",
+		"# TYPE sous_daemon_mirrored_bytes_total counter\nsous_daemon_mirrored_bytes_total 7\n",
 		"go_goroutines ",
 	} {
 		if !strings.Contains(body, want) {

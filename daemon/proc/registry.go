@@ -44,8 +44,11 @@ type Options struct {
 	// (streamlog.Log.Shed). Running processes keep their own windows
 	// (Log.MemLimit each). See retain.go.
 	ReplayMemTotal int
-	// OnOutput, when set, is called with the byte count of every output read.
-	OnOutput func(n int)
+	// OnOutput, when set, is called for every output read with its byte
+	// count and how many of those bytes went to a client's passed pipe or
+	// file on the daemon's side (mirrored: teed or written, see
+	// pipeReader), the rest reaching subscribers only as frames' data.
+	OnOutput func(n, mirrored int)
 	// TimeoutGrace is how long a group killed for its Spec.Timeout gets
 	// between SIGTERM and SIGKILL (default DefaultGrace, 3 s).
 	TimeoutGrace time.Duration

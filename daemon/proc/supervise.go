@@ -92,7 +92,7 @@ func (r *Registry) readPipe(p *Process, o output) {
 		var n, mirrored int
 		chunks, n, mirrored, err = pr.read(chunks[:0])
 		if n > 0 && r.opt.OnOutput != nil {
-			r.opt.OnOutput(n)
+			r.opt.OnOutput(n, mirrored)
 		}
 		frames = frames[:0]
 		for i := 0; i < len(chunks); i++ {
