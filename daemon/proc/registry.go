@@ -147,11 +147,25 @@ func NewRegistry(opt Options) *Registry {
 	if r.opt.Log.WriteSlots == nil {
 		r.opt.Log.WriteSlots = streamlog.NewWriteSlots(maxStreamingSpills)
 	}
+	if r.opt.Log.Spares == nil && r.opt.Log.SpillDir != "" {
+		r.opt.Log.Spares = streamlog.NewSpares(maxSpareSpills, spareSpillIdle)
+	}
 	// Made now, not at the first spawn: its goroutine and descriptor are
 	// the registry's from the start, not a leak a caller finds later.
 	r.poller = newChildPoller(r)
 	return r
 }
+
+// maxSpareSpills and spareSpillIdle bound the files of dropped spill
+// segments the registry keeps for new segments to write over
+// (streamlog.Spares): at steady state, a stream at the replay disk total
+// drops a segment of an exited process's for each one it starts, so one
+// or two are in use; four of 64 MiB is at most 256 MiB beyond the total,
+// and for no more than 10 s after the spilling stops.
+const (
+	maxSpareSpills = 4
+	spareSpillIdle = 10 * time.Second
+)
 
 // maxStreamingSpills bounds the processes whose replay spills through 8 MiB
 // write buffers at once (streamlog.WriteSlots): each holds two while it
@@ -237,5 +251,6 @@ func (r *Registry) Shutdown(keep bool, grace time.Duration) int {
 		p.Log.Close()
 		p.cancel()
 	}
+	r.opt.Log.Spares.Close()
 	return running
 }

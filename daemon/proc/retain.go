@@ -148,7 +148,7 @@ func (r *Registry) reclaimSpill() {
 		if r.spilled.Load() <= r.opt.ReplayDiskTotal {
 			return
 		}
-		if freed := e.p.Log.DropSpill(); freed > 0 {
+		if freed := e.p.Log.DropSpill(r.spilled.Load() - r.opt.ReplayDiskTotal); freed > 0 {
 			r.opt.Logger.Info("dropped the spilled replay of an exited process to stay within the replay disk total",
 				"id", e.p.ID, "bytes", freed, "firstSeq", e.p.Log.Stats().FirstSeq)
 		}

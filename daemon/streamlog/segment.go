@@ -124,9 +124,18 @@ const (
 	maxRuns = 2048
 )
 
-// newSegment creates a segment file in dir for frames from first on; its
-// larger write buffers come from slots (nil: unbounded).
-func newSegment(dir string, first int64, slots *WriteSlots) (*segment, error) {
+// newSegment creates a segment for frames from first on, writing over a
+// file from spares when there is one and in a new file in dir otherwise;
+// its larger write buffers come from slots (nil: unbounded).
+func newSegment(dir string, first int64, slots *WriteSlots, spares *Spares) (*segment, error) {
+	if f, r, ok := spares.take(); ok {
+		// Written over from offset 0, in whole blocks as always; a read
+		// never goes past what this segment wrote (its size), so the
+		// records of the file's last segment beyond it are never read.
+		s := &segment{f: f, r: r, first: first, last: first - 1, slots: slots}
+		s.direct = s.setDirect(true) == nil // a failed direct write may have turned it off
+		return s, nil
+	}
 	f, err := os.CreateTemp(dir, fmt.Sprintf("seg-%d-*", first))
 	if err != nil {
 		return nil, fmt.Errorf("spill: %w", err)
@@ -564,9 +573,22 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 	return buf, nil
 }
 
+// remove closes the segment's file, which frees its blocks.
 func (s *segment) remove() {
 	s.wait() // nothing may write to the file, or from the buffers, after
 	s.freeBuffers()
-	s.f.Close()
-	s.r.Close()
+	closeBoth(s.f, s.r)
+}
+
+// retire gives the segment's file to spares, for another segment to write
+// over; a file whose write failed is closed instead. No reader may still
+// read the segment: a dropped one has no cursor left in it.
+func (s *segment) retire(spares *Spares) {
+	if s.wait() != nil {
+		s.freeBuffers()
+		closeBoth(s.f, s.r)
+		return
+	}
+	s.freeBuffers()
+	spares.put(s.f, s.r)
 }

@@ -92,7 +92,7 @@ func TestSegmentDirectAndBuffered(t *testing.T) {
 // when the test ends.
 func tempSegment(t *testing.T) *segment {
 	t.Helper()
-	s, err := newSegment(t.TempDir(), 1, nil)
+	s, err := newSegment(t.TempDir(), 1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

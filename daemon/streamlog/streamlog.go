@@ -52,6 +52,10 @@ type Options struct {
 	// WriteSlots, when set, bounds the logs sharing it that spill through
 	// the larger write buffers of a sustained stream at once.
 	WriteSlots *WriteSlots
+	// Spares, when set, takes the files of dropped segments and gives them
+	// to new ones to write over (see Spares); without it they are closed.
+	// A log closed (Close) closes its files: a reader may be in one.
+	Spares *Spares
 	// IdleRelease is how long a spilling log goes without spilling before
 	// it lets its write buffers go (default 1 s): up to 16 MiB of them for
 	// a sustained stream, which a process that once streamed and then
@@ -327,11 +331,13 @@ func (l *Log) trimDisk() bool {
 	return true
 }
 
-// dropSegments removes the n oldest segments. Called with mu held.
+// dropSegments removes the n oldest segments, their files going to the
+// spares (no cursor reads them: each caller checked minCursor). Called with
+// mu held.
 func (l *Log) dropSegments(n int) {
 	for _, s := range l.segs[:n] {
 		l.addDisk(-s.size)
-		s.remove()
+		s.retire(l.opt.Spares)
 	}
 	clear(l.segs[:n])
 	l.segs = l.segs[n:]
@@ -362,17 +368,20 @@ func (l *Log) addDisk(delta int64) {
 	}
 }
 
-// DropSpill deletes the spilled frames no live cursor still needs, oldest
-// first, and returns the bytes freed. Replay then starts later, reported
+// DropSpill deletes spilled frames no live cursor still needs, oldest
+// segment first, until at least atLeast bytes are freed or none is left to
+// drop, and returns the bytes freed. Replay then starts later, reported
 // honestly by FirstSeq. It is how a daemon reclaims the disk of processes
-// that exited long ago when newer output needs the room.
-func (l *Log) DropSpill() int64 {
+// that exited long ago when newer output needs the room: a segment at a
+// time, so that what a spilling stream needs goes, and its file is there
+// for the stream's next segment (Spares).
+func (l *Log) DropSpill(atLeast int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	need := l.minCursor()
 	n := 0
-	for n < len(l.segs) && l.segs[n].last < need {
-		n++
+	for freed := int64(0); n < len(l.segs) && l.segs[n].last < need && freed < atLeast; n++ {
+		freed += l.segs[n].size
 	}
 	if n == 0 {
 		return 0
@@ -452,7 +461,7 @@ func (l *Log) spill(f *wire.Frame) error {
 	if n := len(l.segs); n > 0 && l.segs[n-1].size < l.opt.SegmentSize {
 		seg = l.segs[n-1]
 	} else {
-		s, err := newSegment(l.opt.SpillDir, f.Seq, l.opt.WriteSlots)
+		s, err := newSegment(l.opt.SpillDir, f.Seq, l.opt.WriteSlots, l.opt.Spares)
 		if err != nil {
 			return err
 		}

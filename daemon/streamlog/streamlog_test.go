@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -455,7 +456,7 @@ func TestDropSpill(t *testing.T) {
 		}
 	}
 	l.mu.Unlock()
-	freed := l.DropSpill()
+	freed := l.DropSpill(math.MaxInt64)
 	if st2 := l.Stats(); freed <= 0 || st2.Disk != st.Disk-freed || st2.FirstSeq != firstKept || total != st2.Disk {
 		t.Fatalf("freed %d: stats %+v (first kept %d), OnDisk total %d", freed, st2, firstKept, total)
 	}
@@ -465,7 +466,7 @@ func TestDropSpill(t *testing.T) {
 	c.Close()
 
 	// Nobody reading: everything spilled goes; replay starts in memory.
-	l.DropSpill()
+	l.DropSpill(math.MaxInt64)
 	st3 := l.Stats()
 	l.mu.Lock()
 	memFirst := l.mem[0].Seq
