@@ -23,7 +23,9 @@ import (
 // run's loop; Options.Steer sees the run's events from the first and
 // answers through the run's queue (the embedded daemon's): the first
 // request allowed, the second denied with the page's message. A second
-// answer is refused as decided, an unknown id as unknown.
+// answer is refused as decided, an unknown id as unknown. The third
+// request is answered only once those second answers came back: the run
+// waits for it, so it cannot end (and close the queue) before them.
 func TestSteerAnswersPrivilegedRequests(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -34,13 +36,17 @@ r = run("id", ["-u"], privileged=True, reason="check", check=False, echo=False)
 print("first:", r.status, r.stdout.strip())
 r = run("id", ["-u"], privileged=True, check=False, echo=False)
 print("second:", r.status)
+r = run("id", ["-u"], privileged=True, check=False, echo=False)
+print("third:", r.status)
 `})
 	var (
 		mu      sync.Mutex
 		first   event.Event
 		pending []string
 		errs    = make(chan error, 4)
+		twice   sync.WaitGroup // the first two requests answered twice
 	)
+	twice.Add(2)
 	steer := func(bus *event.Bus, answer func(context.Context, wire.AskAnswer) error) error {
 		bus.Subscribe(event.SinkFunc(func(_ time.Time, e event.Event) {
 			mu.Lock()
@@ -54,8 +60,15 @@ print("second:", r.status)
 			}
 			pending = append(pending, p.ID)
 			ans := wire.AskAnswer{ID: p.ID, Decision: wire.DecisionAllow}
-			if len(pending) == 2 {
+			switch len(pending) {
+			case 2:
 				ans = wire.AskAnswer{ID: p.ID, Decision: wire.DecisionDeny, Message: "not twice"}
+			case 3:
+				go func() {
+					twice.Wait()
+					errs <- answer(context.Background(), ans)
+				}()
+				return
 			}
 			// Not in Handle: the answer's decision is published on this bus.
 			go func() {
@@ -69,6 +82,7 @@ print("second:", r.status)
 					}
 				}
 				errs <- err
+				twice.Done()
 			}()
 		}))
 		ctx := context.Background()
@@ -85,7 +99,7 @@ print("second:", r.status)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	for range 2 {
+	for range 3 {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
@@ -106,13 +120,13 @@ print("second:", r.status)
 			approvals = append(approvals, m["decision"].(string)+" "+m["by"].(string)+" "+m["id"].(string)+" "+textOf(m["message"]))
 		}
 	}
-	if want := "first: ok 0|second: denied"; strings.Join(logs, "|") != want {
+	if want := "first: ok 0|second: denied|third: ok"; strings.Join(logs, "|") != want {
 		t.Errorf("logs %q, want %q", logs, want)
 	}
-	if len(pending) != 2 {
+	if len(pending) != 3 {
 		t.Fatalf("pending ids %v", pending)
 	}
-	if want := "allow remote " + pending[0] + " |deny remote " + pending[1] + " not twice"; strings.Join(approvals, "|") != want {
+	if want := "allow remote " + pending[0] + " |deny remote " + pending[1] + " not twice|allow remote " + pending[2] + " "; strings.Join(approvals, "|") != want {
 		t.Errorf("approvals %q, want %q", approvals, want)
 	}
 }
