@@ -73,7 +73,7 @@ func (o *DaemonServeOptions) register(cmd *cobra.Command, f *Factory) {
 	fl.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.IntVar(&o.ReplayMemLimit, "replay-mem-limit", 4<<20, "bytes of output per process kept in memory for replay")
 	fl.Int64Var(&o.ReplayDiskLimit, "replay-disk-limit", 1<<30, "bytes of output per process spilled to disk for replay; older output is dropped and reported via firstSeq; 0 spills nothing (replay keeps only the memory window, and streams cost less)")
-	fl.Int64Var(&o.ReplayDiskTotal, "replay-disk-total", 4<<30, "bytes spilled for replay by all processes together; past it, processes that exited longest ago lose their spilled replay first")
+	fl.Int64Var(&o.ReplayDiskTotal, "replay-disk-total", 4<<30, "bytes spilled for replay by all processes together; past it, processes that exited longest ago lose their oldest spilled replay first")
 	fl.IntVar(&o.ReplayMemTotal, "replay-mem-total", 64<<20, "bytes of replay that exited processes keep in memory together; past it, those that exited longest ago move theirs to disk (with --replay-disk-limit 0: drop it, keeping the exit)")
 	fl.IntVar(&o.RetainExited, "retain-exited", 1000, "how many exited processes stay reattachable; older ones are forgotten")
 	durationVar(fl, &o.RetainFor, "retain-for", time.Hour, "how long an exited process stays reattachable (30m, 2h, or 600 for seconds)")

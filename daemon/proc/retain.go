@@ -15,9 +15,11 @@ import (
 // The disk is bounded too: every process's spilled replay is capped on its
 // own (streamlog.Options.DiskLimit), and all of them together by
 // Options.ReplayDiskTotal. Past the total, the processes that exited
-// longest ago lose their spilled replay first (what remains in memory stays;
-// reattach reports the new firstSeq), so that retaining many exited
-// processes never fills the disk.
+// longest ago lose the oldest of their spilled replay first, a segment at a
+// time as the room is needed (what remains in memory stays; reattach
+// reports the new firstSeq), so that retaining many exited processes never
+// fills the disk. The dropped segments' files go to the logs' Spares, for
+// the spilling stream's next segments to write over.
 //
 // So is memory: a process keeps up to its log's memory window after it
 // exits, and a thousand retained processes with a 4 MiB window each would
