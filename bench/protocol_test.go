@@ -40,9 +40,10 @@ func (e *env) socketFrames(t *testing.T) row {
 	exec := func(sock, to string) string {
 		return e.bin + " exec --socket " + sock + " -- head -c " + size + " /dev/zero > " + to
 	}
-	disk := directWrite(filepath.Join(e.dir, "disk"), size)
+	diskFile := filepath.Join(e.dir, "disk")
+	disk := directWrite(diskFile, size)
 	// What the file costs by itself: head writing it, no sous between.
-	fileAlone := "head -c " + size + " /dev/zero > " + out + " && rm " + out
+	fileAlone := "head -c " + size + " /dev/zero > " + out
 	var null, nullNoSpill, file, fileNoSpill, alone, direct, spill []float64
 	var pipeTimes, nullTimes []time.Duration
 	for range e.repeats {
@@ -50,10 +51,10 @@ func (e *env) socketFrames(t *testing.T) row {
 		pipeTimes, nullTimes = append(pipeTimes, tpd), append(nullTimes, tnd)
 		tp, tn := tpd.Seconds(), tnd.Seconds()
 		tnn := timeShell(t, exec(nd.socket, "/dev/null"), tok).Seconds()
-		tf := timeShell(t, exec(d.socket, out)+" && rm "+out, tok).Seconds()
-		tfn := timeShell(t, exec(nd.socket, out)+" && rm "+out, tok).Seconds()
-		td := timeShell(t, disk).Seconds()
-		alone = append(alone, tp/timeShell(t, fileAlone).Seconds())
+		tf := timeWrite(t, exec(d.socket, out), out, tok).Seconds()
+		tfn := timeWrite(t, exec(nd.socket, out), out, tok).Seconds()
+		td := timeWrite(t, disk, diskFile).Seconds()
+		alone = append(alone, tp/timeWrite(t, fileAlone, out).Seconds())
 		null, nullNoSpill = append(null, tp/tn), append(nullNoSpill, tp/tnn)
 		file, fileNoSpill = append(file, tp/tf), append(fileNoSpill, tp/tfn)
 		direct = append(direct, tp/td)
