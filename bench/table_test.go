@@ -265,6 +265,7 @@ func (e *env) execStream(t *testing.T, socket bool) row {
 	// block and then writes it, where the daemon fills its next buffer
 	// while the last one is written, and the stream often passes dd.
 	disk := ""
+	diskFile := filepath.Join(e.dir, "disk")
 	r := row{figure: "`sous exec` streaming " + human(e.bytes) + ", embedded daemon", baseline: "`head -c` into a pipe", target: ">= 0.6 of the pipe"}
 	want := 0.6
 	if socket {
@@ -273,7 +274,7 @@ func (e *env) execStream(t *testing.T, socket bool) row {
 		extra = []string{"SOUS_TOKEN=" + d.token}
 		nd := e.startDaemon(t, "--replay-disk-limit", "0")
 		noSpill = e.bin + " exec --socket " + nd.socket + " -- head -c " + size + " /dev/zero | cat > /dev/null"
-		disk = directWrite(filepath.Join(e.dir, "disk"), size)
+		disk = directWrite(diskFile, size)
 		probe := filepath.Join(e.dir, "probe")
 		if exec.Command("sh", "-c", directWrite(probe, "4096")+" && rm "+probe).Run() != nil {
 			disk = "" // no O_DIRECT here (tmpfs before Linux 6.6): the daemon writes through the page cache too
@@ -298,7 +299,7 @@ func (e *env) execStream(t *testing.T, socket bool) row {
 			noSpillRatios = append(noSpillRatios, tb.Seconds()/timeShell(t, noSpill, extra...).Seconds())
 		}
 		if disk != "" {
-			diskRatios = append(diskRatios, tb.Seconds()/timeWrite(t, disk, filepath.Join(e.dir, "disk")).Seconds())
+			diskRatios = append(diskRatios, tb.Seconds()/timeWrite(t, disk, diskFile).Seconds())
 		}
 	}
 	ratio := medianFloat(viaRatios)

@@ -158,10 +158,11 @@ func NewRegistry(opt Options) *Registry {
 
 // maxSpareSpills and spareSpillIdle bound the files of dropped spill
 // segments the registry keeps for new segments to write over
-// (streamlog.Spares): at steady state, a stream at the replay disk total
-// drops a segment of an exited process's for each one it starts, so one
-// or two are in use; four of 64 MiB is at most 256 MiB beyond the total,
-// and for no more than 10 s after the spilling stops.
+// (streamlog.Spares): a stream at the replay disk total has a segment of an
+// exited process's dropped as each of its own pushes the total over, and
+// takes that file for its next one, so few are kept at once (by design;
+// not counted). Four of 64 MiB is at most 256 MiB beyond the total, for
+// no more than 10 s after the spilling stops.
 const (
 	maxSpareSpills = 4
 	spareSpillIdle = 10 * time.Second

@@ -128,34 +128,44 @@ const (
 // file from spares when there is one and in a new file in dir otherwise;
 // its larger write buffers come from slots (nil: unbounded).
 func newSegment(dir string, first int64, slots *WriteSlots, spares *Spares) (*segment, error) {
-	if f, r, ok := spares.take(); ok {
-		// Written over from offset 0, in whole blocks as always; a read
-		// never goes past what this segment wrote (its size), so the
-		// records of the file's last segment beyond it are never read.
-		s := &segment{f: f, r: r, first: first, last: first - 1, slots: slots}
-		s.direct = s.setDirect(true) == nil // a failed direct write may have turned it off
-		return s, nil
+	// A spare is written over from offset 0, in whole blocks as always; a
+	// read never goes past what this segment wrote (its size), so the
+	// records of the file's last segment beyond it are never read.
+	f, r, ok := spares.take()
+	if !ok {
+		var err error
+		if f, r, err = newSegmentFile(dir, first); err != nil {
+			return nil, err
+		}
 	}
-	f, err := os.CreateTemp(dir, fmt.Sprintf("seg-%d-*", first))
+	s := &segment{f: f, r: r, first: first, last: first - 1, slots: slots}
+	// tmpfs before Linux 6.6, for one, refuses O_DIRECT; a spare's writer
+	// may have turned it off after a refused write.
+	s.direct = s.setDirect(true) == nil
+	return s, nil
+}
+
+// newSegmentFile creates a spill file in dir and returns its writer's and
+// readers' descriptors.
+func newSegmentFile(dir string, first int64) (w, r *os.File, err error) {
+	w, err = os.CreateTemp(dir, fmt.Sprintf("seg-%d-*", first))
 	if err != nil {
-		return nil, fmt.Errorf("spill: %w", err)
+		return nil, nil, fmt.Errorf("spill: %w", err)
 	}
-	r, err := os.Open(f.Name())
+	r, err = os.Open(w.Name())
 	// The name is not needed once open: unlinking now means a crashed daemon
 	// leaves nothing behind on disk.
-	if rerr := os.Remove(f.Name()); err == nil {
+	if rerr := os.Remove(w.Name()); err == nil {
 		err = rerr
 	}
 	if err != nil {
-		f.Close()
+		w.Close()
 		if r != nil {
 			r.Close()
 		}
-		return nil, fmt.Errorf("spill: %w", err)
+		return nil, nil, fmt.Errorf("spill: %w", err)
 	}
-	s := &segment{f: f, r: r, first: first, last: first - 1, slots: slots}
-	s.direct = s.setDirect(true) == nil // tmpfs before Linux 6.6, for one, refuses
-	return s, nil
+	return w, r, nil
 }
 
 // setDirect turns O_DIRECT on or off for the writer's descriptor.
@@ -574,21 +584,17 @@ func (s *segment) read(buf []wire.Frame, seq, off, end, want int64, maxBytes int
 }
 
 // remove closes the segment's file, which frees its blocks.
-func (s *segment) remove() {
-	s.wait() // nothing may write to the file, or from the buffers, after
-	s.freeBuffers()
-	closeBoth(s.f, s.r)
-}
+func (s *segment) remove() { s.retire(nil) }
 
 // retire gives the segment's file to spares, for another segment to write
-// over; a file whose write failed is closed instead. No reader may still
-// read the segment: a dropped one has no cursor left in it.
+// over, or closes it (nil spares, full ones, or a write that failed). No
+// reader may still read the segment: a dropped one has no cursor left in
+// it.
 func (s *segment) retire(spares *Spares) {
-	if s.wait() != nil {
-		s.freeBuffers()
-		closeBoth(s.f, s.r)
-		return
-	}
+	err := s.wait() // nothing may write to the file, or from the buffers, after
 	s.freeBuffers()
+	if err != nil {
+		spares = nil // a failed file is not written to again
+	}
 	spares.put(s.f, s.r)
 }

@@ -11,8 +11,8 @@ import (
 // them.
 //
 // Closing a dropped segment's file (unlinked since it was made) frees its
-// blocks, and on a filesystem mounted with discard, as many virtual
-// machines' are, each free is a discard that the disk works through at the
+// blocks, and on a filesystem mounted with discard, as this project's
+// machines' root is, each free is a discard that the disk works through at the
 // next journal commit, beside the spill that made the room. A daemon at its
 // replay disk total frees as much as it spills: streaming 1 GiB through a
 // socket daemon read 1.12-1.17x the time without a spill while nothing was
@@ -65,8 +65,8 @@ func (sp *Spares) put(w, r *os.File) {
 	sp.mu.Unlock()
 }
 
-// take returns the file kept last (its blocks the likeliest still mapped
-// by the disk's cache), if any.
+// take returns the file kept last, if any: the oldest stay at the front,
+// where expire closes them.
 func (sp *Spares) take() (w, r *os.File, ok bool) {
 	if sp == nil {
 		return nil, nil, false
@@ -83,8 +83,8 @@ func (sp *Spares) take() (w, r *os.File, ok bool) {
 	return s.w, s.r, true
 }
 
-// Len is the number of files kept now.
-func (sp *Spares) Len() int {
+// held is the number of files kept now.
+func (sp *Spares) held() int {
 	if sp == nil {
 		return 0
 	}
